@@ -1,0 +1,103 @@
+"""The checkpoint contract: the persisted record and the store protocol.
+
+This module imports nothing from the executor; stores depend on it, never the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
+
+from .types import RunStatus
+
+
+@dataclass
+class Checkpoint:
+    """One saved point of one run's thread. Every field is JSON-serialisable."""
+
+    id: str
+    thread_id: str
+    node: str | None
+    interrupt_payload: Any
+    state: dict[str, Any]
+    history: list[dict[str, Any]]
+    pending_input: Any
+    created_at: int
+    run_id: str = ""
+    parent_id: str | None = None
+    namespace: list[str] = field(default_factory=list)
+    status: RunStatus = "running"
+    step: int = 0
+    graph: str = ""
+    root_thread_id: str = ""
+    parent_run_id: str | None = None
+    parent_thread_id: str | None = None
+    sub_agent_id: str | None = None
+    # The current step's tasks: id, node, input, status, answers (by order), output...
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    # This run's own pending interrupts (Interrupt.to_dict()).
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    # This run's ended interrupts: the interrupt plus status, answer and when.
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+    # Accepted answers not yet applied, by interrupt id (kept on the root of a tree).
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Runs of the tree that a person asked to cancel, not yet applied (root only).
+    cancels: list[str] = field(default_factory=list)
+    steering: list[dict[str, Any]] = field(default_factory=list)
+    once: dict[str, Any] = field(default_factory=dict)
+    output: Any = None
+    error: dict[str, Any] | None = None
+    forked_from: str | None = None
+    # Every descendant run, by run id: thread, namespace, status, checkpoint, interrupts.
+    children: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Which executor is applying this run right now (None when nobody is).
+    lease: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FIELD_NAMES}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Checkpoint:
+        return cls(**{name: data[name] for name in FIELD_NAMES if name in data})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Checkpoint:
+        return cls.from_dict(json.loads(text))
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Where checkpoints live. Every backend passes ``tests/runtime/test_store_conformance``."""
+
+    async def save(self, cp: Checkpoint) -> None:
+        """Append ``cp`` to its thread.
+
+        A compare-and-set: raises ``CheckpointConflict`` unless ``cp.parent_id`` is the
+        thread's latest checkpoint id (``None`` for a thread's first checkpoint).
+        """
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        """The thread's latest checkpoint, or None for an unknown thread."""
+
+    async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
+        """One checkpoint by id, or None."""
+
+    async def list(self, thread_id: str) -> list[Checkpoint]:
+        """Every checkpoint of the thread, oldest first."""
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread and all its checkpoints."""
+
+    async def load_run(self, run_id: str) -> Checkpoint | None:
+        """The latest checkpoint of the run ``run_id`` (any thread), or None.
+
+        Lets ``resume_targeted`` find a run's tree from nothing but its run id.
+        """

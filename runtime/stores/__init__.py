@@ -1,0 +1,5 @@
+"""Checkpoint store backends that need nothing but Python."""
+
+from .memory import InMemoryCheckpointStore
+
+__all__ = ["InMemoryCheckpointStore"]

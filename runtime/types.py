@@ -1,0 +1,96 @@
+"""Values that cross the runtime's public surface: frozen, slotted, JSON-friendly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+END: Final = "__end__"
+"""Returned by a route to finish the run."""
+
+RunStatus = Literal["running", "interrupted", "completed", "cancelled", "failed"]
+InterruptKind = Literal["node", "before", "after"]
+ChildPolicy = Literal["leave", "cancel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """One pending pause somewhere in a run tree."""
+
+    id: str
+    node: str
+    task_id: str
+    payload: Any
+    order: int
+    namespace: list[str]
+    run_id: str
+    sub_agent_id: str | None
+    checkpoint_id: str
+    thread_id: str = ""
+    kind: InterruptKind = "node"
+    created_at: int = 0
+    deadline_at: int | None = None
+    has_default: bool = False
+    default: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Interrupt:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """How to resume: one answer, answers by interrupt id, and/or a steering note."""
+
+    resume: Any = None
+    resume_map: dict[str, Any] | None = None
+    steering: str | None = None
+    expected_checkpoint_id: str | None = None
+    child_policy: ChildPolicy = "leave"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeTarget:
+    """Names one run of a tree, optionally narrowed to a task or an interrupt."""
+
+    run_id: str
+    task_id: str | None = None
+    interrupt_id: str | None = None
+    namespace: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What ``run`` / ``resume`` return: where the root run stands now."""
+
+    thread_id: str
+    run_id: str
+    status: RunStatus
+    interrupts: list[Interrupt]
+    output: Any
+    checkpoint_id: str
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == "interrupted"
+
+    @property
+    def interrupt_payload(self) -> Any:
+        return self.interrupts[0].payload if self.interrupts else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunNode:
+    """One run of a tree, as ``DurableExecutor.get_tree`` reports it."""
+
+    run_id: str
+    thread_id: str
+    namespace: list[str]
+    sub_agent_id: str | None
+    parent_run_id: str | None
+    status: RunStatus
+    checkpoint_id: str
+    interrupts: list[Interrupt]
