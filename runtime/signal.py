@@ -5,14 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 
-class InterruptSignal(BaseException):  # noqa: N818 - a signal, not an error
+class InterruptSignal(BaseException):
     """Raised inside a node to pause the run; caught by the executor only.
 
     A ``BaseException`` so that ``except Exception`` in node code cannot swallow it.
     """
 
-    def __init__(self, payload: Any, order: int, kind: str = "node") -> None:
+    def __init__(
+        self,
+        payload: Any,
+        order: int = 0,
+        *,
+        deadline_s: float | None = None,
+        default: Any = None,
+        has_default: bool = False,
+    ) -> None:
         super().__init__(payload)
         self.payload = payload
         self.order = order
-        self.kind = kind
+        self.deadline_s = deadline_s
+        self.default = default
+        self.has_default = has_default

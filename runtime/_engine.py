@@ -1,0 +1,419 @@
+"""Drives one run of a tree step by step, saving a checkpoint after each step.
+
+A step is the set of tasks that run together. A task ends ``done``, ``interrupted``
+(waiting for a person, or for its child run), ``cancelled``, or fails the run. Answers
+reach tasks through the tree's inbox (``Shared.inbox``), which the root checkpoint
+persists; the executor that holds the tree's lease is the only one that applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+
+from . import _tree
+from ._graph import NodeSpec
+from ._ids import interrupt_id, new_id, now_ms, task_id
+from ._jsonvalue import NotJSON, json_copy
+from .checkpoint import Checkpoint, CheckpointStore
+from .context import NodeContext
+from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
+from .signal import InterruptSignal
+from .types import RunStatus
+
+if TYPE_CHECKING:
+    from .executor import DurableExecutor
+
+T = TypeVar("T")
+Durability = Literal["sync", "exit"]
+FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
+
+
+@dataclass
+class Shared:
+    """What every run of one tree execution shares: store, lease and the inbox."""
+
+    store: CheckpointStore | None
+    lease: str
+    durability: Durability
+    loop: asyncio.AbstractEventLoop
+    inbox: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cancels: set[str] = field(default_factory=set)
+    steering: list[dict[str, Any]] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_root(cls, root: Checkpoint, executor: DurableExecutor) -> Shared:
+        return cls(
+            store=executor.store,
+            lease=root.lease or new_id(),
+            durability=executor.durability,
+            loop=asyncio.get_running_loop(),
+            inbox=dict(root.answers),
+            cancels=set(root.cancels),
+            steering=list(root.steering),
+        )
+
+
+def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, Any]:
+    return {"id": task_id(run_id, step, node), "node": node, "input": task_input,
+            "status": "pending", "answers": []}
+
+
+class RunExecution:
+    """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
+
+    def __init__(self, executor: DurableExecutor, cp: Checkpoint, shared: Shared,
+                 base: str | None, parent: RunExecution | None = None) -> None:
+        self.executor = executor
+        self.graph = executor.graph
+        self.cp = cp
+        self.shared = shared
+        self.base = base  # the thread's latest saved id: the parent of our next save
+        self.parent = parent
+        self.dirty = True
+        self._lock = asyncio.Lock()
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None
+
+    # -- the loop -------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Run tasks until the run completes, pauses, is cancelled or fails."""
+        while True:
+            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
+                await self._cancel_run()
+                return
+            self._apply_inbox()
+            runnable = [t for t in self.cp.tasks if t["status"] == "pending"]
+            if runnable:
+                await self._run_step_tasks(runnable)
+                continue
+            if any(t["status"] == "interrupted" for t in self.cp.tasks):
+                if not self.dirty or await self.save("interrupted"):
+                    return
+                continue
+            await self._advance()
+            if not self.cp.tasks:
+                await self.save("completed")
+                return
+            if self.shared.durability == "sync":
+                await self.save("running")
+
+    async def _run_step_tasks(self, runnable: list[dict[str, Any]]) -> None:
+        self.dirty = True
+        if len(runnable) == 1:
+            outcomes: list[Any] = [await self._guarded(runnable[0])]
+        else:
+            outcomes = await asyncio.gather(*(self._guarded(t) for t in runnable),
+                                            return_exceptions=True)
+            for outcome in outcomes:  # a lost lease or a missing store: stop the tree
+                if isinstance(outcome, BaseException) and not isinstance(outcome, NodeError):
+                    raise outcome
+        failures = [o for o in outcomes if isinstance(o, NodeError)]
+        if failures:
+            await self._fail(failures[0])
+
+    async def _guarded(self, task: dict[str, Any]) -> NodeError | None:
+        try:
+            await self._run_task(task)
+        except NodeError as exc:
+            return exc
+        except ForgeError as exc:
+            if isinstance(exc, CheckpointConflict | ResumeError):
+                raise
+            return NodeError(task["node"], task["id"], str(exc))
+        except Exception as exc:  # a node's own failure, reported with its node and task
+            error = NodeError(task["node"], task["id"], f"{type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            return error
+        return None
+
+    async def _fail(self, error: NodeError) -> NoReturn:
+        self.cp.error = {"node": error.node, "task_id": error.task_id, "message": str(error),
+                         "at": now_ms()}
+        await self.save("failed")
+        raise error
+
+    # -- tasks ----------------------------------------------------------------------
+
+    async def _run_task(self, task: dict[str, Any]) -> None:
+        spec = self.graph.nodes[task["node"]]
+        if spec.child is not None:
+            await self._run_child(task, spec)
+            return
+        if task["node"] in self.graph.before and "before" not in task:
+            payload = {"kind": "before", "node": task["node"], "input": task["input"]}
+            self._pause(task, payload, 0, "before")
+            return
+        ctx = NodeContext(self, task)
+        try:
+            output = await self._call(spec, json_copy(task["input"]), ctx)
+        except InterruptSignal as signal:
+            self._pause(task, signal.payload, signal.order, "node", signal)
+            return
+        try:
+            output = json_copy(output)
+        except NotJSON as exc:
+            raise NodeError(task["node"], task["id"], f"returned {exc}") from None
+        if task["node"] in self.graph.after and "after" not in task:
+            task["output"] = output
+            payload = {"kind": "after", "node": task["node"], "output": output}
+            self._pause(task, payload, 0, "after")
+            return
+        self._complete(task, output)
+
+    async def _call(self, spec: NodeSpec, node_input: Any, ctx: NodeContext) -> Any:
+        args = (node_input, ctx) if spec.wants_ctx else (node_input,)
+        if spec.is_async:
+            return await spec.fn(*args)
+        # Sync nodes run in a worker thread: they may block, or use an ORM that refuses
+        # to run inside an event loop.
+        return await asyncio.to_thread(spec.fn, *args)
+
+    def _pause(self, task: dict[str, Any], payload: Any, order: int, kind: str,
+               signal: InterruptSignal | None = None) -> None:
+        iid = interrupt_id(self.cp.run_id, task["id"], kind, order)
+        created = now_ms()
+        deadline_s = signal.deadline_s if signal else None
+        self.cp.interrupts.append({
+            "id": iid, "node": task["node"], "task_id": task["id"], "payload": payload,
+            "order": order, "namespace": list(self.cp.namespace), "run_id": self.cp.run_id,
+            "sub_agent_id": self.cp.sub_agent_id, "checkpoint_id": "",
+            "thread_id": self.cp.thread_id, "kind": kind, "created_at": created,
+            "deadline_at": created + int(deadline_s * 1000) if deadline_s is not None else None,
+            "has_default": bool(signal and signal.has_default),
+            "default": signal.default if signal else None,
+        })
+        task["status"] = "interrupted"
+        task["interrupt_id"] = iid
+
+    def _complete(self, task: dict[str, Any], output: Any) -> None:
+        task["status"] = "done"
+        task["output"] = output
+        self.cp.state[task["node"]] = output
+        self.cp.history.append({"node": task["node"], "output": output})
+
+    def _mark_cancelled(self, task: dict[str, Any]) -> None:
+        task["status"] = "cancelled"
+        task["output"] = None
+        self.cp.history.append({"node": task["node"], "output": None, "cancelled": True})
+
+    # -- sub-agents -----------------------------------------------------------------
+
+    async def _run_child(self, task: dict[str, Any], spec: NodeSpec) -> None:
+        assert spec.child is not None
+        child = await self._open_child(task, spec.child)
+        await child.drive()
+        self._adopt(child)
+        status = child.cp.status
+        if status == "completed":
+            self._complete(task, child.cp.output)
+        elif status == "cancelled":
+            self._mark_cancelled(task)
+        else:
+            task["status"] = "interrupted"
+
+    async def _open_child(self, task: dict[str, Any], child_executor: DurableExecutor,
+                          ) -> RunExecution:
+        store = self.shared.store
+        thread = task.get("child_thread_id")
+        existing = await store.load(thread) if store is not None and thread else None
+        if existing is not None:
+            return RunExecution(child_executor, existing, self.shared, existing.id, self)
+        thread = f"{self.cp.thread_id}/{task['node']}:{task['id'][:8]}"
+        run_id = new_id()
+        cp = Checkpoint(
+            id="", thread_id=thread, node=None, interrupt_payload=None, state={}, history=[],
+            pending_input=None, created_at=now_ms(), run_id=run_id,
+            namespace=[*self.cp.namespace, task["node"]], graph=self.cp.graph,
+            root_thread_id=self.cp.root_thread_id, parent_run_id=self.cp.run_id,
+            parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
+            tasks=[new_task(run_id, 0, child_executor.graph.first, task["input"])],
+            lease=self.shared.lease, metadata={"parent_task_id": task["id"]},
+        )
+        task["child_thread_id"] = thread
+        task["child_run_id"] = run_id
+        return RunExecution(child_executor, cp, self.shared, None, self)
+
+    def _adopt(self, child: RunExecution) -> None:
+        """Fold a child's summary (and its descendants') into ours."""
+        self.cp.children[child.cp.run_id] = _tree.root_summary(child.cp)
+        self.cp.children.update(child.cp.children)
+        self.dirty = True
+
+    def _subtree_has_work(self, child_run_id: str) -> bool:
+        subtree = _tree.descendants(self.cp, child_run_id)
+        if subtree & self.shared.cancels:
+            return True
+        return any(entry["run_id"] in subtree for entry in self.shared.inbox.values())
+
+    # -- answers, cancels, steering -------------------------------------------------
+
+    def _apply_inbox(self) -> None:
+        for task in self.cp.tasks:
+            if task["status"] != "interrupted":
+                continue
+            if "child_run_id" in task:
+                if self._subtree_has_work(task["child_run_id"]):
+                    task["status"] = "pending"
+                continue
+            entry = self.shared.inbox.get(task["interrupt_id"])
+            if entry is not None:
+                self._consume(task, entry)
+
+    def _consume(self, task: dict[str, Any], entry: dict[str, Any]) -> None:
+        iid = task.pop("interrupt_id")
+        record = next(i for i in self.cp.interrupts if i["id"] == iid)
+        self.cp.interrupts.remove(record)
+        self.cp.resolved.append({**record, "status": "answered", "answer": entry["value"],
+                                 "answered_at": entry["at"], "answered_by": entry.get("by")})
+        del self.shared.inbox[iid]
+        self.shared.consumed.add(iid)
+        self.dirty = True
+        kind = record["kind"]
+        if kind == "after":
+            task["after"] = entry["value"]
+            self._complete(task, task["output"])
+        else:
+            if kind == "before":
+                task["before"] = entry["value"]
+            else:
+                task["answers"].append(entry["value"])
+            task["status"] = "pending"
+        if entry.get("child_policy") == "cancel":
+            self._cancel_children()
+
+    def _cancel_children(self) -> None:
+        for task in self.cp.tasks:
+            if task["status"] == "interrupted" and "child_run_id" in task:
+                self.shared.cancels.add(task["child_run_id"])
+                task["status"] = "pending"
+
+    async def _cancel_run(self) -> None:
+        """Cancel this run and everything below it; pending interrupts end as cancelled."""
+        for task in self.cp.tasks:
+            if "child_run_id" in task and task["status"] in ("interrupted", "pending"):
+                self.shared.cancels.add(task["child_run_id"])
+                child = await self._open_child(task, self.graph.nodes[task["node"]].child)  # type: ignore[arg-type]
+                await child.drive()
+                self._adopt(child)
+            if task["status"] in ("interrupted", "pending"):
+                task.pop("interrupt_id", None)
+                self._mark_cancelled(task)
+        at = now_ms()
+        self.cp.resolved.extend({**i, "status": "cancelled", "answer": None, "answered_at": at}
+                                for i in self.cp.interrupts)
+        self.cp.interrupts = []
+        self.shared.cancels.discard(self.cp.run_id)
+        self.dirty = True
+        await self.save("cancelled")
+
+    def steering_for_run(self) -> list[dict[str, Any]]:
+        return [n for n in self.shared.steering if n["run_id"] == self.cp.run_id]
+
+    # -- advancing ------------------------------------------------------------------
+
+    async def _advance(self) -> None:
+        """Every task of the step has ended: route to the next step's tasks."""
+        incoming: dict[str, dict[str, Any]] = {}
+        for task in self.cp.tasks:
+            try:
+                nxt = self.graph.successors(task["node"], task.get("output"),
+                                            NodeContext(self, task))
+            except Exception as exc:
+                await self._fail(NodeError(task["node"], task["id"], f"route failed: {exc}"))
+            for name in nxt:
+                incoming.setdefault(name, {})[task["node"]] = task.get("output")
+        self.cp.step += 1
+        self.cp.tasks = [
+            new_task(self.cp.run_id, self.cp.step, name,
+                     next(iter(preds.values())) if len(preds) == 1 else preds)
+            for name, preds in incoming.items()
+        ]
+        if not self.cp.tasks:
+            self.cp.output = self.cp.history[-1]["output"] if self.cp.history else None
+        self.dirty = True
+
+    # -- saving ---------------------------------------------------------------------
+
+    async def record_once(self, key: str, result: Any) -> None:
+        self.cp.once[key] = result
+        await self.save("running")
+
+    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the tree's loop from a sync node's worker thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
+        coro.close()
+        raise ForgeError("ctx.once is for sync nodes; async nodes use await ctx.once_async")
+
+    async def save(self, status: RunStatus) -> bool:
+        """Persist the run; False when answers merged meanwhile mean it must go on."""
+        store = self.shared.store
+        self.cp.status = status
+        self.cp.lease = self.shared.lease if status == "running" else None
+        if store is None:
+            if status == "interrupted":
+                raise ResumeError("interrupts require a checkpoint store and a thread id")
+            self.dirty = False
+            return True
+        async with self._lock:
+            while True:
+                self._stamp()
+                try:
+                    await store.save(self.cp)
+                except CheckpointConflict:
+                    if not self.is_root or not await self._merge_latest(store):
+                        raise
+                    if status == "interrupted" and self._has_new_work():
+                        self.cp.status, self.cp.lease = "running", self.shared.lease
+                        return False
+                    continue
+                self.base = self.cp.id
+                self.dirty = False
+                return True
+
+    def _stamp(self) -> None:
+        cp = self.cp
+        cp.id, cp.parent_id, cp.created_at = new_id(), self.base, now_ms()
+        for record in cp.interrupts:
+            record["checkpoint_id"] = cp.id
+        waiting = next((t for t in cp.tasks if t["status"] == "interrupted"), None)
+        cp.pending_input = waiting["input"] if waiting else None
+        if self.is_root:
+            open_ids = {i["id"] for i in _tree.pending(cp)}
+            cp.answers = {k: v for k, v in self.shared.inbox.items() if k in open_ids}
+            cp.cancels = sorted(self.shared.cancels)
+            cp.steering = list(self.shared.steering)
+        else:
+            cp.steering = self.steering_for_run()
+        first = _tree.pending(cp)[:1] if self.is_root else cp.interrupts[:1]
+        cp.interrupt_payload = first[0]["payload"] if first else None
+        cp.node = (cp.interrupts[0]["node"] if cp.interrupts
+                   else cp.history[-1]["node"] if cp.history else None)
+
+    async def _merge_latest(self, store: CheckpointStore) -> bool:
+        """Take in answers, cancels and notes recorded while we held the lease."""
+        latest = await store.load(self.cp.thread_id)
+        if latest is None or latest.lease != self.shared.lease:
+            return False
+        for iid, entry in latest.answers.items():
+            if iid not in self.shared.consumed:
+                self.shared.inbox.setdefault(iid, entry)
+        self.shared.cancels.update(latest.cancels)
+        known = {n["id"] for n in self.shared.steering}
+        self.shared.steering.extend(n for n in latest.steering if n["id"] not in known)
+        self.base = latest.id
+        return True
+
+    def _has_new_work(self) -> bool:
+        open_ids = {i["id"] for i in _tree.pending(self.cp)}
+        return bool(open_ids & self.shared.inbox.keys()) or self.cp.run_id in self.shared.cancels \
+            or any(rid in self.shared.cancels for rid in self.cp.children)

@@ -1,0 +1,90 @@
+"""Read-only questions about a run tree, answered from its root checkpoint alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .checkpoint import Checkpoint
+from .types import Interrupt, RunNode
+
+
+def root_summary(root: Checkpoint) -> dict[str, Any]:
+    return {
+        "run_id": root.run_id,
+        "thread_id": root.thread_id,
+        "namespace": root.namespace,
+        "sub_agent_id": root.sub_agent_id,
+        "parent_run_id": root.parent_run_id,
+        "status": root.status,
+        "checkpoint_id": root.id,
+        "interrupts": root.interrupts,
+    }
+
+
+def runs(root: Checkpoint) -> list[dict[str, Any]]:
+    """Every run of the tree, root first, then by namespace (stable)."""
+    children = sorted(root.children.values(), key=lambda r: (r["namespace"], r["run_id"]))
+    return [root_summary(root), *children]
+
+
+def find_run(root: Checkpoint, run_id: str) -> dict[str, Any] | None:
+    if run_id == root.run_id:
+        return root_summary(root)
+    return root.children.get(run_id)
+
+
+def pending(root: Checkpoint) -> list[dict[str, Any]]:
+    """Pending interrupts of the whole tree, in a stable order (root's own first)."""
+    return [i for run in runs(root) for i in run["interrupts"]]
+
+
+def open_interrupts(root: Checkpoint) -> list[dict[str, Any]]:
+    """Pending interrupts nobody has answered yet (accepted answers wait in the inbox)."""
+    return [i for i in pending(root) if i["id"] not in root.answers]
+
+
+def descendants(root: Checkpoint, run_id: str) -> set[str]:
+    """``run_id`` and every run below it."""
+    parent_of = {rid: r["parent_run_id"] for rid, r in root.children.items()}
+    found = {run_id}
+    changed = True
+    while changed:
+        changed = False
+        for rid, parent in parent_of.items():
+            if parent in found and rid not in found:
+                found.add(rid)
+                changed = True
+    return found
+
+
+def latest_metadata(root: Checkpoint, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What ``StaleResumeTarget.latest`` carries: where the run (or tree) stands now."""
+    run = run or root_summary(root)
+    return {
+        "thread_id": run["thread_id"],
+        "root_thread_id": root.thread_id,
+        "run_id": run["run_id"],
+        "checkpoint_id": run["checkpoint_id"],
+        "status": run["status"],
+        "interrupts": [i for i in run["interrupts"] if i["id"] not in root.answers],
+    }
+
+
+def as_interrupts(records: list[dict[str, Any]]) -> list[Interrupt]:
+    return [Interrupt.from_dict(r) for r in records]
+
+
+def as_nodes(root: Checkpoint) -> list[RunNode]:
+    return [
+        RunNode(
+            run_id=r["run_id"],
+            thread_id=r["thread_id"],
+            namespace=list(r["namespace"]),
+            sub_agent_id=r["sub_agent_id"],
+            parent_run_id=r["parent_run_id"],
+            status=r["status"],
+            checkpoint_id=r["checkpoint_id"],
+            interrupts=as_interrupts(r["interrupts"]),
+        )
+        for r in runs(root)
+    ]

@@ -1,0 +1,111 @@
+"""What a node sees of its run: interrupt, idempotent side effects, steering notes."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._jsonvalue import NotJSON, json_copy
+from .errors import ForgeError
+from .signal import InterruptSignal
+
+if TYPE_CHECKING:
+    from ._engine import RunExecution
+
+_MISSING: Any = object()
+
+
+class NodeContext:
+    """Handed to ``fn(input, ctx)``; one per task attempt."""
+
+    def __init__(self, execution: RunExecution, task: dict[str, Any]) -> None:
+        self._execution = execution
+        self._task = task
+        self._next_order = 0
+
+    @property
+    def thread_id(self) -> str:
+        return self._execution.cp.thread_id
+
+    @property
+    def run_id(self) -> str:
+        return self._execution.cp.run_id
+
+    @property
+    def node(self) -> str:
+        return str(self._task["node"])
+
+    @property
+    def task_id(self) -> str:
+        return str(self._task["id"])
+
+    @property
+    def namespace(self) -> list[str]:
+        return list(self._execution.cp.namespace)
+
+    @property
+    def steering_notes(self) -> list[dict[str, Any]]:
+        """Steering notes aimed at this run, oldest first (target, text, time)."""
+        return self._execution.steering_for_run()
+
+    @property
+    def steering(self) -> list[str]:
+        """The texts of the steering notes aimed at this run, oldest first."""
+        return [note["text"] for note in self.steering_notes]
+
+    def interrupt(
+        self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING
+    ) -> Any:
+        """Pause here until a person answers; on re-run, return that answer.
+
+        Answers are matched by order: the n-th ``interrupt()`` call of this task gets the
+        n-th answer. ``deadline_s``/``default`` let the dashboard answer for you when late.
+        """
+        order = self._next_order
+        self._next_order += 1
+        answers = self._task["answers"]
+        if order < len(answers):
+            return answers[order]
+        try:
+            payload = json_copy(payload)
+        except NotJSON as exc:
+            raise ForgeError(f"interrupt payload in node {self.node!r}: {exc}") from None
+        has_default = default is not _MISSING
+        raise InterruptSignal(payload, order, deadline_s=deadline_s,
+                              default=default if has_default else None, has_default=has_default)
+
+    def idempotency_key(self, name: str) -> str:
+        """A stable key (thread, node, task, name) to hand to external APIs."""
+        return f"{self.thread_id}:{self.node}:{self.task_id}:{name}"
+
+    def once(self, key: str, fn: Callable[[], Any]) -> Any:
+        """Call ``fn()`` at most once per thread for ``key``; re-runs get the recorded result.
+
+        The result is saved in a checkpoint before this returns, so a crash right after
+        does not repeat the side effect.
+        """
+        recorded = self._execution.cp.once
+        if key in recorded:
+            return json_copy(recorded[key])
+        result = self._checked(key, fn())
+        self._execution.run_blocking(self._execution.record_once(key, result))
+        return result
+
+    async def once_async(self, key: str, fn: Callable[[], Any | Awaitable[Any]]) -> Any:
+        """``once`` for async nodes; ``fn`` may be sync or async."""
+        recorded = self._execution.cp.once
+        if key in recorded:
+            return json_copy(recorded[key])
+        result = fn()
+        if inspect.isawaitable(result):
+            result = await result
+        result = self._checked(key, result)
+        await self._execution.record_once(key, result)
+        return result
+
+    def _checked(self, key: str, result: Any) -> Any:
+        try:
+            return json_copy(result)
+        except NotJSON as exc:
+            raise ForgeError(f"ctx.once({key!r}) in node {self.node!r}: {exc}") from None

@@ -1,0 +1,150 @@
+"""Example graphs: the README's quick start and the dashboard's demo runs.
+
+Deterministic, no network, no model: each stands for a kind of human-in-the-loop flow.
+``FORGE_GRAPHS`` points at these by default (``"runtime.examples:transfer"``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import NodeContext
+from .executor import DurableExecutor
+
+ACTIONS = ["accept", "edit", "respond", "ignore"]
+
+
+# -- transfer: the quick start ---------------------------------------------------------
+
+def ask(input: Any, ctx: NodeContext) -> dict[str, Any]:
+    approved = ctx.interrupt({"question": "Approve this transfer?"})
+    return {"input": input, "approved": approved}
+
+
+def execute(input: dict[str, Any]) -> dict[str, Any]:
+    return {**input, "done": True}
+
+
+transfer = DurableExecutor(nodes=[("ask", ask), ("execute", execute)], name="transfer")
+
+
+# -- supervisor: two sub-agents in parallel, each asking for approval ------------------
+
+def plan(topic: Any) -> dict[str, Any]:
+    return {"topic": topic.get("topic", "quarterly report") if isinstance(topic, dict) else topic}
+
+
+def find_sources(task: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    sources = [f"{task['topic']} — internal wiki", f"{task['topic']} — finance ledger"]
+    answer = ctx.interrupt({"question": "Use these sources?", "sources": sources,
+                            "actions": ACTIONS})
+    return {"sources": sources, "review": answer, "steering": ctx.steering}
+
+
+def draft(task: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    text = f"Draft about {task['topic']}."
+    answer = ctx.interrupt({"question": "Publish this draft?", "draft": text,
+                            "actions": ACTIONS})
+    return {"draft": text, "review": answer, "steering": ctx.steering}
+
+
+def summarize(parts: dict[str, Any]) -> dict[str, Any]:
+    return {"report": parts}
+
+
+research_agent = DurableExecutor(nodes=[("find_sources", find_sources)], name="research_agent")
+writer_agent = DurableExecutor(nodes=[("draft", draft)], name="writer_agent")
+
+supervisor = DurableExecutor(
+    nodes=[("plan", plan), ("research_agent", research_agent),
+           ("writer_agent", writer_agent), ("summarize", summarize)],
+    edges={"plan": lambda _: ["research_agent", "writer_agent"],
+           "research_agent": lambda _: "summarize", "writer_agent": lambda _: "summarize"},
+    name="supervisor",
+)
+
+
+# -- parallel approvals: two sign-offs in one step -------------------------------------
+
+def request(expense: Any) -> Any:
+    return expense
+
+
+def legal(expense: Any, ctx: NodeContext) -> Any:
+    return ctx.interrupt({"question": "Legal sign-off?", "expense": expense,
+                          "actions": ["accept", "respond"]})
+
+
+def finance(expense: Any, ctx: NodeContext) -> Any:
+    return ctx.interrupt({
+        "question": "Finance sign-off?", "expense": expense,
+        "answer_schema": {
+            "type": "object",
+            "properties": {"approved": {"type": "boolean"},
+                           "limit": {"type": "integer", "minimum": 0}},
+            "required": ["approved"],
+        },
+    })
+
+
+def decide(signoffs: dict[str, Any]) -> dict[str, Any]:
+    return {"signoffs": signoffs}
+
+
+parallel_approvals = DurableExecutor(
+    nodes=[("request", request), ("legal", legal), ("finance", finance), ("decide", decide)],
+    edges={"request": lambda _: ["legal", "finance"], "legal": lambda _: "decide",
+           "finance": lambda _: "decide"},
+    name="parallel_approvals",
+)
+
+
+# -- deploy: a static breakpoint before the risky node ---------------------------------
+
+def build(release: Any) -> dict[str, Any]:
+    version = release.get("version", "1.0.0") if isinstance(release, dict) else "1.0.0"
+    return {"version": version, "artifact": f"app-{version}.tar.gz"}
+
+
+def deploy_release(built: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    receipt = ctx.once("deploy", lambda: {"deployed": built["artifact"]})
+    return {**built, **receipt}
+
+
+def verify(deployed: dict[str, Any]) -> dict[str, Any]:
+    return {**deployed, "healthy": True}
+
+
+deploy = DurableExecutor(
+    nodes=[("build", build), ("deploy", deploy_release), ("verify", verify)],
+    interrupt_before=["deploy"],
+    name="deploy",
+)
+
+
+# -- nested: a sub-sub-agent three levels down -----------------------------------------
+
+def investigate(case: Any, ctx: NodeContext) -> dict[str, Any]:
+    answer = ctx.interrupt({"question": "Escalate this case?", "case": case,
+                            "actions": ["accept", "respond"]})
+    return {"case": case, "escalate": answer}
+
+
+def triage(case: Any) -> Any:
+    return case
+
+
+def report(findings: Any) -> dict[str, Any]:
+    return {"findings": findings}
+
+
+specialist_agent = DurableExecutor(nodes=[("investigate", investigate)], name="specialist_agent")
+team_agent = DurableExecutor(nodes=[("triage", triage), ("specialist_agent", specialist_agent)],
+                             name="team_agent")
+nested = DurableExecutor(nodes=[("intake", triage), ("team_agent", team_agent),
+                                ("report", report)], name="nested")
+
+GRAPHS: dict[str, str] = {
+    name: f"runtime.examples:{name}"
+    for name in ("transfer", "supervisor", "parallel_approvals", "deploy", "nested")
+}
