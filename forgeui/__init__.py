@@ -1,0 +1,1 @@
+"""forge's Django dashboard: persistence, execution through tasks, the approval inbox."""

@@ -1,0 +1,73 @@
+"""Read-only admin: auditors browse everything; changes go through the services only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from . import models
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewing needs the ``view`` permission (the auditor group has it); nobody edits."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(models.Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ["run_id", "graph", "status", "sub_agent_id", "root_thread_id", "updated_at"]
+    list_filter = ["status", "graph"]
+    search_fields = ["run_id", "thread_id", "root_thread_id"]
+
+
+@admin.register(models.Checkpoint)
+class CheckpointAdmin(ReadOnlyAdmin):
+    list_display = ["id", "thread_id", "seq", "node", "status", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["id", "thread__thread_id", "run_id"]
+
+
+@admin.register(models.Thread)
+class ThreadAdmin(ReadOnlyAdmin):
+    list_display = ["thread_id", "latest_checkpoint_id", "seq"]
+    search_fields = ["thread_id"]
+
+
+@admin.register(models.Interrupt)
+class InterruptAdmin(ReadOnlyAdmin):
+    list_display = ["id", "node", "task_id", "sub_agent_id", "status", "created_at"]
+    list_filter = ["status", "kind"]
+    search_fields = ["id", "run__run_id", "root_thread_id"]
+
+
+@admin.register(models.Answer)
+class AnswerAdmin(ReadOnlyAdmin):
+    list_display = ["interrupt", "user", "child_policy", "created_at", "applied_at"]
+
+
+@admin.register(models.SteeringNote)
+class SteeringNoteAdmin(ReadOnlyAdmin):
+    list_display = ["run", "task_id", "user", "created_at", "applied_at"]
+
+
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "actor", "action", "object_type", "object_id", "run_id"]
+    list_filter = ["action"]
+    search_fields = ["run_id", "thread_id", "object_id"]
+
+
+@admin.register(models.Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ["id", "kind", "interrupt_id", "run_id", "created_at"]
+    list_filter = ["kind"]

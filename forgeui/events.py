@@ -1,0 +1,72 @@
+"""The inbox feed: event rows with monotonic ids, announced on a channel-layer group.
+
+Events are written after the change they describe has committed (``on_commit``), so an
+event id is never handed out for a change that later rolled back. Consumers join
+``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_id": N}``; a reconnecting
+client reads ``Event.objects.after(last_id)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import DEFAULT_DB_ALIAS, transaction
+
+from .models import Event
+
+INBOX_GROUP = "inbox"
+INBOX_MESSAGE_TYPE = "inbox.event"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EventDraft:
+    """An event decided inside a transaction, written once that transaction commits."""
+
+    kind: str
+    run_id: str = ""
+    root_thread_id: str = ""
+    interrupt_id: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def publish_on_commit(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> None:
+    """Write and announce ``drafts`` once the current transaction commits."""
+    if drafts:
+        transaction.on_commit(partial(publish, drafts, using), using=using)
+
+
+def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
+    """Write the event rows, then tell the inbox group. Never raises: state is committed."""
+    try:
+        events = Event.objects.using(using).bulk_create(
+            Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+                  interrupt_id=d.interrupt_id, data=d.data)
+            for d in drafts
+        )
+    except Exception:
+        logger.exception("could not record %d inbox events", len(drafts))
+        return []
+    ids = [event.id for event in events]
+    announce(ids)
+    return ids
+
+
+def announce(event_ids: list[int]) -> None:
+    """Group-send each id; a missing or broken channel layer only costs live updates."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        for event_id in event_ids:
+            async_to_sync(layer.group_send)(
+                INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id}
+            )
+    except Exception:
+        logger.exception("could not announce inbox events %s", event_ids)

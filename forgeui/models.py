@@ -1,0 +1,317 @@
+"""What forge keeps in the database.
+
+``Thread`` and ``Checkpoint`` are the checkpoint store proper (``forgeui.store``); ``Run``
+and ``Interrupt`` mirror the checkpoints into rows the inbox and the API can query;
+``Answer``, ``SteeringNote`` and ``AuditEntry`` record what people did; ``Event`` is the
+monotonic feed a reconnecting websocket catches up from.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+ID_LENGTH = 255
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class InterruptStatus(models.TextChoices):
+    PENDING = "pending"
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+
+
+class ChildPolicy(models.TextChoices):
+    LEAVE = "leave"
+    CANCEL = "cancel"
+
+
+class Thread(models.Model):
+    """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell."""
+
+    thread_id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
+    seq = models.PositiveBigIntegerField(default=1, help_text="checkpoints saved so far")
+
+    def __str__(self) -> str:
+        return self.thread_id
+
+
+class CheckpointQuerySet(models.QuerySet["Checkpoint"]):
+    def of_thread(self, thread_id: str) -> CheckpointQuerySet:
+        return self.filter(thread_id=thread_id).order_by("seq")
+
+    def latest_of_thread(self, thread_id: str) -> Checkpoint | None:
+        return self.filter(thread_id=thread_id).order_by("-seq").first()
+
+    def latest_of_run(self, run_id: str) -> Checkpoint | None:
+        return self.filter(run_id=run_id).order_by("-seq").first()
+
+
+class Checkpoint(models.Model):
+    """One saved point of a thread; ``data`` is the whole runtime checkpoint."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="checkpoints")
+    seq = models.PositiveBigIntegerField(help_text="position in the thread, from 1")
+    run_id = models.CharField(max_length=ID_LENGTH)
+    parent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    node = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RunStatus.choices)
+    step = models.IntegerField(default=0)
+    created_at = models.DateTimeField()
+    data = models.JSONField()
+
+    objects = CheckpointQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            # Also the index behind "latest of thread" and the history listing.
+            models.UniqueConstraint(fields=["thread", "seq"], name="forgeui_checkpoint_seq"),
+        ]
+        indexes = [models.Index(fields=["run_id", "seq"], name="forgeui_checkpoint_run")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.seq} {self.node or '-'} ({self.status})"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def roots(self) -> RunQuerySet:
+        return self.filter(parent_run_id__isnull=True)
+
+    def stuck(self, older_than: timedelta) -> RunQuerySet:
+        """Root runs an executor left running or failed, untouched for ``older_than``."""
+        return self.roots().filter(
+            status__in=[RunStatus.RUNNING, RunStatus.FAILED],
+            updated_at__lte=timezone.now() - older_than,
+        )
+
+    def of_tree(self, root_thread_id: str) -> RunQuerySet:
+        return self.filter(root_thread_id=root_thread_id).order_by("created_at")
+
+
+class Run(models.Model):
+    """One run of a tree (the root or a sub-agent), mirrored from its latest checkpoint."""
+
+    run_id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    thread_id = models.CharField(max_length=ID_LENGTH, db_index=True)
+    root_thread_id = models.CharField(max_length=ID_LENGTH, db_index=True)
+    # No database constraint: a child's first checkpoint may be saved before its parent's.
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL,
+        db_constraint=False, related_name="children",
+    )
+    graph = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    namespace = models.JSONField(default=list)
+    sub_agent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, db_index=True)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = RunQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{'/'.join(self.namespace) or self.run_id} ({self.status})"
+
+
+class InterruptQuerySet(models.QuerySet["Interrupt"]):
+    def pending(self) -> InterruptQuerySet:
+        return self.filter(status=InterruptStatus.PENDING)
+
+    def of_tree(self, root_thread_id: str) -> InterruptQuerySet:
+        return self.filter(root_thread_id=root_thread_id)
+
+    def inbox(self) -> InterruptQuerySet:
+        """Pending interrupts, oldest first, with the run they pause."""
+        return self.pending().select_related("run").order_by("created_at", "order")
+
+
+class Interrupt(models.Model):
+    """One pending or ended interrupt of one run."""
+
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="interrupts")
+    thread_id = models.CharField(max_length=ID_LENGTH)
+    root_thread_id = models.CharField(max_length=ID_LENGTH, db_index=True)
+    node = models.CharField(max_length=ID_LENGTH)
+    task_id = models.CharField(max_length=ID_LENGTH)
+    namespace = models.JSONField(default=list)
+    sub_agent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=ID_LENGTH)
+    payload = models.JSONField(null=True, blank=True)
+    order = models.IntegerField(default=0)
+    kind = models.CharField(max_length=16, default="node")
+    has_default = models.BooleanField(default=False)
+    default = models.JSONField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=InterruptStatus.choices, default=InterruptStatus.PENDING
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    objects = InterruptQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"], name="forgeui_interrupt_inbox")]
+
+    def __str__(self) -> str:
+        return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"
+
+
+class AnswerQuerySet(models.QuerySet["Answer"]):
+    def unapplied(self) -> AnswerQuerySet:
+        return self.filter(applied_at__isnull=True)
+
+    def mark_applied(self, answer_id: int, note: str = "") -> int:
+        """Only the first marking counts; a duplicated task finds nothing left to mark."""
+        return self.filter(pk=answer_id, applied_at__isnull=True).update(
+            applied_at=timezone.now(), outcome=note
+        )
+
+
+class Answer(models.Model):
+    """A person's answer to one interrupt: accepted in a request, applied by a task."""
+
+    interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="answers")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    value = models.JSONField(null=True, blank=True)
+    steering = models.TextField(blank=True, default="")
+    child_policy = models.CharField(
+        max_length=8, choices=ChildPolicy.choices, default=ChildPolicy.LEAVE
+    )
+    expected_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(blank=True, default="", help_text="how the task ended")
+
+    objects = AnswerQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"answer to {self.interrupt_id} by {self.user or 'system'}"
+
+
+class SteeringNote(models.Model):
+    """Guidance for one run (or task), kept apart from answers (SPEC §1.8)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steering_notes")
+    interrupt = models.ForeignKey(
+        Interrupt, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
+    )
+    task_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"note on {self.run_id}: {self.text[:40]}"
+
+
+class AppendOnly(Exception):
+    """Raised when code tries to change or remove an audit entry."""
+
+
+class AuditQuerySet(models.QuerySet["AuditEntry"]):
+    def update(self, **kwargs: Any) -> int:
+        raise AppendOnly("audit entries cannot be changed")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise AppendOnly("audit entries cannot be deleted")
+
+    def newest_first(self) -> AuditQuerySet:
+        return self.select_related("actor").order_by("-created_at", "-id")
+
+
+class AuditEntry(models.Model):
+    """Who did what to which run, and where the checkpoint chain stood before and after."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64, blank=True, default="")
+    object_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    run_id = models.CharField(max_length=ID_LENGTH, blank=True, default="", db_index=True)
+    thread_id = models.CharField(max_length=ID_LENGTH, blank=True, default="", db_index=True)
+    before_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    after_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor or 'system'} {self.action}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnly("audit entries cannot be changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise AppendOnly("audit entries cannot be deleted")
+
+
+class EventKind(models.TextChoices):
+    INTERRUPT_CREATED = "interrupt.created"
+    INTERRUPT_ANSWERED = "interrupt.answered"
+    INTERRUPT_CANCELLED = "interrupt.cancelled"
+    RUN_UPDATED = "run.updated"
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def after(self, event_id: int) -> EventQuerySet:
+        """What a reconnecting client missed since ``event_id``."""
+        return self.filter(id__gt=event_id).order_by("id")
+
+
+class Event(models.Model):
+    """One change the inbox should hear about; the id is the monotonic event id."""
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    interrupt_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    run_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    root_thread_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EventQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.kind}"
+

@@ -1,0 +1,152 @@
+"""``DjangoCheckpointStore``: the runtime's ``CheckpointStore`` on the Django ORM.
+
+``save`` is one transaction: the compare-and-set on ``Thread.latest_checkpoint_id`` (an
+``UPDATE ... WHERE latest = parent RETURNING seq``, or the ``INSERT`` of the thread row
+for a first checkpoint), the checkpoint row, and the ``Run`` / ``Interrupt`` rows that
+mirror it. Inbox events are written and announced only after the commit. This module is
+the one place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
+
+The protocol is async; the ORM is sync. Each method runs its ORM work through
+``sync_to_async`` (thread-sensitive, like Django's own async ORM methods), so it works
+under ``asyncio.run`` in a worker thread, under ``async_to_sync`` (then the queries run in
+the calling thread and reuse its connection) and in async tests.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+
+from runtime.checkpoint import Checkpoint
+from runtime.errors import CheckpointConflict
+
+from . import models
+from .events import publish_on_commit
+from .sync import sync_rows
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+class DjangoCheckpointStore:
+    """Checkpoints in ``forgeui.models``; ``using`` names the database alias."""
+
+    def __init__(self, using: str = DEFAULT_DB_ALIAS) -> None:
+        self.using = using
+
+    def __repr__(self) -> str:
+        return f"DjangoCheckpointStore(using={self.using!r})"
+
+    async def save(self, cp: Checkpoint) -> None:
+        """Append ``cp`` to its thread; ``CheckpointConflict`` unless its parent is latest."""
+        await _in_thread(self.save_sync)(cp)
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        """The thread's latest checkpoint, or None."""
+        return await _in_thread(self.load_sync)(thread_id)
+
+    async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
+        """One checkpoint by id, or None."""
+        return await _in_thread(self.load_by_id_sync)(checkpoint_id)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        """Every checkpoint of the thread, oldest first."""
+        return await _in_thread(self.list_sync)(thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread, its checkpoints and the runs mirrored from it."""
+        await _in_thread(self.delete_sync)(thread_id)
+
+    async def load_run(self, run_id: str) -> Checkpoint | None:
+        """The latest checkpoint of run ``run_id``, or None."""
+        return await _in_thread(self.load_run_sync)(run_id)
+
+    # The sync halves: for tasks, commands and views that are sync already.
+
+    def save_sync(self, cp: Checkpoint) -> None:
+        data = cp.to_dict()
+        try:
+            with transaction.atomic(using=self.using):
+                seq = self._advance(cp)
+                self._checkpoints().create(
+                    id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
+                    parent_id=cp.parent_id or "", node=cp.node or "", status=cp.status,
+                    step=cp.step, created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
+                    data=data,
+                )
+                publish_on_commit(sync_rows(cp, self.using), self.using)
+        except IntegrityError as exc:
+            conflict = self._conflict_behind(cp)
+            if conflict is None:
+                raise
+            raise conflict from exc
+
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
+        return _checkpoint(self._checkpoints().latest_of_thread(thread_id))
+
+    def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
+        return _checkpoint(self._checkpoints().filter(pk=checkpoint_id).first())
+
+    def list_sync(self, thread_id: str) -> builtins.list[Checkpoint]:
+        rows = self._checkpoints().of_thread(thread_id).values_list("data", flat=True)
+        return [Checkpoint.from_dict(data) for data in rows]
+
+    def delete_sync(self, thread_id: str) -> None:
+        with transaction.atomic(using=self.using):
+            models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
+            models.Thread.objects.using(self.using).filter(pk=thread_id).delete()
+
+    def load_run_sync(self, run_id: str) -> Checkpoint | None:
+        return _checkpoint(self._checkpoints().latest_of_run(run_id))
+
+    def _checkpoints(self) -> models.CheckpointQuerySet:
+        return models.Checkpoint.objects.using(self.using)  # type: ignore[return-value]
+
+    def _advance(self, cp: Checkpoint) -> int:
+        """The compare-and-set: move the thread to ``cp`` and return its position."""
+        if cp.parent_id is None:
+            models.Thread.objects.using(self.using).create(
+                thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1
+            )
+            return 1
+        table = connections[self.using].ops.quote_name(models.Thread._meta.db_table)
+        with connections[self.using].cursor() as cursor:
+            # One statement, so no other writer can slip in between the check and the move.
+            cursor.execute(
+                f"UPDATE {table} SET latest_checkpoint_id = %s, seq = seq + 1"
+                " WHERE thread_id = %s AND latest_checkpoint_id = %s RETURNING seq",
+                [cp.id, cp.thread_id, cp.parent_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+        return int(row[0])
+
+    def _latest_id(self, thread_id: str) -> str | None:
+        return (
+            models.Thread.objects.using(self.using)
+            .filter(pk=thread_id)
+            .values_list("latest_checkpoint_id", flat=True)
+            .first()
+        )
+
+    def _conflict_behind(self, cp: Checkpoint) -> CheckpointConflict | None:
+        """Is this ``IntegrityError`` a lost compare-and-set (or a reused id)? Else a bug."""
+        latest = self._latest_id(cp.thread_id)
+        reused = self._checkpoints().filter(pk=cp.id).exists()
+        if latest != cp.parent_id or reused:
+            return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
+        return None
+
+
+def _checkpoint(row: models.Checkpoint | None) -> Checkpoint | None:
+    return Checkpoint.from_dict(row.data) if row is not None else None

@@ -1,0 +1,120 @@
+"""Mirror a checkpoint into the ``Run`` and ``Interrupt`` rows, inside the save transaction.
+
+The checkpoint is the truth; these rows exist so the inbox, the API and the admin can
+query runs and interrupts without unpacking JSON. A row a person already changed (an
+interrupt answered through the dashboard before the runtime applied it) is never moved
+back to pending.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from runtime.checkpoint import Checkpoint
+
+from .events import EventDraft
+from .models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
+
+RUN_UPDATE_FIELDS = [
+    "thread_id", "root_thread_id", "parent_run", "graph", "namespace", "sub_agent_id",
+    "status", "output", "error", "latest_checkpoint_id", "updated_at",
+]
+
+
+def from_ms(value: Any, default: datetime) -> datetime:
+    """The runtime counts milliseconds since the epoch; the database wants datetimes."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return datetime.fromtimestamp(value / 1000, tz=UTC)
+    return default
+
+
+def sync_rows(cp: Checkpoint, using: str) -> list[EventDraft]:
+    """Upsert the run and its interrupts; return the events the change deserves."""
+    upsert_run(cp, using)
+    drafts = sync_interrupts(cp, using)
+    if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
+        drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
+                                 data={"status": cp.status, "checkpoint_id": cp.id}))
+    return drafts
+
+
+def root_of(cp: Checkpoint) -> str:
+    return cp.root_thread_id or cp.thread_id
+
+
+def upsert_run(cp: Checkpoint, using: str) -> None:
+    now = timezone.now()
+    started_by = cp.metadata.get("started_by")
+    run = Run(
+        run_id=cp.run_id, thread_id=cp.thread_id, root_thread_id=root_of(cp),
+        parent_run_id=cp.parent_run_id, graph=cp.graph, namespace=cp.namespace,
+        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=cp.pending_input,
+        output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
+        started_by_id=started_by if isinstance(started_by, int) else None,
+        created_at=from_ms(cp.created_at, now), updated_at=now,
+    )
+    # input, started_by and created_at keep the values of the run's first checkpoint.
+    Run.objects.using(using).bulk_create(
+        [run], update_conflicts=True, unique_fields=["run_id"], update_fields=RUN_UPDATE_FIELDS
+    )
+
+
+def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
+    ids = [i["id"] for i in cp.interrupts] + [r["id"] for r in cp.resolved]
+    if not ids:
+        return []
+    known = dict(Interrupt.objects.using(using).filter(pk__in=ids).values_list("id", "status"))
+    drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
+    for resolved in cp.resolved:
+        if known.get(resolved["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING:
+            drafts.extend(resolve(cp, resolved, exists=resolved["id"] in known, using=using))
+    return drafts
+
+
+def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrupt:
+    now = timezone.now()
+    deadline = data.get("deadline_at")
+    return Interrupt(
+        id=data["id"], run_id=data.get("run_id") or cp.run_id,
+        thread_id=data.get("thread_id") or cp.thread_id, root_thread_id=root_of(cp),
+        node=data.get("node") or "", task_id=data.get("task_id") or "",
+        namespace=data.get("namespace") or cp.namespace,
+        sub_agent_id=data.get("sub_agent_id") or "",
+        checkpoint_id=data.get("checkpoint_id") or cp.id, payload=data.get("payload"),
+        order=data.get("order", 0), kind=data.get("kind", "node"),
+        has_default=bool(data.get("has_default")), default=data.get("default"),
+        status=status, created_at=from_ms(data.get("created_at"), from_ms(cp.created_at, now)),
+        deadline_at=from_ms(deadline, now) if deadline else None,
+    )
+
+
+def create_pending(cp: Checkpoint, new: list[dict[str, Any]], using: str) -> list[EventDraft]:
+    if not new:
+        return []
+    Interrupt.objects.using(using).bulk_create(
+        [interrupt_row(cp, data, InterruptStatus.PENDING) for data in new],
+        ignore_conflicts=True,
+    )
+    return [EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root_of(cp), data["id"])
+            for data in new]
+
+
+def resolve(cp: Checkpoint, data: dict[str, Any], exists: bool, using: str) -> list[EventDraft]:
+    """Close an interrupt the runtime ended; only a move away from pending is an event."""
+    status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
+              else InterruptStatus.ANSWERED)
+    answered_at = from_ms(data.get("answered_at"), timezone.now())
+    if exists:
+        moved = Interrupt.objects.using(using).filter(
+            pk=data["id"], status=InterruptStatus.PENDING
+        ).update(status=status, answered_at=answered_at)
+    else:
+        row = interrupt_row(cp, data, status)
+        row.answered_at = answered_at
+        moved = len(Interrupt.objects.using(using).bulk_create([row], ignore_conflicts=True))
+    kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
+            else EventKind.INTERRUPT_ANSWERED)
+    return [EventDraft(kind, cp.run_id, root_of(cp), data["id"])] if moved else []

@@ -1,0 +1,79 @@
+"""Shared test plumbing: which real services are up, and what to do when one is not.
+
+Tests marked ``postgres`` or ``redis`` need those services on 127.0.0.1. When one is
+missing they are skipped, except under ``CI=true``, where they fail loudly: CI must never
+pass by skipping the tests that matter.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+SERVICES = {"postgres": ("127.0.0.1", 5432), "redis": ("127.0.0.1", 6379)}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@functools.cache
+def service_up(name: str) -> bool:
+    """Probe a service once per session, with a real protocol round trip."""
+    try:
+        if name == "postgres":
+            import psycopg
+            from django.conf import settings
+
+            db = settings.DATABASES["postgres"]
+            with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
+                                 dbname=db["NAME"], connect_timeout=2):
+                return True
+        host, port = SERVICES[name]
+        with socket.create_connection((host, port), timeout=2) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep a down PostgreSQL out of the test-database setup, so only its tests suffer."""
+    if service_up("postgres"):
+        return
+    for item in items:
+        if item.get_closest_marker("postgres") is None:
+            continue
+        marker = item.get_closest_marker("django_db")
+        if marker is not None:
+            kwargs = dict(marker.kwargs)
+            kwargs["databases"] = [d for d in kwargs.get("databases", []) if d != "postgres"]
+            item.add_marker(pytest.mark.django_db(*marker.args, **kwargs), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _require_services(request: pytest.FixtureRequest) -> None:
+    for name in SERVICES:
+        if request.node.get_closest_marker(name) and not service_up(name):
+            message = f"{name} is not reachable on {SERVICES[name][0]}:{SERVICES[name][1]}"
+            if in_ci():
+                pytest.fail(f"{message} (CI=true: required)", pytrace=False)
+            pytest.skip(message)
+
+
+@pytest.fixture
+def close_worker_connections() -> Iterator[None]:
+    """Close connections asgiref's shared worker thread opened, so test databases can drop.
+
+    Store calls made from an event loop with no ``async_to_sync`` around it run their
+    queries on ``SyncToAsync.single_thread_executor``; its connections outlive the test.
+    """
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()

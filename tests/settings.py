@@ -1,0 +1,38 @@
+"""Test settings: the real settings plus explicit SQLite and PostgreSQL aliases.
+
+Both database aliases exist in one run, so the store conformance suite and the race tests
+run against SQLite and PostgreSQL in a single ``pytest``. Tasks run immediately (in the
+thread that commits), which keeps tests deterministic; the thread-pool and RQ backends get
+tests of their own.
+"""
+
+import os
+import tempfile
+
+from forgeui.settings import *  # noqa: F403
+from forgeui.settings import BASE_DIR, DATABASES, database
+
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+SQLITE_FILE = os.path.join(tempfile.gettempdir(), f"forge-test-{os.getpid()}.sqlite3")
+
+DATABASES["sqlite"] = database(f"sqlite:///{BASE_DIR / 'db-sqlite-alias.sqlite3'}")
+DATABASES["postgres"] = database(POSTGRES_URL)
+for alias in DATABASES:
+    # The extra aliases are set up only by the tests that use them, without "default".
+    DATABASES[alias]["TEST"] = {"DEPENDENCIES": []} if alias != "default" else {}
+    if DATABASES[alias]["ENGINE"].endswith("sqlite3"):
+        # A file, not Django's shared in-memory database: worker threads and
+        # subprocesses must see what the test committed.
+        DATABASES[alias]["TEST"]["NAME"] = SQLITE_FILE.replace(".sqlite3", f"-{alias}.sqlite3")
+if DATABASES["default"]["ENGINE"] == DATABASES["postgres"]["ENGINE"]:
+    DATABASES["postgres"]["TEST"] = {"MIRROR": "default"}
+
+TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+FORGE_GRAPHS = {
+    **FORGE_GRAPHS,  # noqa: F405
+    "approve_twice": "tests.forgeui.graphs:approve_twice",
+    "parallel": "tests.forgeui.graphs:parallel",
+    "blocking": "tests.forgeui.graphs:blocking",
+}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation
