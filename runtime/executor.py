@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from . import _tree
 from ._accept import accept_answers, accept_cancel, accept_note
-from ._engine import FINISHED, Durability, RunExecution, Shared, new_task
+from ._engine import FINISHED, Durability, RunExecution, Shared, SyncNodes, new_task
 from ._fork import fork_tree
 from ._graph import Graph, Route
 from ._ids import new_id, now_ms
@@ -44,7 +44,9 @@ class DurableExecutor:
     ``fn(input, ctx)``, sync or async, or another ``DurableExecutor`` (a sub-agent).
     ``edges`` maps a node name to ``route(output[, ctx])`` returning the next node name,
     a list of names (parallel tasks) or ``END``. ``durability="sync"`` saves after every
-    step; ``"exit"`` only at pauses, side effects and the end.
+    step; ``"exit"`` only at pauses, side effects and the end. Sync nodes run inline when
+    alone in their step and in threads when parallel; ``sync_nodes="thread"`` always uses
+    a thread (for nodes that block the loop or use Django's ORM).
     """
 
     def __init__(
@@ -56,19 +58,25 @@ class DurableExecutor:
         interrupt_after: Sequence[str] = (),
         name: str = "graph",
         durability: Durability = "sync",
+        sync_nodes: SyncNodes = "auto",
     ) -> None:
         if durability not in ("sync", "exit"):
             raise ValueError(f"durability must be 'sync' or 'exit', not {durability!r}")
+        if sync_nodes not in ("auto", "thread"):
+            raise ValueError(f"sync_nodes must be 'auto' or 'thread', not {sync_nodes!r}")
         self.graph = Graph(nodes, edges, interrupt_before, interrupt_after)
         self.store: CheckpointStore | None = (
             InMemoryCheckpointStore() if store is _DEFAULT_STORE else store)
         self.name = name
         self.durability: Durability = durability
+        self.sync_nodes: SyncNodes = sync_nodes
 
-    def with_store(self, store: CheckpointStore | None) -> DurableExecutor:
+    def with_store(self, store: CheckpointStore | None,
+                   sync_nodes: SyncNodes | None = None) -> DurableExecutor:
         """The same graph on another store (the dashboard binds graphs to its ORM store)."""
         clone = copy.copy(self)
         clone.store = store
+        clone.sync_nodes = sync_nodes or self.sync_nodes
         return clone
 
     # -- starting -------------------------------------------------------------------
