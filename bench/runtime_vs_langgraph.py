@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext  # noqa: E402
+from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
 
 NOTE = "x" * 200
 
