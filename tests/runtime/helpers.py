@@ -1,0 +1,53 @@
+"""Small shared pieces for the runtime tests: call counters and checkpoint readers."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from runtime import Checkpoint, CheckpointStore, InMemoryCheckpointStore, RunResult
+
+
+class Calls:
+    """Counts node invocations; sync nodes run in worker threads, hence the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.log: list[tuple[str, Any]] = []
+
+    def hit(self, name: str, detail: Any = None) -> None:
+        with self._lock:
+            self.counts[name] += 1
+            self.log.append((name, detail))
+
+    def __getitem__(self, name: str) -> int:
+        return self.counts[name]
+
+
+async def checkpoints(store: CheckpointStore, thread_id: str) -> list[Checkpoint]:
+    """Every checkpoint of a thread, oldest first."""
+    return await store.list(thread_id)
+
+
+async def checkpoint_ids(store: CheckpointStore, thread_id: str) -> list[str]:
+    return [cp.id for cp in await store.list(thread_id)]
+
+
+async def latest(store: CheckpointStore, thread_id: str) -> Checkpoint:
+    cp = await store.load(thread_id)
+    assert cp is not None, f"thread {thread_id!r} has no checkpoint"
+    return cp
+
+
+def pending_by_node(result: RunResult) -> dict[str, Any]:
+    """The result's pending interrupts keyed by node name (nodes are unique in a test)."""
+    return {i.node: i for i in result.interrupts}
+
+
+LATEST_KEYS = {"thread_id", "run_id", "checkpoint_id", "status", "interrupts"}
+
+
+def new_store() -> InMemoryCheckpointStore:
+    return InMemoryCheckpointStore()

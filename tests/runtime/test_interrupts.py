@@ -1,0 +1,263 @@
+"""interrupt() (SPEC §1.3): a pause that is durable before it is reported."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from runtime import (
+    Checkpoint,
+    Command,
+    DurableExecutor,
+    InMemoryCheckpointStore,
+    InterruptSignal,
+    NodeContext,
+    ResumeError,
+)
+
+from .helpers import Calls, latest, pending_by_node
+
+
+class FailingSaveStore(InMemoryCheckpointStore):
+    """Refuses to save the first ``interrupted`` checkpoint (a database going away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: list[Checkpoint] = []
+
+    async def save(self, cp: Checkpoint) -> None:
+        if cp.status == "interrupted" and not self.refused:
+            self.refused.append(Checkpoint.from_json(cp.to_json()))
+            raise OSError("disk full")
+        await super().save(cp)
+
+
+class BlockingSaveStore(InMemoryCheckpointStore):
+    """Holds every ``interrupted`` save until the test lets it through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.saved = False
+
+    async def save(self, cp: Checkpoint) -> None:
+        if cp.status == "interrupted":
+            self.entered.set()
+            await self.release.wait()
+        await super().save(cp)
+        if cp.status == "interrupted":
+            self.saved = True
+
+
+def asker(calls: Calls) -> Any:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        calls.hit("ask")
+        return {"x": x, "answer": ctx.interrupt({"q": x})}
+    return ask
+
+
+def test_interrupt_signal_is_not_an_exception() -> None:
+    assert issubclass(InterruptSignal, BaseException)
+    assert not issubclass(InterruptSignal, Exception)
+
+
+async def test_except_exception_in_node_cannot_swallow_a_pause() -> None:
+    swallowed: list[BaseException] = []
+
+    def careless(x: Any, ctx: NodeContext) -> Any:
+        try:
+            return ctx.interrupt("stop here")
+        except Exception as exc:  # what careless node code does
+            swallowed.append(exc)
+            return "swallowed"
+
+    ex = DurableExecutor(nodes=[("careless", careless)])
+    result = await ex.run(None)
+    assert result.interrupted
+    assert result.interrupt_payload == "stop here"
+    assert swallowed == []
+    assert (await ex.resume(result.thread_id, "go")).output == "go"
+
+
+async def test_interrupted_result_only_after_save_returned() -> None:
+    store = BlockingSaveStore()
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], store=store)
+    running = asyncio.create_task(ex.run(1))
+    await asyncio.wait_for(store.entered.wait(), timeout=5)
+    await asyncio.sleep(0.05)
+    assert not running.done(), "run returned while its checkpoint was still being saved"
+    store.release.set()
+    result = await asyncio.wait_for(running, timeout=5)
+    assert store.saved
+    assert result.interrupted
+    assert (await latest(store, result.thread_id)).status == "interrupted"
+
+
+async def test_failing_save_propagates_and_nothing_is_interrupted() -> None:
+    store = FailingSaveStore()
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], store=store)
+    with pytest.raises(OSError, match="disk full"):
+        await ex.run(1, thread_id="t-fail")
+    assert store.refused, "the interrupted checkpoint was never attempted"
+    saved = await store.list("t-fail")
+    assert all(cp.status != "interrupted" for cp in saved)
+    assert all(cp.interrupts == [] for cp in saved)
+
+
+async def test_store_none_interrupt_raises_resume_error() -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], store=None)
+    with pytest.raises(ResumeError, match="checkpoint store"):
+        await ex.run(1)
+
+
+async def test_interrupted_node_reruns_from_start_completed_nodes_do_not() -> None:
+    calls = Calls()
+
+    def prepare(x: int) -> int:
+        calls.hit("prepare")
+        return x + 1
+
+    def finish(x: Any) -> Any:
+        calls.hit("finish")
+        return x
+
+    ex = DurableExecutor(nodes=[("prepare", prepare), ("ask", asker(calls)),
+                                ("finish", finish)])
+    paused = await ex.run(1)
+    assert (calls["prepare"], calls["ask"], calls["finish"]) == (1, 1, 0)
+    done = await ex.resume(paused.thread_id, "yes")
+    assert done.output == {"x": 2, "answer": "yes"}
+    assert (calls["prepare"], calls["ask"], calls["finish"]) == (1, 2, 1)
+
+
+async def test_rerun_gets_its_original_pending_input() -> None:
+    inputs: list[Any] = []
+
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        inputs.append(x)
+        return ctx.interrupt("?")
+
+    ex = DurableExecutor(nodes=[("make", lambda x: {"made": x}), ("ask", ask)])
+    paused = await ex.run(5)
+    cp = await latest(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    assert cp.pending_input == {"made": 5}
+    await ex.resume(paused.thread_id, "ok")
+    assert inputs == [{"made": 5}, {"made": 5}]
+
+
+async def test_several_interrupts_in_one_task_are_matched_by_order() -> None:
+    calls = Calls()
+
+    def form(x: Any, ctx: NodeContext) -> list[Any]:
+        calls.hit("form")
+        return [ctx.interrupt("name?"), ctx.interrupt("age?"), ctx.interrupt("city?")]
+
+    ex = DurableExecutor(nodes=[("form", form)])
+    result = await ex.run(None)
+    first = result.interrupts[0]
+    assert (first.payload, first.order) == ("name?", 0)
+    result = await ex.resume(result.thread_id, "Ann")
+    second = result.interrupts[0]
+    assert (second.payload, second.order) == ("age?", 1)
+    result = await ex.resume(result.thread_id, 41)
+    third = result.interrupts[0]
+    assert (third.payload, third.order) == ("city?", 2)
+    assert len({first.id, second.id, third.id}) == 3
+    assert first.task_id == second.task_id == third.task_id
+    result = await ex.resume(result.thread_id, "Oslo")
+    assert result.output == ["Ann", 41, "Oslo"]
+    assert calls["form"] == 4
+
+
+async def test_interrupt_fields() -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], name="transfer")
+    result = await ex.run({"amount": 1})
+    (i,) = result.interrupts
+    assert i.node == "ask"
+    assert i.payload == {"q": {"amount": 1}}
+    assert i.order == 0
+    assert i.namespace == ["transfer"]
+    assert i.run_id == result.run_id
+    assert i.sub_agent_id is None
+    assert i.checkpoint_id == result.checkpoint_id
+    assert i.task_id and i.id
+
+
+async def test_interrupt_ids_unique_per_task() -> None:
+    """Two parallel tasks pausing at order 0 never share an id."""
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt("?")
+
+    ex = DurableExecutor(
+        nodes=[("start", lambda x: x), ("a", ask), ("b", ask)],
+        edges={"start": lambda _: ["a", "b"], "a": lambda _: None, "b": lambda _: None},
+    )
+    result = await ex.run(None)
+    pending = pending_by_node(result)
+    assert set(pending) == {"a", "b"}
+    assert pending["a"].order == pending["b"].order == 0
+    assert pending["a"].id != pending["b"].id
+    assert pending["a"].task_id != pending["b"].task_id
+
+
+async def test_interrupt_id_is_stable_across_reruns() -> None:
+    """The save of a pause fails; recovering re-runs the node, which gets the same id."""
+    store = FailingSaveStore()
+    calls = Calls()
+    ex = DurableExecutor(nodes=[("ask", asker(calls))], store=store)
+    with pytest.raises(OSError):
+        await ex.run(1, thread_id="t-stable")
+    (lost,) = store.refused[0].interrupts
+    result = await ex.recover("t-stable")
+    assert calls["ask"] == 2
+    (again,) = result.interrupts
+    assert again.id == lost["id"]
+    assert again.task_id == lost["task_id"]
+
+
+async def test_answered_interrupt_keeps_its_id_when_the_node_pauses_again() -> None:
+    def twice(x: Any, ctx: NodeContext) -> Any:
+        return [ctx.interrupt("one"), ctx.interrupt("two")]
+
+    ex = DurableExecutor(nodes=[("twice", twice)])
+    paused = await ex.run(None)
+    first = paused.interrupts[0]
+    again = await ex.resume(paused.thread_id, "1")
+    cp = await latest(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    assert [r["id"] for r in cp.resolved] == [first.id]
+    assert cp.resolved[0]["answer"] == "1"
+    assert again.interrupts[0].id != first.id
+    assert again.interrupts[0].order == 1
+
+
+async def test_interrupt_ids_are_new_in_a_fork() -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))])
+    original = await ex.run(1)
+    fork = await ex.fork(original.thread_id)
+    forked = await ex.get_state(fork)
+    assert forked.interrupted
+    assert forked.interrupts[0].id != original.interrupts[0].id
+    assert forked.interrupts[0].payload == original.interrupts[0].payload
+
+
+async def test_resume_command_and_bare_value_are_the_same() -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))])
+    a = await ex.run(1)
+    b = await ex.run(1)
+    by_value = await ex.resume(a.thread_id, {"ok": 1})
+    by_command = await ex.resume(b.thread_id, Command(resume={"ok": 1}))
+    assert by_value.output == by_command.output == {"x": 1, "answer": {"ok": 1}}
+
+
+async def test_interrupt_deadline_and_default_are_recorded() -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt("late?", deadline_s=60, default="no")
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    result = await ex.run(None)
+    (i,) = result.interrupts
+    assert i.has_default and i.default == "no"
+    assert i.deadline_at is not None and i.deadline_at - i.created_at == 60_000
