@@ -188,11 +188,16 @@ class AnswerQuerySet(models.QuerySet["Answer"]):
     def unapplied(self) -> AnswerQuerySet:
         return self.filter(applied_at__isnull=True)
 
-    def mark_applied(self, answer_id: int, note: str = "") -> int:
+    def mark_applied(self, answer_id: int, outcome: str) -> int:
         """Only the first marking counts; a duplicated task finds nothing left to mark."""
-        return self.filter(pk=answer_id, applied_at__isnull=True).update(
-            applied_at=timezone.now(), outcome=note
+        now = timezone.now()
+        marked = self.filter(pk=answer_id, applied_at__isnull=True).update(
+            applied_at=now, outcome=outcome
         )
+        SteeringNote.objects.filter(answer_id=answer_id, applied_at__isnull=True).update(
+            applied_at=now, outcome=outcome
+        )
+        return marked
 
 
 class Answer(models.Model):
@@ -226,6 +231,10 @@ class SteeringNote(models.Model):
     interrupt = models.ForeignKey(
         Interrupt, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
     )
+    # Set when the note came with an answer: it reaches the runtime with that answer.
+    answer = models.ForeignKey(
+        Answer, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes"
+    )
     task_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
@@ -234,6 +243,7 @@ class SteeringNote(models.Model):
     text = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
     applied_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(blank=True, default="", help_text="how the task ended")
 
     def __str__(self) -> str:
         return f"note on {self.run_id}: {self.text[:40]}"

@@ -58,6 +58,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "null") or (
     DEFAULT_GRAPHS
 )
+# Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
+FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` is the ASGI server

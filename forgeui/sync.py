@@ -68,6 +68,11 @@ def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
         return []
     known = dict(Interrupt.objects.using(using).filter(pk__in=ids).values_list("id", "status"))
     drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
+    still_pending = [i["id"] for i in cp.interrupts if i["id"] in known]
+    if still_pending:
+        # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
+        # client sends back as expected_checkpoint_id.
+        Interrupt.objects.using(using).filter(pk__in=still_pending).update(checkpoint_id=cp.id)
     for resolved in cp.resolved:
         if known.get(resolved["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING:
             drafts.extend(resolve(cp, resolved, exists=resolved["id"] in known, using=using))

@@ -1,0 +1,64 @@
+"""What the dashboard's services refuse, for the API and views to map to HTTP once.
+
+::
+
+    ForgeUIError                 root of the dashboard's refusals
+    ├── UnknownGraph             a graph name FORGE_GRAPHS does not register (404/400)
+    ├── NotFound                 no such run, thread or interrupt (404)
+    ├── InvalidRequest           a value or note the target cannot take (400/422)
+    ├── Forbidden                the user's role may not do this (403)
+    └── StaleAnswer              the interrupt is no longer pending (409)
+
+Runtime errors (``runtime.errors``) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ForgeUIError(Exception):
+    """Root of the dashboard's refusals."""
+
+
+class UnknownGraph(ForgeUIError, LookupError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"unknown graph {name!r}; registered graphs: {', '.join(known) or '-'}")
+        self.name = name
+        self.known = known
+
+
+class NotFound(ForgeUIError, LookupError):
+    """No run, thread or interrupt by that id."""
+
+
+class InvalidRequest(ForgeUIError, ValueError):
+    """The request is well-formed but its content cannot be used."""
+
+
+class Forbidden(ForgeUIError):
+    """The user's role does not allow this."""
+
+
+class StaleAnswer(ForgeUIError):
+    """Someone answered first, or the run moved on: nothing was recorded but an audit row.
+
+    ``answered_by`` / ``answered_at`` say who closed the interrupt and when (None when the
+    runtime ended it); ``latest`` is where the run stands now: ``run_id``, ``thread_id``,
+    ``root_thread_id``, ``checkpoint_id``, ``status`` and the pending ``interrupts``.
+    """
+
+    def __init__(self, interrupt_id: str, status: str | None, answered_by: str | None,
+                 answered_at: str | None, latest: dict[str, Any], reason: str) -> None:
+        super().__init__(reason)
+        self.interrupt_id = interrupt_id
+        self.status = status
+        self.answered_by = answered_by
+        self.answered_at = answered_at
+        self.latest = latest
+        self.reason = reason
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"interrupt_id": self.interrupt_id, "status": self.status,
+                "answered_by": self.answered_by, "answered_at": self.answered_at,
+                "latest": self.latest, "reason": self.reason}

@@ -1,0 +1,286 @@
+"""What people do to runs, in one place the API and the pages both call (SPEC §2.2).
+
+Each service checks the role, records the intent and its audit row in one transaction,
+and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
+
+Roles: ``reviewer`` and ``supervisor`` may start, answer, steer, fork and cancel;
+``auditor`` only reads. Superusers and ``user=None`` (management commands) may do all.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import jsonschema
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+from django.utils import timezone
+
+from runtime.checkpoint import Checkpoint
+
+from . import registry
+from .events import EventDraft, publish_on_commit
+from .exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer
+from .models import (
+    Answer,
+    AuditEntry,
+    ChildPolicy,
+    EventKind,
+    Interrupt,
+    InterruptStatus,
+    Run,
+    RunStatus,
+    SteeringNote,
+)
+from .store import DjangoCheckpointStore
+from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, start_run_task
+
+User = AbstractBaseUser | AnonymousUser | None
+ACTING_ROLES = ("reviewer", "supervisor")
+LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedRun:
+    """A run start, recorded. ``run_id`` is None until the task has started the run."""
+
+    thread_id: str
+    run_id: str | None
+    status: str
+
+
+def require_role(user: User, *roles: str) -> None:
+    if user is None or getattr(user, "is_superuser", False):
+        return
+    if not user.is_authenticated or not user.groups.filter(name__in=roles).exists():
+        raise Forbidden(f"needs one of the roles: {', '.join(roles)}")
+
+
+def audit(user: User, action: str, **fields: Any) -> AuditEntry:
+    actor = user if user is not None and user.is_authenticated else None
+    return AuditEntry.objects.create(actor=actor, action=action, **fields)
+
+
+def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
+    """Record the start and enqueue it; the task creates the run's first checkpoint."""
+    require_role(user, *ACTING_ROLES)
+    registry.get_executor(graph)  # an unknown graph is refused before anything is written
+    _require_json(input, "input")
+    thread_id = thread_id or uuid.uuid4().hex
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is not None and latest.status in LIVE:
+        raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
+    request_id = uuid.uuid4().hex
+    with transaction.atomic():
+        audit(user, "run.start", object_type="thread", object_id=thread_id,
+              thread_id=thread_id, detail={"graph": graph, "input": input,
+                                           "request_id": request_id})
+        transaction.on_commit(partial(start_run_task.enqueue, graph, thread_id, input,
+                                      getattr(user, "pk", None), request_id))
+    return _started(thread_id, request_id)
+
+
+def _started(thread_id: str, request_id: str) -> StartedRun:
+    """With an immediate task backend the run exists by now; otherwise it is queued."""
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is None or latest.metadata.get("request_id") != request_id:
+        return StartedRun(thread_id=thread_id, run_id=None, status="queued")
+    return StartedRun(thread_id=thread_id, run_id=latest.run_id, status=latest.status)
+
+
+def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | None = None,
+                     expected_checkpoint_id: str | None = None,
+                     child_policy: str = ChildPolicy.LEAVE) -> Answer:
+    """Accept one answer in one transaction, then apply it in a task.
+
+    Raises ``StaleAnswer`` (with who answered when, and where the run stands) when the
+    interrupt is no longer pending or ``expected_checkpoint_id`` is not its run's latest;
+    then only an ``answer.refused`` audit row is written.
+    """
+    require_role(user, *ACTING_ROLES)
+    interrupt = _interrupt(interrupt_id)
+    _check_answer(interrupt, value, child_policy)
+    try:
+        with transaction.atomic():
+            return _accept(user, interrupt, value, steering, expected_checkpoint_id,
+                           child_policy)
+    except StaleAnswer as stale:
+        _refused(user, interrupt, stale, value)
+        raise
+
+
+def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
+    """Answer several interrupts of one tree at once: all are accepted, or none is."""
+    require_role(user, *ACTING_ROLES)
+    if not answers:
+        raise InvalidRequest("answers is empty")
+    interrupts = [_interrupt(interrupt_id) for interrupt_id in answers]
+    for interrupt in interrupts:
+        if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
+            raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
+        _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE)
+    current = interrupts[0]
+    try:
+        with transaction.atomic():
+            accepted = []
+            for current in interrupts:
+                accepted.append(_accept(user, current, answers[current.pk], None, None,
+                                        ChildPolicy.LEAVE))
+            return accepted
+    except StaleAnswer as stale:
+        _refused(user, current, stale, answers[current.pk])
+        raise
+
+
+def _interrupt(interrupt_id: str) -> Interrupt:
+    interrupt = Interrupt.objects.select_related("run").filter(pk=interrupt_id).first()
+    if interrupt is None:
+        raise NotFound(f"no interrupt {interrupt_id!r}")
+    return interrupt
+
+
+def _check_answer(interrupt: Interrupt, value: Any, child_policy: str) -> None:
+    _require_json(value, "value")
+    if child_policy not in ChildPolicy.values:
+        raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}")
+    payload = interrupt.payload
+    schema = payload.get("answer_schema") if isinstance(payload, dict) else None
+    if schema:
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as exc:
+            raise InvalidRequest(f"answer does not match the interrupt's schema: "
+                                 f"{exc.message}") from None
+
+
+def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
+            expected_checkpoint_id: str | None, child_policy: str) -> Answer:
+    claimed = Interrupt.objects.filter(pk=interrupt.pk).pending()
+    if expected_checkpoint_id:
+        claimed = claimed.filter(checkpoint_id=expected_checkpoint_id)
+    actor = user if user is not None and user.is_authenticated else None
+    if claimed.update(status=InterruptStatus.ANSWERED, answered_at=timezone.now(),
+                      answered_by=actor) != 1:
+        raise stale_answer(interrupt.pk, expected_checkpoint_id)
+    answer = Answer.objects.create(
+        interrupt=interrupt, user=actor, value=value, steering=(steering or "").strip(),
+        child_policy=child_policy, expected_checkpoint_id=expected_checkpoint_id or "",
+    )
+    if answer.steering:
+        SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
+                                    task_id=interrupt.task_id, user=actor, text=answer.steering)
+    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id,
+          detail={"answer_id": answer.pk, "value": value, "steering": answer.steering,
+                  "child_policy": child_policy})
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"answered_by": getattr(actor, "username", None)})])
+    transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+    return answer
+
+
+def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> StaleAnswer:
+    """Why an answer lost, with what a client needs to catch up."""
+    row = Interrupt.objects.select_related("run", "answered_by").get(pk=interrupt_id)
+    if row.status == InterruptStatus.PENDING:
+        reason = (f"the run moved on: checkpoint {expected_checkpoint_id!r} is not the "
+                  f"latest ({row.checkpoint_id!r})")
+    elif row.answered_by is not None:
+        reason = f"already answered by {row.answered_by.get_username()}"
+    else:
+        reason = f"the interrupt is {row.status}"
+    return StaleAnswer(
+        interrupt_id, row.status,
+        row.answered_by.get_username() if row.answered_by else None,
+        row.answered_at.isoformat() if row.answered_at else None, latest_metadata(row.run),
+        reason,
+    )
+
+
+def latest_metadata(run: Run) -> dict[str, Any]:
+    pending = Interrupt.objects.of_tree(run.root_thread_id).pending().order_by("created_at")
+    return {"run_id": run.run_id, "thread_id": run.thread_id,
+            "root_thread_id": run.root_thread_id, "checkpoint_id": run.latest_checkpoint_id,
+            "status": run.status, "interrupts": list(pending.values_list("id", flat=True))}
+
+
+def _refused(user: User, interrupt: Interrupt, stale: StaleAnswer, value: Any) -> None:
+    audit(user, "answer.refused", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=stale.latest.get("checkpoint_id") or "",
+          detail={**stale.as_dict(), "value": value})
+
+
+def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = None,
+                      interrupt_id: str | None = None) -> SteeringNote:
+    """Record guidance for one run (or one of its tasks); a task hands it to the runtime."""
+    require_role(user, *ACTING_ROLES)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidRequest("a steering note needs some text")
+    run = _run(run_id)
+    interrupt = _interrupt(interrupt_id) if interrupt_id else None
+    if interrupt is not None and interrupt.run_id != run.run_id:
+        raise InvalidRequest(f"interrupt {interrupt_id!r} does not belong to run {run_id!r}")
+    actor = user if user is not None and user.is_authenticated else None
+    with transaction.atomic():
+        note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
+                                           task_id=task_id or "", text=text.strip())
+        audit(user, "steering.note", object_type="run", object_id=run.run_id,
+              run_id=run.run_id, thread_id=run.root_thread_id,
+              before_checkpoint_id=run.latest_checkpoint_id,
+              detail={"note_id": note.pk, "text": note.text, "task_id": task_id,
+                      "interrupt_id": interrupt_id})
+        transaction.on_commit(partial(apply_steering_task.enqueue, note.pk))
+    return note
+
+
+def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None) -> str:
+    """Copy a thread (as of ``checkpoint_id``, default latest) into a new one; no node runs."""
+    require_role(user, *ACTING_ROLES)
+    latest = _latest(thread_id)
+    executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
+    new_thread = async_to_sync(executor.fork)(thread_id, checkpoint_id)
+    audit(user, "thread.fork", object_type="thread", object_id=thread_id, thread_id=thread_id,
+          run_id=latest.run_id, before_checkpoint_id=checkpoint_id or latest.id,
+          detail={"new_thread_id": new_thread})
+    return new_thread
+
+
+def cancel_run(user: User, run_id: str) -> None:
+    """Ask for a run (and everything below it) to be cancelled; a task applies it."""
+    require_role(user, *ACTING_ROLES)
+    run = _run(run_id)
+    if run.status not in LIVE:
+        raise InvalidRequest(f"run {run_id!r} is {run.status}")
+    with transaction.atomic():
+        audit(user, "run.cancel", object_type="run", object_id=run_id, run_id=run_id,
+              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id)
+        transaction.on_commit(partial(cancel_run_task.enqueue, run_id))
+
+
+def _run(run_id: str) -> Run:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"no run {run_id!r}")
+    return run
+
+
+def _latest(thread_id: str) -> Checkpoint:
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is None:
+        raise NotFound(f"no thread {thread_id!r}")
+    return latest
+
+
+def _require_json(value: Any, what: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"{what} must be JSON: {exc}") from None
