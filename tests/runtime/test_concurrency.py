@@ -1,0 +1,189 @@
+"""Concurrent answers (SPEC §1.4, §1.7): one interrupt, one winner; distinct ones all land."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from runtime import (
+    Checkpoint,
+    Command,
+    DurableExecutor,
+    InMemoryCheckpointStore,
+    NodeContext,
+    StaleResumeTarget,
+)
+
+from .helpers import Calls, latest, pending_by_node
+
+RIVALS = 20
+
+
+class YieldingStore(InMemoryCheckpointStore):
+    """Gives up the loop inside every call, as a database client does, so rivals interleave."""
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        await asyncio.sleep(0)
+        return await super().load(thread_id)
+
+    async def save(self, cp: Checkpoint) -> None:
+        await asyncio.sleep(0)
+        await super().save(cp)
+
+
+@pytest.fixture(params=[InMemoryCheckpointStore, YieldingStore])
+def store(request: pytest.FixtureRequest) -> InMemoryCheckpointStore:
+    return request.param()
+
+
+def transfer(calls: Calls, store: InMemoryCheckpointStore) -> DurableExecutor:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt("approve?")
+
+    def pay(answer: Any) -> dict[str, Any]:
+        calls.hit("pay", answer)  # the side effect that must happen once
+        return {"paid_by": answer}
+
+    return DurableExecutor(nodes=[("ask", ask), ("pay", pay)], store=store)
+
+
+def split_outcomes(outcomes: list[Any]) -> tuple[list[Any], list[BaseException]]:
+    wins = [o for o in outcomes if not isinstance(o, BaseException)]
+    losses = [o for o in outcomes if isinstance(o, BaseException)]
+    return wins, losses
+
+
+async def test_concurrent_resumes_of_one_interrupt_exactly_one_wins(
+    store: InMemoryCheckpointStore,
+) -> None:
+    calls = Calls()
+    ex = transfer(calls, store)
+    paused = await ex.run(None)
+    outcomes = await asyncio.gather(
+        *(ex.resume(paused.thread_id, f"reviewer-{n}") for n in range(RIVALS)),
+        return_exceptions=True)
+    wins, losses = split_outcomes(list(outcomes))
+    assert len(wins) == 1, outcomes
+    assert len(losses) == RIVALS - 1
+    assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
+    assert calls["pay"] == 1
+    (winner,) = wins
+    state = await ex.get_state(paused.thread_id)
+    assert state.status == "completed"
+    assert state.output == {"paid_by": calls.log[0][1]}
+    if winner.status == "completed":
+        assert winner.output == state.output
+
+
+async def test_concurrent_resumes_in_separate_executors_sharing_a_store(
+    store: InMemoryCheckpointStore,
+) -> None:
+    """Twenty workers, each with its own executor object, one shared store."""
+    calls = Calls()
+    paused = await transfer(calls, store).run(None)
+    workers = [transfer(calls, store) for _ in range(RIVALS)]
+    outcomes = await asyncio.gather(
+        *(w.resume(paused.thread_id, n) for n, w in enumerate(workers)),
+        return_exceptions=True)
+    wins, losses = split_outcomes(list(outcomes))
+    assert len(wins) == 1
+    assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
+    assert calls["pay"] == 1
+
+
+def test_concurrent_resume_sync_from_os_threads() -> None:
+    calls = Calls()
+    store = InMemoryCheckpointStore()
+    ex = transfer(calls, store)
+    paused = ex.run_sync(None)
+    barrier = threading.Barrier(RIVALS)
+    outcomes: list[Any] = [None] * RIVALS
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = ex.resume_sync(paused.thread_id, f"thread-{n}")
+        except BaseException as exc:
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(RIVALS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    wins, losses = split_outcomes(outcomes)
+    assert len(wins) == 1, outcomes
+    assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
+    assert calls["pay"] == 1
+    final = asyncio.run(store.load(paused.thread_id))
+    assert final is not None and final.status == "completed"
+
+
+def two_approvals(calls: Calls, store: InMemoryCheckpointStore) -> DurableExecutor:
+    def ask(name: str) -> Any:
+        async def node(x: Any, ctx: NodeContext) -> Any:
+            calls.hit(name)
+            await asyncio.sleep(0.01)  # widen the window in which the answers race
+            return ctx.interrupt(f"{name}?")
+        return node
+
+    return DurableExecutor(
+        nodes=[("start", lambda x: x), ("legal", ask("legal")), ("finance", ask("finance")),
+               ("decide", lambda parts: parts)],
+        edges={"start": lambda _: ["legal", "finance"], "legal": lambda _: "decide",
+               "finance": lambda _: "decide"},
+        store=store,
+    )
+
+
+async def test_concurrent_answers_to_different_interrupts_are_both_applied(
+    store: InMemoryCheckpointStore,
+) -> None:
+    calls = Calls()
+    ex = two_approvals(calls, store)
+    paused = await ex.run(None)
+    by_node = pending_by_node(paused)
+    outcomes = await asyncio.gather(
+        ex.resume(paused.thread_id, Command(resume_map={by_node["legal"].id: "L"})),
+        ex.resume(paused.thread_id, Command(resume_map={by_node["finance"].id: "F"})),
+        return_exceptions=True)
+    assert not any(isinstance(o, BaseException) for o in outcomes), outcomes
+    state = await ex.get_state(paused.thread_id)
+    assert state.status == "completed", state
+    assert state.output == {"legal": "L", "finance": "F"}
+    cp = await latest(store, paused.thread_id)
+    assert {r["id"]: r["answer"] for r in cp.resolved} == {
+        by_node["legal"].id: "L", by_node["finance"].id: "F"}
+
+
+def test_concurrent_answers_to_different_interrupts_from_os_threads() -> None:
+    calls = Calls()
+    store = InMemoryCheckpointStore()
+    ex = two_approvals(calls, store)
+    paused = ex.run_sync(None)
+    by_node = pending_by_node(paused)
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def answer(node: str, value: str) -> None:
+        barrier.wait()
+        try:
+            ex.resume_sync(paused.thread_id, Command(resume_map={by_node[node].id: value}))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=answer, args=("legal", "L")),
+               threading.Thread(target=answer, args=("finance", "F"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    final = asyncio.run(store.load(paused.thread_id))
+    assert final is not None
+    assert final.status == "completed", final.status
+    assert final.output == {"legal": "L", "finance": "F"}
