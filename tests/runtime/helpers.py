@@ -26,17 +26,22 @@ class Calls:
         return self.counts[name]
 
 
-async def checkpoints(store: CheckpointStore, thread_id: str) -> list[Checkpoint]:
+def _present(store: CheckpointStore | None) -> CheckpointStore:
+    assert store is not None, "this test needs an executor with a store"
+    return store
+
+
+async def checkpoints(store: CheckpointStore | None, thread_id: str) -> list[Checkpoint]:
     """Every checkpoint of a thread, oldest first."""
-    return await store.list(thread_id)
+    return await _present(store).list(thread_id)
 
 
-async def checkpoint_ids(store: CheckpointStore, thread_id: str) -> list[str]:
-    return [cp.id for cp in await store.list(thread_id)]
+async def checkpoint_ids(store: CheckpointStore | None, thread_id: str) -> list[str]:
+    return [cp.id for cp in await checkpoints(store, thread_id)]
 
 
-async def latest(store: CheckpointStore, thread_id: str) -> Checkpoint:
-    cp = await store.load(thread_id)
+async def latest(store: CheckpointStore | None, thread_id: str) -> Checkpoint:
+    cp = await _present(store).load(thread_id)
     assert cp is not None, f"thread {thread_id!r} has no checkpoint"
     return cp
 

@@ -111,7 +111,7 @@ async def test_parallel_fan_out_runs_as_tasks_of_one_step() -> None:
     assert set(out) == {"left", "right"}
     assert out["left"]["x"] == out["right"]["x"] == 7
     assert out["left"]["task"] != out["right"]["task"]
-    cp = await latest(ex.store, result.thread_id)  # type: ignore[arg-type]
+    cp = await latest(ex.store, result.thread_id)
     # fan-out and fan-in each made one step, so their history entries sit side by side
     assert [h["node"] for h in cp.history][:1] == ["split"]
     assert sorted(h["node"] for h in cp.history[1:3]) == ["left", "right"]

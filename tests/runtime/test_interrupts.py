@@ -142,7 +142,7 @@ async def test_rerun_gets_its_original_pending_input() -> None:
 
     ex = DurableExecutor(nodes=[("make", lambda x: {"made": x}), ("ask", ask)])
     paused = await ex.run(5)
-    cp = await latest(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    cp = await latest(ex.store, paused.thread_id)
     assert cp.pending_input == {"made": 5}
     await ex.resume(paused.thread_id, "ok")
     assert inputs == [{"made": 5}, {"made": 5}]
@@ -226,7 +226,7 @@ async def test_answered_interrupt_keeps_its_id_when_the_node_pauses_again() -> N
     paused = await ex.run(None)
     first = paused.interrupts[0]
     again = await ex.resume(paused.thread_id, "1")
-    cp = await latest(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    cp = await latest(ex.store, paused.thread_id)
     assert [r["id"] for r in cp.resolved] == [first.id]
     assert cp.resolved[0]["answer"] == "1"
     assert again.interrupts[0].id != first.id

@@ -88,14 +88,14 @@ async def test_bare_value_with_several_pending_is_ambiguous_and_changes_nothing(
     calls = Calls()
     ex = approvals(calls)
     paused = await ex.run(None)
-    before = await checkpoint_ids(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    before = await checkpoint_ids(ex.store, paused.thread_id)
     with pytest.raises(AmbiguousResume) as info:
         await ex.resume(paused.thread_id, "yes")
     assert isinstance(info.value, ResumeError)
     for pending in paused.interrupts:
         assert pending.id in str(info.value)
     assert {i.id for i in info.value.pending} == {i.id for i in paused.interrupts}
-    assert await checkpoint_ids(ex.store, paused.thread_id) == before  # type: ignore[arg-type]
+    assert await checkpoint_ids(ex.store, paused.thread_id) == before
     state = await ex.get_state(paused.thread_id)
     assert [i.id for i in state.interrupts] == [i.id for i in paused.interrupts]
     assert (calls["legal"], calls["finance"]) == (1, 1)
@@ -150,13 +150,13 @@ async def test_expected_checkpoint_id_must_be_the_latest() -> None:
     second = await ex.resume(first.thread_id,
                              Command(resume="a", expected_checkpoint_id=first.checkpoint_id))
     assert second.interrupted
-    before = await checkpoint_ids(ex.store, first.thread_id)  # type: ignore[arg-type]
+    before = await checkpoint_ids(ex.store, first.thread_id)
     with pytest.raises(StaleResumeTarget) as info:
         await ex.resume(first.thread_id,
                         Command(resume="b", expected_checkpoint_id=first.checkpoint_id))
     assert_latest(info.value, first.thread_id)
     assert info.value.latest["checkpoint_id"] == second.checkpoint_id
-    assert await checkpoint_ids(ex.store, first.thread_id) == before  # type: ignore[arg-type]
+    assert await checkpoint_ids(ex.store, first.thread_id) == before
     done = await ex.resume(first.thread_id,
                            Command(resume="b", expected_checkpoint_id=second.checkpoint_id))
     assert done.output == ["a", "b"]
@@ -191,12 +191,12 @@ async def test_resume_map_with_a_key_not_pending_is_refused_whole() -> None:
     ex = approvals(calls)
     paused = await ex.run(None)
     legal = pending_by_node(paused)["legal"]
-    before = await checkpoint_ids(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    before = await checkpoint_ids(ex.store, paused.thread_id)
     with pytest.raises(StaleResumeTarget) as info:
         await ex.resume(paused.thread_id,
                         Command(resume_map={legal.id: "yes", "not-pending": "no"}))
     assert_latest(info.value, paused.thread_id)
-    assert await checkpoint_ids(ex.store, paused.thread_id) == before  # type: ignore[arg-type]
+    assert await checkpoint_ids(ex.store, paused.thread_id) == before
     assert calls["legal"] == 1
     state = await ex.get_state(paused.thread_id)
     assert {i.id for i in state.interrupts} == {i.id for i in paused.interrupts}
@@ -206,7 +206,7 @@ async def test_answers_are_recorded_in_the_checkpoint() -> None:
     ex = single(Calls())
     paused = await ex.run(None)
     await ex.resume(paused.thread_id, {"ok": True})
-    cp = await latest(ex.store, paused.thread_id)  # type: ignore[arg-type]
+    cp = await latest(ex.store, paused.thread_id)
     (record,) = cp.resolved
     assert record["id"] == paused.interrupts[0].id
     assert record["status"] == "answered"

@@ -1,0 +1,191 @@
+"""Checkpoints (SPEC §1.7, §1.9): one per step, append-only, never corrupted by a failure."""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from runtime import Checkpoint, DurableExecutor, InMemoryCheckpointStore, NodeContext, NodeError
+
+from .helpers import checkpoint_ids, checkpoints, latest
+
+
+def chain(durability: Any = "sync", store: InMemoryCheckpointStore | None = None,
+          ) -> DurableExecutor:
+    """prepare → ask (pauses) → a → b → c."""
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return {**x, "answer": ctx.interrupt("?")}
+
+    def tag(name: str) -> Any:
+        return lambda x: {**x, name: True}
+
+    return DurableExecutor(
+        nodes=[("prepare", lambda x: {"n": x}), ("ask", ask), ("a", tag("a")),
+               ("b", tag("b")), ("c", tag("c"))],
+        store=store or InMemoryCheckpointStore(), durability=durability)
+
+
+def assert_prefix(older: list[Any], newer: list[Any]) -> None:
+    assert newer[: len(older)] == older
+
+
+async def test_a_checkpoint_after_every_step_by_default() -> None:
+    """Each step's outputs are saved before the next step starts: a crash never repeats it."""
+    ex = chain()
+    paused = await ex.run(1)
+    done = await ex.resume(paused.thread_id, "y")
+    saved = await checkpoints(ex.store, paused.thread_id)
+    seen = [set(cp.state) for cp in saved]
+    order = ["prepare", "ask", "a", "b", "c"]
+    for k in range(1, len(order) + 1):
+        assert set(order[:k]) in seen, f"no checkpoint right after step {order[k - 1]!r}"
+    assert any(cp.id == paused.checkpoint_id and cp.status == "interrupted" for cp in saved)
+    assert saved[-1].status == "completed"
+    assert saved[-1].id == done.checkpoint_id
+
+
+async def test_durability_exit_saves_fewer_checkpoints() -> None:
+    every_step, at_exit = chain("sync"), chain("exit")
+    results = []
+    for ex in (every_step, at_exit):
+        paused = await ex.run(1)
+        done = await ex.resume(paused.thread_id, "y")
+        assert done.output == {"n": 1, "answer": "y", "a": True, "b": True, "c": True}
+        results.append(len(await checkpoints(ex.store, paused.thread_id)))
+    assert results[1] < results[0]
+
+
+async def test_durability_exit_still_saves_pauses() -> None:
+    ex = chain("exit")
+    paused = await ex.run(1)
+    cp = await latest(ex.store, paused.thread_id)
+    assert cp.status == "interrupted"
+    assert cp.state == {"prepare": {"n": 1}}
+
+
+async def test_history_and_checkpoint_list_are_append_only() -> None:
+    ex = chain()
+    paused = await ex.run(1)
+    before = await checkpoints(ex.store, paused.thread_id)
+    await ex.resume(paused.thread_id, "y")
+    after = await checkpoints(ex.store, paused.thread_id)
+    assert_prefix([cp.to_dict() for cp in before], [cp.to_dict() for cp in after])
+    for older, newer in pairwise(after):
+        assert_prefix(older.history, newer.history)
+        assert newer.parent_id == older.id
+    assert [h["node"] for h in after[-1].history] == ["prepare", "ask", "a", "b", "c"]
+    assert after[-1].history[1] == {"node": "ask", "output": {"n": 1, "answer": "y"}}
+
+
+async def test_checkpoint_fields() -> None:
+    ex = chain()
+    paused = await ex.run(1, thread_id="t-fields")
+    cp = await latest(ex.store, "t-fields")
+    assert isinstance(cp, Checkpoint)
+    assert cp.thread_id == "t-fields"
+    assert cp.node == "ask"
+    assert cp.interrupt_payload == "?"
+    assert cp.pending_input == {"n": 1}
+    assert cp.state == {"prepare": {"n": 1}}
+    assert cp.history == [{"node": "prepare", "output": {"n": 1}}]
+    assert cp.run_id == paused.run_id
+    assert isinstance(cp.created_at, int) and cp.created_at > 1_600_000_000_000
+    assert Checkpoint.from_json(cp.to_json()) == cp
+
+
+class Weird:
+    """Not JSON."""
+
+
+@pytest.mark.parametrize(("value", "type_name"), [
+    (Weird(), "Weird"), ({1, 2}, "set"), (b"bytes", "bytes"),
+])
+async def test_non_json_output_fails_naming_node_and_type(value: Any, type_name: str) -> None:
+    ex = DurableExecutor(nodes=[("ok", lambda x: {"fine": x}), ("bad", lambda x: value)])
+    with pytest.raises(NodeError) as info:
+        await ex.run(1, thread_id="t-bad")
+    assert info.value.node == "bad"
+    assert "bad" in str(info.value)
+    assert type_name in str(info.value)
+    cp = await latest(ex.store, "t-bad")
+    assert cp.state == {"ok": {"fine": 1}}
+    assert cp.history == [{"node": "ok", "output": {"fine": 1}}]
+    for saved in await checkpoints(ex.store, "t-bad"):
+        assert "bad" not in saved.state
+
+
+async def test_nan_output_is_refused() -> None:
+    ex = DurableExecutor(nodes=[("nan", lambda x: {"score": math.nan})])
+    with pytest.raises(NodeError) as info:
+        await ex.run(1, thread_id="t-nan")
+    assert info.value.node == "nan"
+    cp = await latest(ex.store, "t-nan")
+    assert "nan" not in cp.state
+
+
+async def test_non_json_output_can_be_recovered_after_the_fix() -> None:
+    fixed = {"on": False}
+    calls: list[str] = []
+
+    def first(x: Any) -> Any:
+        calls.append("first")
+        return x
+
+    def flaky(x: Any) -> Any:
+        return {"v": x} if fixed["on"] else {"v": {x}}
+
+    ex = DurableExecutor(nodes=[("first", first), ("flaky", flaky)])
+    with pytest.raises(NodeError):
+        await ex.run(3, thread_id="t-fix")
+    ids = await checkpoint_ids(ex.store, "t-fix")
+    fixed["on"] = True
+    done = await ex.recover("t-fix")
+    assert done.status == "completed"
+    assert done.output == {"v": 3}
+    assert calls == ["first"]
+    assert_prefix(ids, await checkpoint_ids(ex.store, "t-fix"))
+
+
+async def test_node_exception_is_a_node_error_with_node_and_task() -> None:
+    attempts: list[str] = []
+
+    def shaky(x: Any, ctx: NodeContext) -> Any:
+        attempts.append(ctx.task_id)
+        if len(attempts) == 1:
+            raise ValueError("upstream 503")
+        return x * 2
+
+    ex = DurableExecutor(nodes=[("double", lambda x: x * 2), ("shaky", shaky)])
+    with pytest.raises(NodeError) as info:
+        await ex.run(5, thread_id="t-shaky")
+    err = info.value
+    assert err.node == "shaky"
+    assert err.task_id == attempts[0]
+    assert "upstream 503" in str(err)
+    assert isinstance(err.__cause__, ValueError)
+    cp = await latest(ex.store, "t-shaky")
+    assert cp.state == {"double": 10}
+    done = await ex.recover("t-shaky")
+    assert done.output == 20
+    assert attempts == [attempts[0], attempts[0]]
+
+
+async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint() -> None:
+    def boom(x: Any) -> Any:
+        raise KeyError("missing")
+
+    ex = DurableExecutor(
+        nodes=[("start", lambda x: x), ("good", lambda x: "g"), ("boom", boom),
+               ("join", lambda parts: parts)],
+        edges={"start": lambda _: ["good", "boom"], "good": lambda _: "join",
+               "boom": lambda _: "join"},
+    )
+    with pytest.raises(NodeError) as info:
+        await ex.run(0, thread_id="t-par")
+    assert info.value.node == "boom"
+    cp = await latest(ex.store, "t-par")
+    assert "join" not in cp.state
+    assert "start" in cp.state
