@@ -93,11 +93,12 @@ class RunQuerySet(models.QuerySet["Run"]):
         return self.filter(parent_run_id__isnull=True)
 
     def stuck(self, older_than: timedelta) -> RunQuerySet:
-        """Root runs an executor left running or failed, untouched for ``older_than``."""
+        """Root runs left running or failed, with no run of their tree saved lately."""
+        cutoff = timezone.now() - older_than
+        recent = Run.objects.filter(updated_at__gt=cutoff).values("root_thread_id")
         return self.roots().filter(
-            status__in=[RunStatus.RUNNING, RunStatus.FAILED],
-            updated_at__lte=timezone.now() - older_than,
-        )
+            status__in=[RunStatus.RUNNING, RunStatus.FAILED], updated_at__lte=cutoff
+        ).exclude(root_thread_id__in=recent)
 
     def of_tree(self, root_thread_id: str) -> RunQuerySet:
         return self.filter(root_thread_id=root_thread_id).order_by("created_at")
@@ -185,8 +186,9 @@ class Interrupt(models.Model):
 
 
 class AnswerQuerySet(models.QuerySet["Answer"]):
-    def unapplied(self) -> AnswerQuerySet:
-        return self.filter(applied_at__isnull=True)
+    def unapplied(self, older_than: timedelta = timedelta(0)) -> AnswerQuerySet:
+        return self.filter(applied_at__isnull=True,
+                           created_at__lte=timezone.now() - older_than)
 
     def mark_applied(self, answer_id: int, outcome: str) -> int:
         """Only the first marking counts; a duplicated task finds nothing left to mark."""

@@ -52,6 +52,11 @@ class StartedRun:
     thread_id: str
     run_id: str | None
     status: str
+    request_id: str
+
+    def refresh(self) -> StartedRun:
+        """Look again: has the task started the run by now?"""
+        return _started(self.thread_id, self.request_id)
 
 
 def require_role(user: User, *roles: str) -> None:
@@ -89,8 +94,8 @@ def _started(thread_id: str, request_id: str) -> StartedRun:
     """With an immediate task backend the run exists by now; otherwise it is queued."""
     latest = DjangoCheckpointStore().load_sync(thread_id)
     if latest is None or latest.metadata.get("request_id") != request_id:
-        return StartedRun(thread_id=thread_id, run_id=None, status="queued")
-    return StartedRun(thread_id=thread_id, run_id=latest.run_id, status=latest.status)
+        return StartedRun(thread_id, None, "queued", request_id)
+    return StartedRun(thread_id, latest.run_id, latest.status, request_id)
 
 
 def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | None = None,

@@ -31,8 +31,9 @@ TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBacken
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 FORGE_GRAPHS = {
     **FORGE_GRAPHS,  # noqa: F405
-    "approve_twice": "tests.forgeui.graphs:approve_twice",
+    "race": "tests.forgeui.graphs:race",
     "parallel": "tests.forgeui.graphs:parallel",
     "blocking": "tests.forgeui.graphs:blocking",
+    "pipeline": "tests.forgeui.graphs:make_pipeline",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -1,0 +1,38 @@
+"""``manage.py recover_runs``: go on with runs an executor left behind (crash, kill, bug)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from forgeui.backends import wait_for_tasks
+from forgeui.models import Answer, Run
+from forgeui.tasks import apply_answer_task, recover_run_task
+
+
+class Command(BaseCommand):
+    help = ("Re-enqueue root runs left running or failed, and answers accepted but never "
+            "applied. Pick --older-than above your slowest node: a live executor that has "
+            "not saved for that long is taken over.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--older-than", type=float, default=60.0, metavar="SECONDS",
+                            help="only runs and answers untouched this long (default 60)")
+        parser.add_argument("--dry-run", action="store_true", help="list, change nothing")
+
+    def handle(self, *args: Any, older_than: float, dry_run: bool, **options: Any) -> None:
+        age = timedelta(seconds=older_than)
+        runs = list(Run.objects.stuck(age).values_list("thread_id", "run_id", "status"))
+        answers = list(Answer.objects.unapplied(age).values_list("pk", flat=True))
+        for thread_id, run_id, status in runs:
+            self.stdout.write(f"recover thread {thread_id} (run {run_id}, {status})")
+            if not dry_run:
+                recover_run_task.enqueue(thread_id)
+        for answer_id in answers:
+            self.stdout.write(f"apply answer {answer_id}")
+            if not dry_run:
+                apply_answer_task.enqueue(answer_id)
+        wait_for_tasks()
+        self.stdout.write(f"{len(runs)} run(s), {len(answers)} answer(s) re-enqueued")

@@ -1,0 +1,69 @@
+"""Fixtures for forgeui tests: users in roles, a ledger file, subprocess environments."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def users(transactional_db: None) -> dict[str, User]:
+    """One user per role, plus ``nobody`` (no role).
+
+    Transactional tests flush the tables, the role groups of migration 0002 included.
+    """
+    made = {}
+    for name in ("reviewer", "supervisor", "auditor", "nobody"):
+        user = User.objects.create_user(name, password=name)
+        if name != "nobody":
+            user.groups.add(Group.objects.get_or_create(name=name)[0])
+        made[name] = user
+    return made
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.txt"
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def database_url(alias: str) -> str:
+    """A URL for the *test* database behind ``alias`` (it exists once the test runs)."""
+    db = settings.DATABASES[alias]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    port = db.get("PORT") or 5432
+    return f"postgres://{db['USER']}@{db['HOST']}:{port}/{db['NAME']}"
+
+
+def django_env(database: str, redis_url: str = "", **extra: str) -> dict[str, str]:
+    """The environment of a forge process on ``database`` (production settings module)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database,
+               FORGE_GRAPHS=json.dumps(settings.FORGE_GRAPHS), PYTHONPATH=str(ROOT),
+               PYTHONUNBUFFERED="1", **extra)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    return env
+
+
+def manage(*args: str, env: dict[str, str], timeout: float = 120,
+           **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``manage.py`` in a subprocess and insist it succeeds."""
+    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kwargs)
+    assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr}"
+    return done

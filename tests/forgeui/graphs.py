@@ -1,0 +1,82 @@
+"""Graphs the forgeui tests register (see ``tests.settings.FORGE_GRAPHS``).
+
+Side effects go to files named in the run's input, so a test can count them across
+threads, processes and a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from runtime import DurableExecutor, NodeContext
+
+
+def append_line(path: str, line: str) -> int:
+    """Append one line (O_APPEND: whole lines even from several processes); the count."""
+    with open(path, "a", encoding="utf-8") as ledger:
+        ledger.write(line + "\n")
+    return len(Path(path).read_text(encoding="utf-8").splitlines())
+
+
+def ask(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    return {**order, "answer": ctx.interrupt({"question": "Pay?", "amount": order.get("amount")})}
+
+
+def pay(order: dict[str, Any]) -> dict[str, Any]:
+    """Deliberately not idempotent: the race test counts how often it ran."""
+    append_line(order["ledger"], f"paid {order.get('amount')} answer={order['answer']}")
+    return {**order, "paid": True}
+
+
+race = DurableExecutor(nodes=[("ask", ask), ("pay", pay)], name="race")
+
+
+def legal(order: dict[str, Any], ctx: NodeContext) -> Any:
+    return ctx.interrupt({"question": "Legal sign-off?"})
+
+
+def finance(order: dict[str, Any], ctx: NodeContext) -> Any:
+    return ctx.interrupt({"question": "Finance sign-off?",
+                          "answer_schema": {"type": "object", "required": ["approved"]}})
+
+
+def record(signoffs: dict[str, Any]) -> dict[str, Any]:
+    return {"signoffs": signoffs}
+
+
+parallel = DurableExecutor(
+    nodes=[("start", lambda order: order), ("legal", legal), ("finance", finance),
+           ("record", record)],
+    edges={"start": lambda _: ["legal", "finance"], "legal": lambda _: "record",
+           "finance": lambda _: "record"},
+    name="parallel",
+)
+
+
+def charge_then_wait(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Charge once, then block until the test releases the gate (or kills us)."""
+    receipt = ctx.once("charge", lambda: {"charged": append_line(order["ledger"], "charged")})
+    append_line(order["entered"], "entered")
+    while not Path(order["gate"]).exists():
+        time.sleep(0.05)
+    return {**order, **receipt}
+
+
+def finish(order: dict[str, Any]) -> dict[str, Any]:
+    return {**order, "finished": True}
+
+
+blocking = DurableExecutor(nodes=[("prepare", lambda order: order),
+                                  ("charge", charge_then_wait), ("finish", finish)],
+                           name="blocking")
+
+
+def straight(order: dict[str, Any]) -> dict[str, Any]:
+    return {**order, "step": "one"}
+
+
+def make_pipeline() -> DurableExecutor:
+    """A factory entry in FORGE_GRAPHS: called once by the registry."""
+    return DurableExecutor(nodes=[("one", straight), ("two", finish)], name="pipeline")
