@@ -1,0 +1,124 @@
+"""fork (SPEC §1.10): copy a thread as of any checkpoint; the original stays as it was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import Command, DurableExecutor, NodeContext, StaleResumeTarget
+
+from .helpers import Calls, checkpoints, latest
+
+
+def two_questions(calls: Calls) -> DurableExecutor:
+    """prepare → first (asks) → second (asks) → done."""
+    def prepare(x: Any) -> Any:
+        calls.hit("prepare")
+        return {"x": x}
+
+    def ask(name: str) -> Any:
+        def node(x: Any, ctx: NodeContext) -> Any:
+            calls.hit(name)
+            return {**x, name: ctx.interrupt(f"{name}?")}
+        return node
+
+    return DurableExecutor(nodes=[("prepare", prepare), ("first", ask("first")),
+                                  ("second", ask("second")), ("done", lambda x: x)])
+
+
+async def snapshot(ex: DurableExecutor, thread_id: str) -> list[dict[str, Any]]:
+    return [cp.to_dict() for cp in await checkpoints(ex.store, thread_id)]
+
+
+async def test_fork_latest_records_forked_from_and_resumes_differently() -> None:
+    calls = Calls()
+    ex = two_questions(calls)
+    paused = await ex.run(1)
+    fork = await ex.fork(paused.thread_id)
+    assert fork != paused.thread_id
+    forked_cp = await latest(ex.store, fork)
+    assert forked_cp.forked_from == paused.checkpoint_id
+    assert forked_cp.thread_id == fork
+    assert forked_cp.state == {"prepare": {"x": 1}}
+    state = await ex.get_state(fork)
+    assert state.interrupted and state.interrupt_payload == "first?"
+    a = await ex.resume(paused.thread_id, "A")
+    b = await ex.resume(fork, "B")
+    assert a.interrupt_payload == b.interrupt_payload == "second?"
+    a = await ex.resume(paused.thread_id, 1)
+    b = await ex.resume(fork, 2)
+    assert a.output == {"x": 1, "first": "A", "second": 1}
+    assert b.output == {"x": 1, "first": "B", "second": 2}
+    assert calls["prepare"] == 1
+
+
+async def test_fork_leaves_the_original_untouched() -> None:
+    ex = two_questions(Calls())
+    paused = await ex.run(1)
+    before = await snapshot(ex, paused.thread_id)
+    fork = await ex.fork(paused.thread_id)
+    await ex.resume(fork, "B")
+    await ex.resume(fork, "B2")
+    assert await snapshot(ex, paused.thread_id) == before
+    assert (await ex.get_state(paused.thread_id)).interrupts == paused.interrupts
+
+
+async def test_fork_from_an_earlier_checkpoint() -> None:
+    calls = Calls()
+    ex = two_questions(calls)
+    at_first = await ex.run(1)
+    at_second = await ex.resume(at_first.thread_id, "A")
+    done = await ex.resume(at_first.thread_id, "A2")
+    history = await snapshot(ex, at_first.thread_id)
+    fork = await ex.fork(at_first.thread_id, at_first.checkpoint_id)
+    assert (await latest(ex.store, fork)).forked_from == at_first.checkpoint_id
+    state = await ex.get_state(fork)
+    assert state.interrupt_payload == "first?"
+    assert state.interrupts[0].id not in {at_first.interrupts[0].id, at_second.interrupts[0].id}
+    again = await ex.resume(fork, "other branch")
+    assert again.interrupt_payload == "second?"
+    branch = await ex.resume(fork, "x")
+    assert branch.output == {"x": 1, "first": "other branch", "second": "x"}
+    assert done.output == {"x": 1, "first": "A", "second": "A2"}
+    assert await snapshot(ex, at_first.thread_id) == history
+    assert calls["prepare"] == 1
+
+
+async def test_fork_of_a_completed_checkpoint_can_be_forked_again_at_the_pause() -> None:
+    """Forking a finished thread at its paused point explores another answer."""
+    ex = two_questions(Calls())
+    first = await ex.run(1)
+    second = await ex.resume(first.thread_id, "A")
+    await ex.resume(first.thread_id, "B")
+    fork = await ex.fork(first.thread_id, second.checkpoint_id)
+    result = await ex.resume(fork, "C")
+    assert result.output == {"x": 1, "first": "A", "second": "C"}
+
+
+async def test_fork_of_a_completed_thread_is_completed() -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x + 1)])
+    done = await ex.run(1)
+    fork = await ex.fork(done.thread_id)
+    state = await ex.get_state(fork)
+    assert state.status == "completed"
+    assert state.output == 2
+
+
+async def test_fork_of_unknown_thread_or_foreign_checkpoint_is_stale() -> None:
+    ex = two_questions(Calls())
+    a = await ex.run(1)
+    b = await ex.run(2)
+    with pytest.raises(StaleResumeTarget):
+        await ex.fork("no-such-thread")
+    with pytest.raises(StaleResumeTarget):
+        await ex.fork(a.thread_id, b.checkpoint_id)
+
+
+async def test_answering_the_original_interrupt_id_in_the_fork_is_stale() -> None:
+    """Fork ids are new, so an answer meant for the original cannot land in the fork."""
+    ex = two_questions(Calls())
+    paused = await ex.run(1)
+    fork = await ex.fork(paused.thread_id)
+    with pytest.raises(StaleResumeTarget):
+        await ex.resume(fork, Command(resume_map={paused.interrupts[0].id: "x"}))
