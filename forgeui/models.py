@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -147,6 +147,25 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
         """Pending interrupts, oldest first, with the run they pause."""
         return self.pending().select_related("run").order_by("created_at", "order")
 
+    def of_graph(self, graph: str) -> InterruptQuerySet:
+        """Interrupts of runs of ``graph`` (a child run carries its root's graph); "" = all."""
+        return self.filter(run__graph=graph) if graph else self
+
+    def of_sub_agent(self, sub_agent_id: str) -> InterruptQuerySet:
+        return self.filter(sub_agent_id=sub_agent_id) if sub_agent_id else self
+
+    def under_namespace(self, prefix: list[str]) -> InterruptQuerySet:
+        """Interrupts whose run-tree path starts with ``prefix`` (element by element)."""
+        found = self
+        for index, part in enumerate(prefix):
+            found = found.filter(**{f"namespace__{index}": part})
+        return found
+
+    def by_age(self, newest_first: bool = False) -> InterruptQuerySet:
+        if newest_first:
+            return self.order_by("-created_at", "-order", "-id")
+        return self.order_by("created_at", "order", "id")
+
 
 class Interrupt(models.Model):
     """One pending or ended interrupt of one run."""
@@ -265,6 +284,23 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
     def newest_first(self) -> AuditQuerySet:
         return self.select_related("actor").order_by("-created_at", "-id")
 
+    def matching(self, actor: str = "", action: str = "", obj: str = "",
+                 since: datetime | None = None, until: datetime | None = None) -> AuditQuerySet:
+        """The audit page's filters; an empty filter matches everything."""
+        found = self
+        if actor:
+            found = found.filter(actor__username=actor)
+        if action:
+            found = found.filter(action__startswith=action)
+        if obj:
+            found = found.filter(models.Q(object_id=obj) | models.Q(run_id=obj)
+                                 | models.Q(thread_id=obj))
+        if since:
+            found = found.filter(created_at__gte=since)
+        if until:
+            found = found.filter(created_at__lt=until)
+        return found
+
 
 class AuditEntry(models.Model):
     """Who did what to which run, and where the checkpoint chain stood before and after."""
@@ -311,6 +347,10 @@ class EventQuerySet(models.QuerySet["Event"]):
     def after(self, event_id: int) -> EventQuerySet:
         """What a reconnecting client missed since ``event_id``."""
         return self.filter(id__gt=event_id).order_by("id")
+
+    def last_id(self) -> int:
+        """The newest event id (0 when there is none): a page's catch-up cursor."""
+        return self.order_by("-id").values_list("id", flat=True).first() or 0
 
 
 class Event(models.Model):
