@@ -46,6 +46,13 @@ async def latest(store: CheckpointStore | None, thread_id: str) -> Checkpoint:
     return cp
 
 
+async def run_checkpoint(store: CheckpointStore | None, run_id: str) -> Checkpoint:
+    """The latest checkpoint of one run (a sub-agent's, say), wherever its thread is."""
+    cp = await _present(store).load_run(run_id)
+    assert cp is not None, f"run {run_id!r} has no checkpoint"
+    return cp
+
+
 def pending_by_node(result: RunResult) -> dict[str, Any]:
     """The result's pending interrupts keyed by node name (nodes are unique in a test)."""
     return {i.node: i for i in result.interrupts}
