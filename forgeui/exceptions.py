@@ -33,7 +33,15 @@ class NotFound(ForgeUIError, LookupError):
 
 
 class InvalidRequest(ForgeUIError, ValueError):
-    """The request is well-formed but its content cannot be used."""
+    """The request is well-formed but its content cannot be used.
+
+    ``loc`` names the failing field the way the API reports it (``["body", "value",
+    "limit"]``); empty when no one field is to blame.
+    """
+
+    def __init__(self, message: str, loc: list[str | int] | None = None) -> None:
+        super().__init__(message)
+        self.loc = loc or []
 
 
 class Forbidden(ForgeUIError):

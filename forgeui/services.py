@@ -3,8 +3,9 @@
 Each service checks the role, records the intent and its audit row in one transaction,
 and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
 
-Roles: ``reviewer`` and ``supervisor`` may start, answer, steer, fork and cancel;
-``auditor`` only reads. Superusers and ``user=None`` (management commands) may do all.
+Roles (``forgeui.roles``): ``reviewer`` answers and adds notes; ``supervisor`` also starts,
+forks, cancels and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
+``user=None`` (management commands) may do all. A refusal leaves an audit row, nothing else.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
+from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 from . import registry
 from .events import EventDraft, publish_on_commit
@@ -37,11 +39,12 @@ from .models import (
     RunStatus,
     SteeringNote,
 )
+from .models import Checkpoint as CheckpointRow
+from .roles import Action, allowed, needed_roles
 from .store import DjangoCheckpointStore
 from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, start_run_task
 
 User = AbstractBaseUser | AnonymousUser | None
-ACTING_ROLES = ("reviewer", "supervisor")
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -59,11 +62,13 @@ class StartedRun:
         return _started(self.thread_id, self.request_id)
 
 
-def require_role(user: User, *roles: str) -> None:
-    if user is None or getattr(user, "is_superuser", False):
+def require_role(user: User, action: Action, **target: Any) -> None:
+    """Raise ``Forbidden`` unless ``user`` may do ``action``; the refusal is audited."""
+    if allowed(user, action):
         return
-    if not user.is_authenticated or not user.groups.filter(name__in=roles).exists():
-        raise Forbidden(f"needs one of the roles: {', '.join(roles)}")
+    audit(user, f"{action}.denied", **target,
+          detail={"reason": f"needs one of the roles: {needed_roles(action)}"})
+    raise Forbidden(f"{action} needs one of the roles: {needed_roles(action)}")
 
 
 def audit(user: User, action: str, **fields: Any) -> AuditEntry:
@@ -73,7 +78,7 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
 
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
     registry.get_executor(graph)  # an unknown graph is refused before anything is written
     _require_json(input, "input")
     thread_id = thread_id or uuid.uuid4().hex
@@ -107,9 +112,9 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     interrupt is no longer pending or ``expected_checkpoint_id`` is not its run's latest;
     then only an ``answer.refused`` audit row is written.
     """
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
     interrupt = _interrupt(interrupt_id)
-    _check_answer(interrupt, value, child_policy)
+    _check_answer(interrupt, value, child_policy, loc=["body", "value"])
     try:
         with transaction.atomic():
             return _accept(user, interrupt, value, steering, expected_checkpoint_id,
@@ -121,14 +126,16 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
     """Answer several interrupts of one tree at once: all are accepted, or none is."""
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.ANSWER, object_type="thread", object_id=thread_id,
+                 thread_id=thread_id)
     if not answers:
         raise InvalidRequest("answers is empty")
     interrupts = [_interrupt(interrupt_id) for interrupt_id in answers]
     for interrupt in interrupts:
         if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
             raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
-        _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE)
+        _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,
+                      loc=["body", "answers", interrupt.pk])
     current = interrupts[0]
     try:
         with transaction.atomic():
@@ -142,6 +149,37 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
         raise
 
 
+def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = None,
+                    interrupt_id: str | None = None, namespace: list[str] | None = None,
+                    steering: str | None = None) -> Answer:
+    """Answer the one pending interrupt a target names (SPEC §1.8), leaving siblings alone.
+
+    Nothing pending there raises ``StaleResumeTarget`` (``StaleAnswer`` when the named
+    interrupt was answered); several pending raises ``AmbiguousResume``.
+    """
+    require_role(user, Action.RESUME_TARGETED, object_type="run", object_id=run_id,
+                 run_id=run_id)
+    run = _run(run_id)
+    if namespace is not None and list(namespace) != run.namespace:
+        raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
+                                f"{list(namespace)}", latest_metadata(run))
+    found = Interrupt.objects.filter(run=run).pending().by_age()
+    if task_id is not None:
+        found = found.filter(task_id=task_id)
+    if interrupt_id is not None:
+        found = found.filter(pk=interrupt_id)
+    chosen = list(found[:2])
+    if not chosen and interrupt_id and Interrupt.objects.filter(pk=interrupt_id, run=run).exists():
+        raise stale_answer(interrupt_id, None)
+    if not chosen:
+        raise StaleResumeTarget(f"nothing pending in run {run_id!r} matches the target",
+                                latest_metadata(run))
+    if len(chosen) > 1:
+        raise AmbiguousResume(f"several interrupts of run {run_id!r} are pending; name a "
+                              f"task_id or interrupt_id", list(found))
+    return answer_interrupt(user, chosen[0].pk, value, steering=steering)
+
+
 def _interrupt(interrupt_id: str) -> Interrupt:
     interrupt = Interrupt.objects.select_related("run").filter(pk=interrupt_id).first()
     if interrupt is None:
@@ -149,18 +187,27 @@ def _interrupt(interrupt_id: str) -> Interrupt:
     return interrupt
 
 
-def _check_answer(interrupt: Interrupt, value: Any, child_policy: str) -> None:
+def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
+                  loc: list[str | int] | None = None) -> None:
+    """Refuse an answer its interrupt's ``answer_schema`` rejects, naming the field."""
     _require_json(value, "value")
     if child_policy not in ChildPolicy.values:
-        raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}")
+        raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
+                             loc=["body", "child_policy"])
     payload = interrupt.payload
     schema = payload.get("answer_schema") if isinstance(payload, dict) else None
-    if schema:
-        try:
-            jsonschema.validate(value, schema)
-        except jsonschema.ValidationError as exc:
-            raise InvalidRequest(f"answer does not match the interrupt's schema: "
-                                 f"{exc.message}") from None
+    if not schema:
+        return
+    try:
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+    except jsonschema.SchemaError as exc:  # the graph's bug, not the answerer's
+        raise InvalidRequest(f"interrupt {interrupt.pk!r} declares an invalid answer_schema: "
+                             f"{exc.message}", loc=loc) from None
+    if error is not None:
+        raise InvalidRequest(f"answer does not match the interrupt's schema at "
+                             f"{error.json_path}: {error.message}",
+                             loc=[*(loc or []), *error.absolute_path])
 
 
 def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
@@ -226,7 +273,7 @@ def _refused(user: User, interrupt: Interrupt, stale: StaleAnswer, value: Any) -
 def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = None,
                       interrupt_id: str | None = None) -> SteeringNote:
     """Record guidance for one run (or one of its tasks); a task hands it to the runtime."""
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.STEER, object_type="run", object_id=run_id, run_id=run_id)
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("a steering note needs some text")
     run = _run(run_id)
@@ -248,19 +295,25 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
 
 def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None) -> str:
     """Copy a thread (as of ``checkpoint_id``, default latest) into a new one; no node runs."""
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
+                 thread_id=thread_id[:255])
     latest = _latest(thread_id)
+    if checkpoint_id and not CheckpointRow.objects.filter(pk=checkpoint_id,
+                                                         thread_id=thread_id).exists():
+        raise NotFound(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
     new_thread = async_to_sync(executor.fork)(thread_id, checkpoint_id)
+    forked = DjangoCheckpointStore().load_sync(new_thread)
     audit(user, "thread.fork", object_type="thread", object_id=thread_id, thread_id=thread_id,
           run_id=latest.run_id, before_checkpoint_id=checkpoint_id or latest.id,
+          after_checkpoint_id=forked.id if forked else "",
           detail={"new_thread_id": new_thread})
     return new_thread
 
 
 def cancel_run(user: User, run_id: str) -> None:
     """Ask for a run (and everything below it) to be cancelled; a task applies it."""
-    require_role(user, *ACTING_ROLES)
+    require_role(user, Action.CANCEL, object_type="run", object_id=run_id, run_id=run_id)
     run = _run(run_id)
     if run.status not in LIVE:
         raise InvalidRequest(f"run {run_id!r} is {run.status}")

@@ -41,41 +41,41 @@ def start(user: User, graph: str, input: Any) -> tuple[Run, list[Interrupt]]:
 
 
 def test_start_run_records_the_run_its_starter_and_an_audit_row(users: dict[str, User]) -> None:
-    started = services.start_run(users["reviewer"], "transfer", {"amount": 5})
+    started = services.start_run(users["supervisor"], "transfer", {"amount": 5})
     assert started.status == "interrupted"
     run = Run.objects.get(pk=started.run_id)
-    assert run.started_by == users["reviewer"]
+    assert run.started_by == users["supervisor"]
     assert run.graph == "transfer" and run.namespace == ["transfer"]
     entry = AuditEntry.objects.get(action="run.start")
-    assert entry.actor == users["reviewer"] and entry.thread_id == started.thread_id
+    assert entry.actor == users["supervisor"] and entry.thread_id == started.thread_id
 
 
 def test_start_run_refuses_unknown_graphs_and_non_json(users: dict[str, User]) -> None:
     with pytest.raises(UnknownGraph, match=r"registered graphs: .*transfer"):
-        services.start_run(users["reviewer"], "nope", {})
+        services.start_run(users["supervisor"], "nope", {})
     with pytest.raises(InvalidRequest, match="input must be JSON"):
-        services.start_run(users["reviewer"], "transfer", {"when": object()})
+        services.start_run(users["supervisor"], "transfer", {"when": object()})
     assert not AuditEntry.objects.exists()
 
 
 def test_start_run_refuses_a_thread_with_a_live_run(users: dict[str, User]) -> None:
-    started = services.start_run(users["reviewer"], "transfer", {})
+    started = services.start_run(users["supervisor"], "transfer", {})
     with pytest.raises(InvalidRequest, match="already has a interrupted run"):
-        services.start_run(users["reviewer"], "transfer", {}, thread_id=started.thread_id)
+        services.start_run(users["supervisor"], "transfer", {}, thread_id=started.thread_id)
 
 
 def test_auditors_and_strangers_cannot_act(users: dict[str, User]) -> None:
     for name in ("auditor", "nobody"):
         with pytest.raises(Forbidden):
             services.start_run(users[name], "transfer", {})
-    _run, (interrupt,) = start(users["reviewer"], "transfer", {})
+    _run, (interrupt,) = start(users["supervisor"], "transfer", {})
     with pytest.raises(Forbidden):
         services.answer_interrupt(users["auditor"], interrupt.pk, True)
     assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
 
 
 def test_an_answer_is_recorded_then_applied(users: dict[str, User]) -> None:
-    run, (interrupt,) = start(users["reviewer"], "transfer", {"amount": 5})
+    run, (interrupt,) = start(users["supervisor"], "transfer", {"amount": 5})
     answer = services.answer_interrupt(users["reviewer"], interrupt.pk, {"ok": True},
                                        steering="double-check the IBAN")
     answer.refresh_from_db()
@@ -100,7 +100,7 @@ def test_an_answer_is_recorded_then_applied(users: dict[str, User]) -> None:
 def test_answer_to_a_non_pending_interrupt_is_refused_with_only_an_audit_row(
     users: dict[str, User],
 ) -> None:
-    run, (interrupt,) = start(users["reviewer"], "transfer", {})
+    run, (interrupt,) = start(users["supervisor"], "transfer", {})
     services.answer_interrupt(users["reviewer"], interrupt.pk, True)
     counts = (Answer.objects.count(), SteeringNote.objects.count(), Event.objects.count(),
               AuditEntry.objects.count())
@@ -121,7 +121,7 @@ def test_answer_to_a_non_pending_interrupt_is_refused_with_only_an_audit_row(
 
 
 def test_an_outdated_expected_checkpoint_is_refused(users: dict[str, User]) -> None:
-    run, (interrupt,) = start(users["reviewer"], "transfer", {})
+    run, (interrupt,) = start(users["supervisor"], "transfer", {})
     with pytest.raises(StaleAnswer, match="moved on") as refused:
         services.answer_interrupt(users["reviewer"], interrupt.pk, True,
                                   expected_checkpoint_id="an-old-one")
@@ -135,7 +135,7 @@ def test_an_outdated_expected_checkpoint_is_refused(users: dict[str, User]) -> N
 def test_two_answers_to_one_thread_arriving_together_are_both_applied(
     users: dict[str, User],
 ) -> None:
-    run, interrupts = start(users["reviewer"], "parallel", {"amount": 3})
+    run, interrupts = start(users["supervisor"], "parallel", {"amount": 3})
     assert [i.node for i in interrupts] == ["finance", "legal"]
     values = {"finance": {"approved": True}, "legal": "ok"}
     barrier = threading.Barrier(len(interrupts))
@@ -165,7 +165,7 @@ def test_two_answers_to_one_thread_arriving_together_are_both_applied(
 
 
 def test_a_duplicated_apply_task_never_applies_twice(users: dict[str, User], ledger: Path) -> None:
-    _run, (interrupt,) = start(users["reviewer"], "race", {"ledger": str(ledger), "amount": 7})
+    _run, (interrupt,) = start(users["supervisor"], "race", {"ledger": str(ledger), "amount": 7})
     answer = services.answer_interrupt(users["reviewer"], interrupt.pk, "yes")
     assert lines(ledger) == ["paid 7 answer=yes"]
     assert apply_answer_task.call(answer.pk)["outcome"] == "already applied"
@@ -176,7 +176,7 @@ def test_a_duplicated_apply_task_never_applies_twice(users: dict[str, User], led
 
 
 def test_answers_are_checked_against_the_interrupts_schema(users: dict[str, User]) -> None:
-    _run, interrupts = start(users["reviewer"], "parallel", {})
+    _run, interrupts = start(users["supervisor"], "parallel", {})
     finance = next(i for i in interrupts if i.node == "finance")
     with pytest.raises(InvalidRequest, match="schema"):
         services.answer_interrupt(users["reviewer"], finance.pk, {"approve": "typo"})
@@ -189,7 +189,7 @@ def test_answers_are_checked_against_the_interrupts_schema(users: dict[str, User
 
 
 def test_resume_map_accepts_all_or_nothing(users: dict[str, User]) -> None:
-    run, interrupts = start(users["reviewer"], "parallel", {})
+    run, interrupts = start(users["supervisor"], "parallel", {})
     by_node = {i.node: i.pk for i in interrupts}
     services.answer_interrupt(users["reviewer"], by_node["legal"], "ok")
     with pytest.raises(StaleAnswer):
@@ -216,8 +216,8 @@ def test_supervisor_steers_and_answers_one_sub_agent(users: dict[str, User]) -> 
 
 
 def test_fork_copies_the_thread_and_audits_it(users: dict[str, User]) -> None:
-    run, (interrupt,) = start(users["reviewer"], "transfer", {"amount": 1})
-    new_thread = services.fork_thread(users["reviewer"], run.thread_id)
+    run, (interrupt,) = start(users["supervisor"], "transfer", {"amount": 1})
+    new_thread = services.fork_thread(users["supervisor"], run.thread_id)
     forked = Run.objects.get(thread_id=new_thread)
     assert forked.run_id != run.run_id and forked.status == "interrupted"
     fork_interrupt = Interrupt.objects.get(root_thread_id=new_thread)
@@ -228,11 +228,11 @@ def test_fork_copies_the_thread_and_audits_it(users: dict[str, User]) -> None:
 
 
 def test_cancel_ends_the_run_and_its_interrupts(users: dict[str, User]) -> None:
-    run, _interrupts = start(users["reviewer"], "supervisor", {})
-    services.cancel_run(users["reviewer"], run.run_id)
+    run, _interrupts = start(users["supervisor"], "supervisor", {})
+    services.cancel_run(users["supervisor"], run.run_id)
     assert Run.objects.get(pk=run.pk).status == "cancelled"
     statuses = set(Interrupt.objects.of_tree(run.root_thread_id).values_list("status", flat=True))
     assert statuses == {"cancelled"}
     with pytest.raises(InvalidRequest, match="cancelled"):
-        services.cancel_run(users["reviewer"], run.run_id)
+        services.cancel_run(users["supervisor"], run.run_id)
     assert AuditEntry.objects.filter(action="run.cancel").count() == 1
