@@ -9,6 +9,7 @@ cached for the process.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 
 from django.conf import settings
@@ -68,13 +69,23 @@ def _load(name: str) -> DurableExecutor:
 
 
 def _call_factory(name: str, path: str, factory: object) -> DurableExecutor:
-    made = factory() if callable(factory) else None
+    made = factory() if _takes_no_arguments(factory) else factory  # type: ignore[operator]
     if not isinstance(made, DurableExecutor):
         raise ImproperlyConfigured(
             f"FORGE_GRAPHS[{name!r}] = {path!r} is neither a DurableExecutor nor a "
-            f"factory returning one (got {type(made if callable(factory) else factory)})"
+            f"zero-argument factory returning one (found {type(made).__name__})"
         )
     return made
+
+
+def _takes_no_arguments(factory: object) -> bool:
+    if not callable(factory):
+        return False
+    try:
+        inspect.signature(factory).bind()
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def clear() -> None:

@@ -51,7 +51,7 @@ def upsert_run(cp: Checkpoint, using: str) -> None:
     run = Run(
         run_id=cp.run_id, thread_id=cp.thread_id, root_thread_id=root_of(cp),
         parent_run_id=cp.parent_run_id, graph=cp.graph, namespace=cp.namespace,
-        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=cp.pending_input,
+        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=run_input(cp),
         output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
         started_by_id=started_by if isinstance(started_by, int) else None,
         created_at=from_ms(cp.created_at, now), updated_at=now,
@@ -60,6 +60,13 @@ def upsert_run(cp: Checkpoint, using: str) -> None:
     Run.objects.using(using).bulk_create(
         [run], update_conflicts=True, unique_fields=["run_id"], update_fields=RUN_UPDATE_FIELDS
     )
+
+
+def run_input(cp: Checkpoint) -> Any:
+    """What the run was started with, readable while it is at its first step."""
+    if cp.step == 0 and len(cp.tasks) == 1:
+        return cp.tasks[0].get("input")
+    return None
 
 
 def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
