@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 
 from . import models
@@ -71,3 +71,34 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 class EventAdmin(ReadOnlyAdmin):
     list_display = ["id", "kind", "interrupt_id", "run_id", "created_at"]
     list_filter = ["kind"]
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Create a token (its secret is shown once, in a message) and revoke tokens."""
+
+    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        locked = ["prefix", "created_at", "last_used_at", "revoked_at"]
+        return [*locked, "user"] if obj is not None else locked
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        secret = models.ApiToken.new_secret()
+        obj.prefix = secret[: models.TOKEN_PREFIX_LENGTH]
+        obj.key_hash = models.ApiToken.hash(secret)
+        super().save_model(request, obj, form, change)
+        messages.warning(request, f"New API token for {obj.user}: {secret} — copy it now; "
+                                  f"only its hash is kept, it will not be shown again.")
+
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset: Any) -> None:
+        revoked = queryset.revoke()
+        messages.success(request, f"Revoked {revoked} token(s).")

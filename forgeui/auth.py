@@ -1,0 +1,73 @@
+"""Who is calling the API.
+
+Two ways in: ``Authorization: Bearer <token>`` (an ``ApiToken``; cookies are ignored, so
+no CSRF applies) and the browser's Django session (CSRF enforced on unsafe methods). A
+request carrying an ``Authorization`` header is judged by that header alone: a bad token is
+401 even when a session cookie rides along.
+
+Authentication also applies the read gate: a user with no forge role (``forgeui.roles``)
+is refused with 403 and an audit row. What each role may change is decided in
+``forgeui.services``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.errors import AuthorizationError, HttpError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from .models import ApiToken, AuditEntry
+from .roles import Action, Role, allowed, needed_roles, roles_of
+
+# The role table lives in forgeui.roles; these names are re-exported for older imports.
+__all__ = ["Action", "BearerAuth", "Role", "SessionAuth", "allowed", "api_auth", "roles_of"]
+
+
+def may_read(request: HttpRequest, user: Any) -> Any:
+    """The user, if any forge role lets them in; else audit the refusal and 403."""
+    if allowed(user, Action.READ):
+        return user
+    AuditEntry.objects.create(actor=user, action="api.denied", object_type="route",
+                              object_id=request.path[:255],
+                              detail={"method": request.method, "reason": "no forge role"})
+    raise AuthorizationError(message=f"no forge role; one of: {needed_roles(Action.READ)}")
+
+
+class BearerAuth(HttpBearer):
+    """``Authorization: Bearer <token>`` against the hashed ``ApiToken`` table."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = ApiToken.objects.authenticate(token.strip()) if token.strip() else None
+        if found is None:
+            return None
+        request.user = found.user  # code that reads request.user sees the token's owner
+        return may_read(request, found.user)
+
+
+class SessionAuth(APIKeyCookie):
+    """The browser's Django session; unsafe methods must carry the CSRF token.
+
+    Only a logged-in session is CSRF-checked, so an anonymous POST is 401, not 403.
+    """
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if "authorization" in request.headers or not request.user.is_authenticated:
+            return None  # a token request never falls back to cookies
+        if not getattr(request, "_ninja_csrf_exempt", False) and check_csrf(request):
+            raise HttpError(403, "CSRF check failed: send the csrftoken cookie's value "
+                                 "in the X-CSRFToken header")
+        return request.COOKIES.get(self.param_name, "")
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        if key is None:
+            return None
+        return may_read(request, request.user)
+
+
+api_auth = [BearerAuth(), SessionAuth()]

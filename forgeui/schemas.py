@@ -1,0 +1,408 @@
+"""The API's request and response shapes (SPEC §2.1): field names here are a contract.
+
+Request bodies forbid unknown fields and are strict about types (``"1"`` is not an
+integer), so a typo is a 422 naming the field instead of a silently ignored option.
+Query and path strings refuse NUL characters (PostgreSQL cannot store or compare them);
+datetimes without a zone are read as UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from django.db.models import Q
+from ninja import Field, FilterSchema, Schema
+from ninja.filter_schema import FilterLookup
+from ninja.pagination import LimitOffsetPagination
+from pydantic import AfterValidator, ConfigDict, StringConstraints
+
+# -- building blocks ---------------------------------------------------------------------
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL characters are not accepted")
+    return value
+
+
+def _aware(value: datetime) -> datetime:
+    """Naive means UTC; a zone offset that pushes the instant past year 1..9999 is refused."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("datetime out of range") from None
+
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=255), AfterValidator(_no_nul)]
+Text = Annotated[str, StringConstraints(max_length=255), AfterValidator(_no_nul)]
+When = Annotated[datetime, AfterValidator(_aware)]
+# A thread id a caller chooses: no "/" (that marks a sub-agent's thread).
+NewThreadId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")]
+NoteText = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+RunStatus = Literal["running", "interrupted", "completed", "cancelled", "failed"]
+InterruptStatus = Literal["pending", "answered", "cancelled"]
+ChildPolicy = Literal["leave", "cancel"]
+
+
+class Body(Schema):
+    """Base of every request body: strict types, unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Page(LimitOffsetPagination):
+    """``limit`` (1-200, default 50) and ``offset``; lists answer ``{items, count}``."""
+
+    class Input(Schema):
+        limit: int = Field(50, ge=1, le=200)
+        offset: int = Field(0, ge=0, le=1_000_000_000)
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class FieldError(Schema):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(Schema):
+    detail: list[FieldError]
+
+
+class LatestOut(Schema):
+    """Where a run stands now, for a client whose request came too late."""
+
+    run_id: str | None = None
+    thread_id: str | None = None
+    root_thread_id: str | None = None
+    checkpoint_id: str | None = None
+    status: str | None = None
+    interrupts: list[str] = Field(default_factory=list, description="pending interrupt ids")
+
+
+class ConflictOut(Schema):
+    """409: the target is no longer pending (or not only one is pending)."""
+
+    detail: str
+    interrupt_id: str | None = None
+    status: str | None = Field(None, description="the interrupt's status now")
+    answered_by: str | None = Field(None, description="username of whoever answered first")
+    answered_at: datetime | None = None
+    latest: LatestOut
+
+
+ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ValidationErrorOut,
+}
+BODY_ERRORS: dict[int, type[Schema]] = {**ERRORS, 413: ErrorOut}
+
+
+# -- graphs and runs ---------------------------------------------------------------------
+
+
+class GraphList(Schema):
+    items: list[str] = Field(description="registered graph names (FORGE_GRAPHS keys)")
+    count: int
+
+
+class StartRunIn(Body):
+    graph: Text
+    input: Any = None
+    thread_id: NewThreadId | None = None
+
+
+class StartRunOut(Schema):
+    run_id: str | None = Field(description="None while the start is still queued")
+    thread_id: str
+    status: str
+
+
+class RunOut(Schema):
+    run_id: str
+    thread_id: str
+    root_thread_id: str
+    parent_run_id: str | None
+    graph: str
+    namespace: list[str]
+    sub_agent_id: str | None
+    status: str
+    checkpoint_id: str = Field(alias="latest_checkpoint_id")
+    started_by: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_sub_agent_id(obj: Any) -> str | None:
+        return obj.sub_agent_id or None
+
+    @staticmethod
+    def resolve_started_by(obj: Any) -> str | None:
+        return obj.started_by.get_username() if obj.started_by_id else None
+
+
+class InterruptOut(Schema):
+    id: str
+    run_id: str
+    thread_id: str = Field(description="thread of the paused run")
+    root_thread_id: str = Field(description="thread of the whole run tree")
+    graph: str
+    node: str
+    task_id: str
+    namespace: list[str]
+    sub_agent_id: str | None
+    checkpoint_id: str
+    payload: Any
+    order: int
+    kind: str
+    status: str
+    created_at: datetime
+    deadline_at: datetime | None
+    answered_at: datetime | None
+    answered_by: str | None
+
+    @staticmethod
+    def resolve_graph(obj: Any) -> str:
+        return obj.run.graph
+
+    @staticmethod
+    def resolve_sub_agent_id(obj: Any) -> str | None:
+        return obj.sub_agent_id or None
+
+    @staticmethod
+    def resolve_answered_by(obj: Any) -> str | None:
+        return obj.answered_by.get_username() if obj.answered_by_id else None
+
+
+class RunNodeOut(Schema):
+    """One run of a tree, with its pending interrupts."""
+
+    run_id: str
+    thread_id: str
+    parent_run_id: str | None
+    namespace: list[str]
+    sub_agent_id: str | None
+    status: str
+    checkpoint_id: str = Field(alias="latest_checkpoint_id")
+    interrupts: list[InterruptOut] = Field(alias="pending")
+
+    @staticmethod
+    def resolve_sub_agent_id(obj: Any) -> str | None:
+        return obj.sub_agent_id or None
+
+
+class RunDetailOut(RunOut):
+    input: Any
+    output: Any = Field(description="the root's output once completed, else null")
+    error: Any
+    tree: list[RunNodeOut] = Field(description="every run of the tree, root first")
+
+    @staticmethod
+    def resolve_output(obj: Any) -> Any:
+        return obj.output if obj.status == "completed" else None
+
+
+# -- checkpoints -------------------------------------------------------------------------
+
+
+class CheckpointOut(Schema):
+    """A checkpoint row; the fields below ``created_at`` come from its stored record."""
+
+    id: str
+    thread_id: str
+    run_id: str
+    parent_id: str | None
+    seq: int = Field(description="position in the thread, from 1")
+    node: str | None
+    status: str
+    step: int
+    created_at: datetime
+    namespace: list[str] = Field(alias="data.namespace")
+    interrupt_payload: Any = Field(alias="data.interrupt_payload")
+    pending_input: Any = Field(alias="data.pending_input")
+    state: dict[str, Any] = Field(alias="data.state")
+    history: list[Any] = Field(alias="data.history")
+    interrupts: list[Any] = Field(alias="data.interrupts",
+                                  description="this run's pending interrupts at this point")
+    resolved: list[Any] = Field(alias="data.resolved",
+                                description="interrupts answered or cancelled so far")
+    steering: list[Any] = Field(alias="data.steering")
+    output: Any = Field(alias="data.output")
+    error: Any = Field(alias="data.error")
+    forked_from: str | None = Field(alias="data.forked_from")
+
+    @staticmethod
+    def resolve_parent_id(obj: Any) -> str | None:
+        return obj.parent_id or None
+
+    @staticmethod
+    def resolve_node(obj: Any) -> str | None:
+        return obj.node or None
+
+
+# -- answering, steering, forking, cancelling ---------------------------------------------
+
+
+class ResumeIn(Body):
+    value: Any = Field(description="the answer; checked against the payload's answer_schema")
+    steering: NoteText | None = Field(None, description="a note stored apart from the answer")
+    expected_checkpoint_id: Id | None = Field(
+        None, description="refuse (409) unless the interrupt is still at this checkpoint")
+    child_policy: ChildPolicy = "leave"
+
+
+class TargetedResumeIn(Body):
+    run_id: Id
+    task_id: Id | None = None
+    interrupt_id: Id | None = None
+    namespace: list[Text] | None = Field(None, description="must equal the run's namespace")
+    value: Any
+    steering: NoteText | None = None
+
+
+class ResumeMapIn(Body):
+    thread_id: Id
+    answers: dict[Id, Any] = Field(min_length=1, description="interrupt id -> answer")
+
+
+class AcceptedOut(Schema):
+    """202: the answer is recorded; a task applies it to the run."""
+
+    answer_id: int = Field(alias="pk")
+    interrupt_id: str
+    run_id: str
+    thread_id: str
+    status: Literal["accepted"] = "accepted"
+
+    @staticmethod
+    def resolve_run_id(obj: Any) -> str:
+        return obj.interrupt.run_id
+
+    @staticmethod
+    def resolve_thread_id(obj: Any) -> str:
+        return obj.interrupt.root_thread_id
+
+
+class AcceptedList(Schema):
+    items: list[AcceptedOut]
+    count: int
+
+
+class ForkIn(Body):
+    checkpoint_id: Id | None = None
+
+
+class ForkOut(Schema):
+    thread_id: str
+
+
+class SteeringIn(Body):
+    run_id: Id
+    task_id: Id | None = None
+    interrupt_id: Id | None = None
+    text: NoteText
+
+
+class SteeringOut(Schema):
+    id: int
+    run_id: str
+    task_id: str | None
+    interrupt_id: str | None
+    text: str
+    user: str | None
+    created_at: datetime
+
+    @staticmethod
+    def resolve_task_id(obj: Any) -> str | None:
+        return obj.task_id or None
+
+    @staticmethod
+    def resolve_user(obj: Any) -> str | None:
+        return obj.user.get_username() if obj.user_id else None
+
+
+class CancelOut(Schema):
+    run_id: str
+    status: Literal["cancelling"] = "cancelling"
+
+
+# -- audit -------------------------------------------------------------------------------
+
+
+class AuditOut(Schema):
+    id: int
+    actor: str | None
+    action: str
+    object_type: str
+    object_id: str
+    run_id: str
+    thread_id: str
+    before_checkpoint_id: str
+    after_checkpoint_id: str
+    detail: dict[str, Any]
+    created_at: datetime
+
+    @staticmethod
+    def resolve_actor(obj: Any) -> str | None:
+        return obj.actor.get_username() if obj.actor_id else None
+
+
+# -- list filters ------------------------------------------------------------------------
+
+
+class RunFilters(FilterSchema):
+    graph: Annotated[Text | None, FilterLookup("graph")] = None
+    status: Annotated[RunStatus | None, FilterLookup("status")] = None
+    started_by: Annotated[Text | None, FilterLookup("started_by__username")] = Field(
+        None, description="username")
+    created_after: Annotated[When | None, FilterLookup("created_at__gte")] = None
+    created_before: Annotated[When | None, FilterLookup("created_at__lt")] = None
+    root_only: bool = Field(False, description="only root runs (no sub-agents)")
+
+    def filter_root_only(self, value: bool) -> Q:
+        return Q(parent_run_id__isnull=True) if value else Q()
+
+
+class InterruptFilters(Schema):
+    """The inbox's filters, applied by the same queryset methods the pages use."""
+
+    status: InterruptStatus | None = None
+    graph: Text | None = None
+    sub_agent_id: Text | None = None
+    namespace: Text | None = Field(
+        None, description="run-tree path prefix, '/'-joined: 'supervisor/research_agent'")
+    run_id: Text | None = None
+    root_thread_id: Text | None = None
+
+    def apply(self, found: Any) -> Any:
+        if self.status:
+            found = found.filter(status=self.status)
+        if self.run_id:
+            found = found.filter(run_id=self.run_id)
+        if self.root_thread_id:
+            found = found.of_tree(self.root_thread_id)
+        prefix = [part for part in (self.namespace or "").split("/") if part]
+        return (found.of_graph(self.graph or "").of_sub_agent(self.sub_agent_id or "")
+                .under_namespace(prefix).by_age())
+
+
+class AuditFilters(Schema):
+    actor: Text | None = Field(None, description="username")
+    action: Text | None = Field(None, description="action prefix: 'answer' also matches "
+                                                  "'answer.refused'")
+    object: Text | None = Field(None, description="an object, run or thread id")
+    created_after: When | None = None
+    created_before: When | None = None
+
+    def apply(self, found: Any) -> Any:
+        return found.matching(actor=self.actor or "", action=self.action or "",
+                              obj=self.object or "", since=self.created_after,
+                              until=self.created_before)
