@@ -5,3 +5,7 @@ class ForgeUIConfig(AppConfig):
     name = "forgeui"
     verbose_name = "forge"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Logging out or losing a role closes that user's inbox websockets (access.py).
+        from . import access  # noqa: F401

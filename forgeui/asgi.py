@@ -13,14 +13,17 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from forgeui.origins import SameOriginValidator  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # daphne serves no static files itself; the embedded default needs them.
         "http": ASGIStaticFilesHandler(django_http) if settings.DEBUG else django_http,
+        # Origin host in ALLOWED_HOSTS, and scheme, host and port the socket's own (origins.py);
+        # then a session user (the consumer refuses anonymous sockets).
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

@@ -1,5 +1,9 @@
-"""Websocket routes (the inbox consumer is filled in by the inbox issue)."""
+"""Websocket routes: the live inbox (and run pages, with ``?tree=``)."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-websocket_urlpatterns: list[URLPattern] = []
+from .consumers import InboxConsumer
+
+websocket_urlpatterns: list[URLPattern] = [
+    path("ws/inbox/", InboxConsumer.as_asgi()),
+]

@@ -1,10 +1,31 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
+from . import views
 from .api import api
+
+# The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
+pages: list[URLPattern | URLResolver] = [
+    path("", views.inbox, name="inbox"),
+    path("interrupts/<str:interrupt_id>/", views.interrupt_detail, name="interrupt"),
+    path("interrupts/<str:interrupt_id>/answer/", views.answer, name="answer"),
+    path("runs/", views.runs, name="runs"),
+    path("runs/<str:run_id>/", views.run_detail, name="run"),
+    path("runs/<str:run_id>/steer/", views.steer, name="steer"),
+    path("runs/<str:run_id>/cancel/", views.cancel, name="cancel"),
+    path("threads/<str:thread_id>/", views.thread_timeline, name="timeline"),
+    path("threads/<str:thread_id>/export.json", views.thread_export, name="timeline-export"),
+    path("threads/<str:thread_id>/fork/", views.fork, name="fork"),
+    path("audit/", views.audit, name="audit"),
+    path("audit/export.json", views.audit_export, name="audit-export"),
+]
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    # Logging out is a POST that lands on the login page (not the admin's logged-out page).
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include((pages, "forgeui"))),
 ]

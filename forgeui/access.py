@@ -1,0 +1,186 @@
+"""Who may keep an inbox websocket open, and closing sockets when that changes.
+
+A socket is tied to its user and its session. Three things close it:
+
+- logging out (``user_logged_out``): an ``access.revoked`` message to the session's group;
+- a change to the user's groups, activity or the user row itself: an ``access.recheck``
+  message to the user's group, and each of their sockets checks again;
+- a once-a-second re-check of every open socket (``AccessWatcher``), which catches what
+  no signal announces: an expired or deleted session, a change made by another process
+  on a channel layer that does not reach this one.
+
+Close codes: 4401 (the session is gone) and 4403 (the role no longer allows reading).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import weakref
+from functools import partial
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.signals import user_logged_out
+from django.db import transaction
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
+from django.dispatch import receiver
+from django.utils.crypto import constant_time_compare
+
+from .roles import Action, allowed
+
+if TYPE_CHECKING:
+    from .consumers import InboxConsumer
+
+logger = logging.getLogger(__name__)
+
+SESSION_GONE = 4401
+ROLE_LOST = 4403
+RECHECK_SECONDS = 1.0
+
+User = get_user_model()
+
+
+def user_group(user_id: Any) -> str:
+    return f"forge.user.{user_id}"
+
+
+def session_group(session_key: str) -> str:
+    """Hashed: a group name may travel through Redis, a session key must not."""
+    return "forge.session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+def access_code(user_id: Any, session_key: str) -> int | None:
+    """None while the socket may stay open; else the code to close it with."""
+    user = User.objects.filter(pk=user_id, is_active=True).first()
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    if user is None or str(session.get(SESSION_KEY)) != str(user_id):
+        return SESSION_GONE
+    if not constant_time_compare(session.get(HASH_SESSION_KEY, ""),
+                                 user.get_session_auth_hash()):
+        return SESSION_GONE  # the password changed: Django logs such sessions out too
+    return None if allowed(user, Action.READ) else ROLE_LOST
+
+
+def access_codes(sockets: set[tuple[Any, str]]) -> dict[tuple[Any, str], int]:
+    """``access_code`` for many sockets in one trip to the database thread."""
+    codes = {pair: access_code(*pair) for pair in sockets}
+    return {pair: code for pair, code in codes.items() if code is not None}
+
+
+class AccessWatcher:
+    """Re-checks every open socket of one event loop, every ``RECHECK_SECONDS``."""
+
+    def __init__(self) -> None:
+        self.sockets: set[InboxConsumer] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, consumer: InboxConsumer) -> None:
+        self.sockets.add(consumer)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self.run())
+
+    def discard(self, consumer: InboxConsumer) -> None:
+        self.sockets.discard(consumer)
+        if not self.sockets and self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(RECHECK_SECONDS)
+            consumers = list(self.sockets)
+            try:
+                closing = await database_sync_to_async(access_codes)(
+                    {c.access_key for c in consumers})
+            except Exception:  # a database hiccup must not end the watching
+                logger.exception("re-checking websocket access failed")
+                continue
+            for consumer in consumers:
+                if consumer.access_key in closing:
+                    await consumer.revoke(closing[consumer.access_key])
+
+
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AccessWatcher] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def watcher() -> AccessWatcher:
+    """The watcher of the running event loop (daphne has one; each test has its own)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _watchers:
+        _watchers[loop] = AccessWatcher()
+    return _watchers[loop]
+
+
+# -- signals: tell the sockets at once ----------------------------------------------------
+
+def notify(group: str, kind: str) -> None:
+    """Send ``{"type": kind}`` to ``group`` once the current transaction commits."""
+    transaction.on_commit(partial(_send, group, {"type": kind}))
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # plain sync code: the usual case (views, admin, commands)
+        try:
+            async_to_sync(layer.group_send)(group, message)
+        except Exception:
+            logger.exception("could not tell %s about an access change", group)
+        return
+    task = asyncio.ensure_future(layer.group_send(group, message))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Future[None]] = set()
+
+
+@receiver(user_logged_out)
+def _logged_out(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    if session_key:
+        notify(session_group(session_key), "access.revoked")
+    if user is not None:
+        notify(user_group(user.pk), "access.recheck")
+
+
+@receiver(m2m_changed, sender=User.groups.through)
+def _groups_changed(sender: Any, instance: Any, action: str, reverse: bool,
+                    pk_set: set[Any] | None, **kwargs: Any) -> None:
+    if action == "pre_clear" and reverse:  # group.user_set.clear(): who is about to lose it
+        instance._forge_cleared = list(instance.user_set.values_list("pk", flat=True))
+    if action not in ("post_add", "post_remove", "post_clear"):
+        return
+    if not reverse:
+        user_ids = [instance.pk]
+    else:
+        user_ids = list(pk_set or getattr(instance, "_forge_cleared", []))
+    for user_id in user_ids:
+        notify(user_group(user_id), "access.recheck")
+
+
+@receiver(pre_delete, sender=Group)
+def _group_deleted(sender: Any, instance: Group, **kwargs: Any) -> None:
+    for user_id in instance.user_set.values_list("pk", flat=True):
+        notify(user_group(user_id), "access.recheck")
+
+
+@receiver(post_save, sender=User)
+@receiver(post_delete, sender=User)
+def _user_changed(sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any) -> None:
+    if update_fields and set(update_fields) == {"last_login"}:
+        return  # every login saves last_login; nothing about access changed
+    notify(user_group(instance.pk), "access.recheck")

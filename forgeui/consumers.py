@@ -1,0 +1,189 @@
+"""The inbox websocket: pushes rendered rows as htmx out-of-band fragments.
+
+``/ws/inbox/?graph=&sub_agent=&namespace=&sort=`` follows the inbox with those filters;
+``/ws/inbox/?tree=<root_thread_id>`` only says "this run tree changed" to a run page.
+
+Protocol: the server sends HTML (htmx's ws extension swaps it); the client sends one JSON
+message, ``{"after": <last event id>}``, on every (re)connect, and the server replays what
+changed after that id, read from the ``Event`` table, so a dropped connection loses
+nothing. Rows are rendered from the interrupt's current state, never from the event, so
+replays and out-of-order delivery end in the same page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from . import access
+from .events import INBOX_GROUP
+from .inbox import InboxFilters, oob_cursor, oob_delete, oob_upsert, render_row
+from .models import Event, Interrupt
+from .roles import Action, allowed
+
+CATCH_UP_BATCH = 500  # events read per query while catching up
+ROWS_PER_FRAME = 200  # rows per websocket message while catching up
+
+
+@dataclass
+class Snapshot:
+    """One interrupt as the inbox should show it now: a row (pending) or nothing."""
+
+    event_id: int
+    root_thread_id: str = ""
+    interrupt_id: str = ""
+    interrupt: Interrupt | None = None  # set while pending
+    rows: dict[bool, str] = field(default_factory=dict)  # can_answer -> row html
+
+
+def snapshot(event_id: int) -> Snapshot:
+    """Read one event and its interrupt's current state; render its row both ways."""
+    event = Event.objects.filter(pk=event_id).values("interrupt_id", "root_thread_id").first()
+    if event is None:
+        return Snapshot(event_id)
+    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
+    if found.interrupt_id:
+        found.interrupt = Interrupt.objects.inbox().filter(pk=found.interrupt_id).first()
+    if found.interrupt is not None:
+        found.rows = {flag: render_row(found.interrupt, flag) for flag in (True, False)}
+    return found
+
+
+def catch_up(after: int, can_answer: bool) -> tuple[list[Snapshot], int]:
+    """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
+    events about no interrupt), each with its interrupt's current state; the newest id."""
+    latest: dict[tuple[str, str], Snapshot] = {}
+    last = after
+    while batch := list(Event.objects.after(last)
+                        .values_list("id", "interrupt_id", "root_thread_id")[:CATCH_UP_BATCH]):
+        for event_id, interrupt_id, root in batch:
+            key = (interrupt_id, "" if interrupt_id else root)
+            latest[key] = Snapshot(event_id, root, interrupt_id)
+        last = batch[-1][0]
+    pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
+    for interrupt in Interrupt.objects.inbox().filter(pk__in=list(pending)):
+        pending[interrupt.pk].interrupt = interrupt
+        pending[interrupt.pk].rows = {can_answer: render_row(interrupt, can_answer)}
+    return sorted(latest.values(), key=lambda s: s.event_id), last
+
+
+class SnapshotCache:
+    """Each event is read and rendered once per process, however many sockets hear it."""
+
+    def __init__(self, size: int = 512, ttl: float = 5.0) -> None:
+        self.size, self.ttl = size, ttl
+        self.done: OrderedDict[int, tuple[float, Snapshot]] = OrderedDict()
+        self.loading: dict[int, asyncio.Future[Snapshot]] = {}
+
+    async def get(self, event_id: int) -> Snapshot:
+        cached = self.done.get(event_id)
+        if cached and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        if event_id not in self.loading:
+            self.loading[event_id] = asyncio.ensure_future(self._load(event_id))
+        return await asyncio.shield(self.loading[event_id])
+
+    async def _load(self, event_id: int) -> Snapshot:
+        try:
+            found = await database_sync_to_async(snapshot)(event_id)
+            self.done[event_id] = (time.monotonic(), found)
+            while len(self.done) > self.size:
+                self.done.popitem(last=False)
+            return found
+        finally:
+            self.loading.pop(event_id, None)
+
+
+snapshots = SnapshotCache()
+
+
+@database_sync_to_async
+def may_read(user: Any) -> tuple[bool, bool]:
+    """(may watch the inbox, may answer from it), read fresh from the database."""
+    return allowed(user, Action.READ), allowed(user, Action.ANSWER)
+
+
+class InboxConsumer(AsyncJsonWebsocketConsumer):
+    """One browser tab's inbox (or run page): filters, role and its catch-up cursor."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if user is None or not user.is_authenticated or not session_key:
+            await self.close(code=access.SESSION_GONE)
+            return
+        may_watch, self.can_answer = await may_read(user)
+        if not may_watch:
+            await self.close(code=access.ROLE_LOST)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+        self.tree = (query.get("tree") or [""])[-1]
+        self.filters = InboxFilters.from_query(query)
+        self.access_key = (user.pk, session_key)
+        self.cursor = 0
+        # websocket_disconnect leaves these groups for us.
+        self.groups = [INBOX_GROUP, access.user_group(user.pk),
+                       access.session_group(session_key)]
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        access.watcher().add(self)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "access_key"):
+            access.watcher().discard(self)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        after = content.get("after") if isinstance(content, dict) else None
+        if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
+            found, last = await database_sync_to_async(catch_up)(after, self.can_answer)
+            await self.push(found, last)
+
+    async def inbox_event(self, message: dict[str, Any]) -> None:
+        """``events.publish`` announced a committed change."""
+        found = await snapshots.get(int(message["event_id"]))
+        await self.push([found], found.event_id)
+
+    async def access_recheck(self, message: dict[str, Any]) -> None:
+        code = await database_sync_to_async(access.access_code)(*self.access_key)
+        if code is not None:
+            await self.revoke(code)
+
+    async def access_revoked(self, message: dict[str, Any]) -> None:
+        await self.revoke(access.SESSION_GONE)
+
+    async def revoke(self, code: int) -> None:
+        access.watcher().discard(self)
+        await self.close(code=code)
+
+    async def push(self, found: list[Snapshot], last: int) -> None:
+        """Send the fragments for ``found``, in frames of at most ``ROWS_PER_FRAME`` rows."""
+        parts = self.tree_parts(found) if self.tree else self.row_parts(found)
+        if self.tree and not parts:
+            return  # a run page hears only about its own tree
+        self.cursor = max(self.cursor, last)
+        cursor = oob_cursor(self.cursor, "tree-changed" if self.tree else "inbox-cursor")
+        for start in range(0, max(len(parts), 1), ROWS_PER_FRAME):
+            await self.send(text_data="".join(parts[start:start + ROWS_PER_FRAME]) + cursor)
+
+    def row_parts(self, found: list[Snapshot]) -> list[str]:
+        parts = []
+        for item in found:
+            if item.interrupt is None:
+                if item.interrupt_id:  # answered, cancelled or gone: the row leaves
+                    parts.append(oob_delete(item.interrupt_id))
+            elif self.filters.matches(item.interrupt):
+                parts.append(oob_upsert(item.rows[self.can_answer], item.interrupt_id,
+                                        self.filters.insert_swap))
+        return parts
+
+    def tree_parts(self, found: list[Snapshot]) -> list[str]:
+        # The cursor element is the signal itself: its swap makes the page reload the tree.
+        return [""] if any(item.root_thread_id == self.tree for item in found) else []

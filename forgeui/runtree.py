@@ -1,0 +1,62 @@
+"""A run tree for the run page: each run with its children and its pending interrupts.
+
+Two queries per tree (runs, pending interrupts), assembled in Python: trees are small
+(a root and its sub-agents), and a recursive query would tie us to one database.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import Interrupt, Run, RunStatus
+
+LIVE = {RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED}
+
+
+@dataclass
+class RunNode:
+    run: Run
+    pending: list[Interrupt] = field(default_factory=list)
+    children: list[RunNode] = field(default_factory=list)
+    depth: int = 0
+    panels: list[dict[str, Any]] = field(default_factory=list)  # answer panels, by the view
+
+    @property
+    def live(self) -> bool:
+        return self.run.status in LIVE
+
+    @property
+    def path(self) -> str:
+        return "/".join(self.run.namespace) or self.run.run_id
+
+    def walk(self) -> list[RunNode]:
+        return [self, *(node for child in self.children for node in child.walk())]
+
+
+def build(root_thread_id: str) -> RunNode | None:
+    """The tree of ``root_thread_id``; None when no run of it is stored."""
+    runs = list(Run.objects.of_tree(root_thread_id))
+    if not runs:
+        return None
+    pending: dict[str, list[Interrupt]] = defaultdict(list)
+    for interrupt in Interrupt.objects.of_tree(root_thread_id).pending().by_age():
+        pending[interrupt.run_id].append(interrupt)
+    nodes = {run.run_id: RunNode(run, pending[run.run_id]) for run in runs}
+    roots = []
+    for node in nodes.values():
+        parent = nodes.get(node.run.parent_run_id or "")
+        (parent.children if parent else roots).append(node)
+    root = next((n for n in roots if n.run.thread_id == root_thread_id), roots[0])
+    for orphan in roots:  # a child saved before its parent still shows, under the root
+        if orphan is not root:
+            root.children.append(orphan)
+    _set_depth(root, 0)
+    return root
+
+
+def _set_depth(node: RunNode, depth: int) -> None:
+    node.depth = depth
+    for child in node.children:
+        _set_depth(child, depth + 1)

@@ -1,0 +1,132 @@
+"""A thread's history for auditors: per checkpoint what happened and who did it.
+
+The checkpoint says what the runtime saw (node, interrupts raised and resolved, state);
+the ``Answer`` and ``SteeringNote`` rows say who answered or steered, and when. Each
+entry compares its state with the previous checkpoint's, key by key (a key is a node).
+The same entries feed the page and the JSON export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .models import Answer, Checkpoint, SteeringNote
+
+
+@dataclass
+class Change:
+    key: str
+    kind: str  # "added" | "removed" | "changed"
+    before: Any = None
+    after: Any = None
+
+
+@dataclass
+class Resolution:
+    interrupt_id: str
+    node: str
+    status: str
+    answer: Any
+    answered_by: str | None
+    answered_at: str | None
+    steering: str = ""
+
+
+@dataclass
+class Note:
+    text: str
+    by: str | None
+    at: str
+    interrupt_id: str | None
+
+
+@dataclass
+class Entry:
+    seq: int
+    checkpoint_id: str
+    run_id: str
+    node: str
+    status: str
+    created_at: str
+    raised: list[dict[str, Any]] = field(default_factory=list)
+    resolved: list[Resolution] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    diff: list[Change] = field(default_factory=list)
+    forked_from: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    """What changed between two states, one change per top-level key."""
+    changes = [Change(key, "added", after=after[key]) for key in after if key not in before]
+    changes += [Change(key, "removed", before=before[key]) for key in before if key not in after]
+    changes += [Change(key, "changed", before[key], after[key])
+                for key in after if key in before and before[key] != after[key]]
+    return sorted(changes, key=lambda change: change.key)
+
+
+def entries(thread_id: str) -> list[Entry]:
+    """Every checkpoint of ``thread_id``, oldest first, with answers and notes placed."""
+    rows = list(Checkpoint.objects.of_thread(thread_id).only("id", "seq", "data", "created_at"))
+    answers = _answers({r["id"] for row in rows for r in row.data.get("resolved") or []})
+    previous: dict[str, Any] = {}
+    result = []
+    for row in rows:
+        result.append(_entry(row, previous, answers))
+        previous = row.data
+    _place_notes(result, rows)
+    return result
+
+
+def _entry(row: Checkpoint, previous: dict[str, Any], answers: dict[str, Answer]) -> Entry:
+    data = row.data
+    seen = {i["id"] for i in previous.get("interrupts") or []}
+    done = {r["id"] for r in previous.get("resolved") or []}
+    return Entry(
+        seq=row.seq, checkpoint_id=row.id, run_id=data.get("run_id", ""),
+        node=data.get("node") or "", status=data.get("status", ""),
+        created_at=row.created_at.isoformat(),
+        raised=[i for i in data.get("interrupts") or [] if i["id"] not in seen],
+        resolved=[_resolution(r, answers.get(r["id"]))
+                  for r in data.get("resolved") or [] if r["id"] not in done],
+        diff=state_diff(previous.get("state") or {}, data.get("state") or {}),
+        forked_from=data.get("forked_from") if not previous else None,
+    )
+
+
+def _resolution(record: dict[str, Any], answer: Answer | None) -> Resolution:
+    return Resolution(
+        interrupt_id=record["id"], node=record.get("node", ""),
+        status=record.get("status", ""), answer=record.get("answer"),
+        answered_by=answer.user.get_username() if answer and answer.user else None,
+        answered_at=answer.created_at.isoformat() if answer else None,
+        steering=answer.steering if answer else "",
+    )
+
+
+def _answers(interrupt_ids: set[str]) -> dict[str, Answer]:
+    """The accepted answer of each interrupt (the first one; later ones were refused)."""
+    found: dict[str, Answer] = {}
+    rows = Answer.objects.filter(interrupt_id__in=interrupt_ids).select_related("user")
+    for answer in rows.order_by("created_at"):
+        found.setdefault(answer.interrupt_id, answer)
+    return found
+
+
+def _place_notes(result: list[Entry], rows: list[Checkpoint]) -> None:
+    """Standalone notes go to the first checkpoint saved after them (else the last)."""
+    if not result:
+        return
+    run_ids = {entry.run_id for entry in result}
+    notes = (SteeringNote.objects.filter(run_id__in=run_ids, answer__isnull=True)
+             .select_related("user").order_by("created_at"))
+    for note in notes:
+        index = next((i for i, row in enumerate(rows) if row.created_at >= note.created_at),
+                     len(rows) - 1)
+        result[index].notes.append(Note(
+            text=note.text, by=note.user.get_username() if note.user else None,
+            at=note.created_at.isoformat(), interrupt_id=note.interrupt_id,
+        ))

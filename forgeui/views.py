@@ -1,0 +1,336 @@
+"""The dashboard's pages: inbox, interrupt, run tree, timeline, audit log.
+
+Views stay short: queries are named QuerySet methods, changes go through
+``forgeui.services`` (the same layer as the API), and who may do what is
+``forgeui.auth.allowed``. An htmx request gets just the fragment it swaps
+(``"page.html#partial"``); a plain request gets the whole page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, time, timedelta
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.timezone import make_aware
+from django.views.decorators.http import require_GET, require_POST
+
+from runtime.errors import ForgeError
+
+from . import registry, runtree, services, timeline
+from .exceptions import Forbidden, ForgeUIError, InvalidRequest, NotFound, StaleAnswer
+from .forms import AnswerRejected, read_answer, schema_form_class
+from .inbox import PAGE_SIZE, InboxFilters, answer_schema, declared_actions, row_context
+from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
+from .roles import Action, allowed, roles_of
+
+View = Callable[..., HttpResponse]
+REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409), (ForgeUIError, 422),
+                  (ForgeError, 409)]
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """A fragment request (history restores want the whole page)."""
+    return (request.headers.get("HX-Request") == "true"
+            and request.headers.get("HX-History-Restore-Request") != "true")
+
+
+def requires(action: Action) -> Callable[[View], View]:
+    """Log in first; then 403 unless the user's role allows ``action``."""
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not allowed(request.user, action):
+                raise PermissionDenied(f"your role does not allow {action}")
+            return view(request, *args, **kwargs)
+        return login_required(checked)
+    return decorate
+
+
+def page(request: HttpRequest, template: str, partial: str, context: dict[str, Any],
+         status: int = 200) -> HttpResponse:
+    """The whole page, or only ``partial`` of it for htmx."""
+    name = f"{template}#{partial}" if is_htmx(request) else template
+    return render(request, name, {**context, **permissions(request)}, status=status)
+
+
+def permissions(request: HttpRequest) -> dict[str, Any]:
+    user = request.user
+    return {"can_answer": allowed(user, Action.ANSWER), "can_steer": allowed(user, Action.STEER),
+            "can_fork": allowed(user, Action.FORK), "can_cancel": allowed(user, Action.CANCEL),
+            "roles": sorted(roles_of(user)) or (["admin"] if user.is_superuser else [])}
+
+
+def refusal(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A service's refusal as a message with its HTTP status: the one mapping for pages."""
+    status = next(code for kind, code in REFUSAL_STATUS if isinstance(exc, kind))
+    response = render(request, "forgeui/base.html#refusal", {"message": str(exc)}, status=status)
+    if is_htmx(request):  # shown above the page, whatever the form meant to swap
+        response.headers.update({"HX-Retarget": "#notices", "HX-Reswap": "innerHTML"})
+    return response
+
+
+# -- inbox ------------------------------------------------------------------------------
+
+@require_GET
+@requires(Action.READ)
+def inbox(request: HttpRequest) -> HttpResponse:
+    filters = InboxFilters.from_query(request.GET)
+    cursor = Event.objects.last_id()  # read before the rows, so no change falls between
+    rows = Paginator(filters.apply(Interrupt.objects.inbox()), PAGE_SIZE)
+    current = rows.get_page(request.GET.get("page"))
+    can_answer = allowed(request.user, Action.ANSWER)
+    context = {
+        "filters": filters, "cursor": cursor, "page": current,
+        "rows": [row_context(interrupt, can_answer) for interrupt in current],
+        "graphs": registry.graph_names(), "sub_agents": sub_agents(),
+    }
+    partial = "more" if request.GET.get("page") else "inbox"
+    return page(request, "forgeui/inbox.html", partial, context)
+
+
+def sub_agents() -> list[str]:
+    pending = Interrupt.objects.pending().exclude(sub_agent_id="")
+    return sorted(set(pending.values_list("sub_agent_id", flat=True).distinct()))
+
+
+# -- one interrupt ----------------------------------------------------------------------
+
+@require_GET
+@requires(Action.READ)
+def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
+    return page(request, "forgeui/interrupt.html", "panel", {"p": panel_context(interrupt)})
+
+
+def panel_context(interrupt: Interrupt, **extra: Any) -> dict[str, Any]:
+    """The answer panel: the form while pending, else who answered and where things stand."""
+    schema = answer_schema(interrupt.payload)
+    form_class = schema_form_class(schema)
+    context = {
+        "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
+        "path": "/".join(interrupt.namespace), "actions": declared_actions(interrupt.payload),
+        "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
+        "plain": not declared_actions(interrupt.payload) and schema is None,
+        "edit_json": pretty(editable(interrupt.payload)),
+        "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
+                         .order_by("created_at"),
+        "pending": interrupt.status == InterruptStatus.PENDING,
+    }
+    if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
+        context["stale"] = services.stale_answer(interrupt.pk, None)
+    return {**context, **extra}
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def editable(payload: Any) -> Any:
+    """What an ``edit`` starts from: the payload without the answer instructions."""
+    if not isinstance(payload, dict):
+        return payload
+    return {k: v for k, v in payload.items() if k not in ("question", "actions", "answer_schema")}
+
+
+@require_POST
+@requires(Action.ANSWER)
+def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """Answer from a row (``where=row``) or a panel (detail page, run tree)."""
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
+    where = "row" if request.POST.get("where") == "row" else "panel"
+    try:
+        given = read_answer(interrupt.payload, request.POST)
+        services.answer_interrupt(request.user, interrupt.pk, given.value,
+                                  steering=given.steering or None)
+    except AnswerRejected as exc:
+        return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form)
+    except StaleAnswer as stale:
+        return answered(request, interrupt, where, 409, stale=stale)
+    except InvalidRequest as exc:
+        return answered(request, interrupt, where, 422, error=str(exc))
+    except ForgeUIError as exc:
+        return refusal(request, exc)
+    if not is_htmx(request):
+        return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
+    interrupt.refresh_from_db()
+    return answered(request, interrupt, where, 200, mine=True)
+
+
+def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int,
+             **extra: Any) -> HttpResponse:
+    """The row or panel after an answer attempt: done, stale (409) or refused (422)."""
+    bound = extra.pop("bound", None)
+    panel = panel_context(interrupt, **extra)
+    if bound is not None:
+        panel["schema_form"] = bound
+    if where == "row":
+        row = row_context(interrupt, allowed(request.user, Action.ANSWER))
+        return render(request, "forgeui/inbox.html#row-outcome",
+                      {"p": panel, "row": row, **permissions(request)}, status=status)
+    return page(request, "forgeui/interrupt.html", "panel", {"p": panel}, status)
+
+
+# -- runs -------------------------------------------------------------------------------
+
+@require_GET
+@requires(Action.READ)
+def runs(request: HttpRequest) -> HttpResponse:
+    graph, status = request.GET.get("graph", ""), request.GET.get("status", "")
+    found = Run.objects.roots().select_related("started_by").order_by("-created_at")
+    found = found.filter(graph=graph) if graph else found
+    found = found.filter(status=status) if status else found
+    context = {"page": Paginator(found, PAGE_SIZE).get_page(request.GET.get("page")),
+               "graph": graph, "status": status, "graphs": registry.graph_names(),
+               "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}
+    return page(request, "forgeui/runs.html", "rows", context)
+
+
+@require_GET
+@requires(Action.READ)
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    cursor = Event.objects.last_id()  # before the tree is read, as on the inbox
+    return page(request, "forgeui/run.html", "tree", tree_context(run, cursor=cursor))
+
+
+def tree_context(run: Run, **extra: Any) -> dict[str, Any]:
+    tree = runtree.build(run.root_thread_id)
+    nodes = tree.walk() if tree else []
+    for node in nodes:
+        node.panels = [panel_context(interrupt) for interrupt in node.pending]
+    return {"run": run, "tree": tree, "nodes": nodes, **extra}
+
+
+@require_POST
+@requires(Action.STEER)
+def steer(request: HttpRequest, run_id: str) -> HttpResponse:
+    return run_action(request, run_id, lambda: services.add_steering_note(
+        request.user, run_id, request.POST.get("text", ""),
+        interrupt_id=request.POST.get("interrupt_id") or None,
+    ), "Steering note recorded.")
+
+
+@require_POST
+@requires(Action.CANCEL)
+def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
+    return run_action(request, run_id, lambda: services.cancel_run(request.user, run_id),
+                      "Cancellation requested.")
+
+
+def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
+               done: str) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        act()
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    if not is_htmx(request):
+        return redirect("forgeui:run", run_id=run_id)
+    return page(request, "forgeui/run.html", "tree", tree_context(run, notice=done))
+
+
+@require_POST
+@requires(Action.FORK)
+def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
+    try:
+        new_thread = services.fork_thread(request.user, thread_id,
+                                          request.POST.get("checkpoint_id") or None)
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    target = reverse("forgeui:timeline", kwargs={"thread_id": new_thread})
+    if is_htmx(request):
+        return HttpResponse(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
+
+
+# -- timeline and audit -----------------------------------------------------------------
+
+@require_GET
+@requires(Action.READ)
+def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
+    entries = timeline.entries(thread_id)
+    if not entries:
+        raise Http404(f"no thread {thread_id!r}")
+    runs_here = Run.objects.filter(thread_id=thread_id).order_by("created_at")
+    children = Run.objects.filter(parent_run__in=runs_here).order_by("created_at")
+    context = {"thread_id": thread_id, "entries": entries, "run": runs_here.first(),
+               "children": children}
+    return page(request, "forgeui/timeline.html", "entries", context)
+
+
+@require_GET
+@requires(Action.READ)
+def thread_export(request: HttpRequest, thread_id: str) -> JsonResponse:
+    entries = timeline.entries(thread_id)
+    if not entries:
+        raise Http404(f"no thread {thread_id!r}")
+    body = {"thread_id": thread_id, "checkpoints": [entry.as_dict() for entry in entries]}
+    return download(body, f"timeline-{thread_id}.json")
+
+
+def download(body: dict[str, Any], filename: str) -> JsonResponse:
+    return JsonResponse(body, json_dumps_params={"indent": 2, "ensure_ascii": False},
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+AUDIT_FILTERS = ("actor", "action", "object", "since", "until")
+
+
+@require_GET
+@requires(Action.READ)
+def audit(request: HttpRequest) -> HttpResponse:
+    entries = audit_entries(request)
+    context = {"page": Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page")),
+               "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
+               "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True)))}
+    return page(request, "forgeui/audit.html", "rows", context)
+
+
+@require_GET
+@requires(Action.READ)
+def audit_export(request: HttpRequest) -> JsonResponse:
+    items = [audit_dict(entry) for entry in audit_entries(request)]
+    return download({"items": items, "count": len(items)}, "audit.json")
+
+
+def audit_entries(request: HttpRequest) -> Any:
+    get = request.GET
+    return AuditEntry.objects.newest_first().matching(
+        actor=get.get("actor", "").strip(), action=get.get("action", "").strip(),
+        obj=get.get("object", "").strip(), since=when(get.get("since", "")),
+        until=when(get.get("until", ""), end_of_day=True),
+    )
+
+
+def when(text: str, end_of_day: bool = False) -> datetime | None:
+    """A date or datetime filter; a bare ``until`` date includes that whole day."""
+    text = text.strip()
+    try:
+        moment = parse_datetime(text) if text else None
+        day = parse_date(text) if text and moment is None else None
+    except ValueError:  # well-formed but impossible, like 2025-02-30
+        return None
+    if day is not None:
+        moment = datetime.combine(day + timedelta(days=1) if end_of_day else day, time.min)
+    if moment is not None and moment.tzinfo is None:
+        moment = make_aware(moment)
+    return moment
+
+
+def audit_dict(entry: AuditEntry) -> dict[str, Any]:
+    return {"id": entry.pk, "created_at": entry.created_at.isoformat(),
+            "actor": entry.actor.get_username() if entry.actor else None,
+            "action": entry.action, "object_type": entry.object_type,
+            "object_id": entry.object_id, "run_id": entry.run_id, "thread_id": entry.thread_id,
+            "before_checkpoint_id": entry.before_checkpoint_id,
+            "after_checkpoint_id": entry.after_checkpoint_id, "detail": entry.detail}
