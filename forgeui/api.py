@@ -14,7 +14,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Router, Status
-from ninja.errors import HttpError, ValidationError
+from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
 
 from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
@@ -54,6 +54,7 @@ from .schemas import (
 )
 
 logger = logging.getLogger(__name__)
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 DESCRIPTION = f"""
 Authenticate with `Authorization: Bearer <token>` (`manage.py create_token USERNAME`, or
@@ -218,8 +219,26 @@ api.add_router("", router)
 # -- errors: mapped to HTTP once -----------------------------------------------------------
 
 
-def _json(request: HttpRequest, status: int, data: dict[str, Any]) -> HttpResponse:
+def _json(request: HttpRequest, status: int, data: dict[str, Any],
+          audited: bool = False) -> HttpResponse:
+    """An error response; a refused change by a known user also leaves an audit row."""
+    if not audited and request.method not in SAFE_METHODS and status < 500:
+        _audit_refusal(request, status, data)
     return api.create_response(request, data, status=status)
+
+
+def _audit_refusal(request: HttpRequest, status: int, data: dict[str, Any]) -> None:
+    actor = getattr(request, "auth", None) or request.user
+    if not getattr(actor, "is_authenticated", False):
+        return  # anonymous refusals (401) would only let strangers fill the log
+    try:
+        AuditEntry.objects.create(
+            actor=actor, action="api.refused", object_type="route",
+            object_id=request.path[:255],
+            detail={"method": request.method, "status": status,
+                    "reason": str(data.get("detail"))[:1000]})
+    except Exception:  # the refusal stands even if it cannot be recorded
+        logger.exception("could not audit a refused %s %s", request.method, request.path)
 
 
 def _field_errors(request: HttpRequest, errors: list[dict[str, Any]]) -> HttpResponse:
@@ -237,7 +256,7 @@ def _not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 @api.exception_handler(Forbidden)
 def _forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
-    return _json(request, 403, {"detail": str(exc)})
+    return _json(request, 403, {"detail": str(exc)}, audited=True)  # by the service
 
 
 @api.exception_handler(UnknownGraph)
@@ -254,9 +273,9 @@ def _invalid(request: HttpRequest, exc: InvalidRequest) -> HttpResponse:
 
 @api.exception_handler(StaleAnswer)
 def _stale_answer(request: HttpRequest, exc: StaleAnswer) -> HttpResponse:
-    return _conflict(request, str(exc), exc.latest, interrupt_id=exc.interrupt_id,
-                     status=exc.status, answered_by=exc.answered_by,
-                     answered_at=exc.answered_at)
+    return _conflict(request, str(exc), exc.latest, audited=True,  # by the service
+                     interrupt_id=exc.interrupt_id, status=exc.status,
+                     answered_by=exc.answered_by, answered_at=exc.answered_at)
 
 
 @api.exception_handler(StaleResumeTarget)
@@ -276,13 +295,13 @@ def _resume_error(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 
 def _conflict(request: HttpRequest, detail: str, latest: dict[str, Any],
-              **fields: Any) -> HttpResponse:
+              audited: bool = False, **fields: Any) -> HttpResponse:
     """409 with where things stand now; pending interrupts as ids, whatever the source."""
     pending = [i["id"] if isinstance(i, dict) else str(i) for i in latest.get("interrupts") or []]
     latest = {k: v for k, v in latest.items()
               if k in ("run_id", "thread_id", "root_thread_id", "checkpoint_id", "status")}
     return _json(request, 409, {"detail": detail, **fields,
-                                "latest": {**latest, "interrupts": pending}})
+                                "latest": {**latest, "interrupts": pending}}, audited)
 
 
 @api.exception_handler(ValidationError)
@@ -305,7 +324,9 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
                                         "type": "json_invalid"}])
     if isinstance(cause, BodyRefused):
         return _json(request, cause.status, {"detail": str(cause)})
-    return _json(request, exc.status_code, {"detail": str(exc)})
+    # AuthorizationError comes from the read gate, which audits its own refusals.
+    return _json(request, exc.status_code, {"detail": str(exc)},
+                 audited=isinstance(exc, AuthorizationError))
 
 
 @api.exception_handler(Exception)
