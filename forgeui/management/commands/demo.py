@@ -33,26 +33,32 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-runs", action="store_true", help="users only")
+        parser.add_argument("--quiet", action="store_true", help="print nothing")
 
-    def handle(self, *args: Any, no_runs: bool, **options: Any) -> None:
+    def handle(self, *args: Any, no_runs: bool, quiet: bool, **options: Any) -> None:
+        self.quiet = quiet
         for username, password in ACCOUNTS.items():
             ensure_user(username, password, group=username, staff=username == "auditor")
         ensure_user(*ADMIN_ACCOUNT, superuser=True)
         if not no_runs:
             self.start_demo_runs()
         for username, password in [*ACCOUNTS.items(), ADMIN_ACCOUNT]:
-            self.stdout.write(f"  {username:<10} password: {password}")
+            self.say(f"  {username:<10} password: {password}")
+
+    def say(self, line: str) -> None:
+        if not self.quiet:
+            self.stdout.write(line)
 
     def start_demo_runs(self) -> None:
-        starter = User.objects.get(username="reviewer")
+        starter = User.objects.get(username="supervisor")  # the role that starts runs
         for graph, demo_input in DEMO_INPUTS.items():
             if graph not in registry.graph_names():
                 continue
             if Run.objects.roots().filter(graph=registry.get_executor(graph).name).exists():
-                self.stdout.write(f"demo run of {graph}: already there")
+                self.say(f"demo run of {graph}: already there")
                 continue
             started = services.start_run(starter, graph, demo_input)
-            self.stdout.write(f"demo run of {graph}: thread {started.thread_id}")
+            self.say(f"demo run of {graph}: thread {started.thread_id}")
         wait_for_tasks()  # the inbox is populated when this command returns
 
 
@@ -66,5 +72,5 @@ def ensure_user(username: str, password: str, group: str | None = None, staff: b
         user.set_password(password)
         user.save()
     if group:
-        user.groups.add(Group.objects.get(name=group))
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
     return user
