@@ -1,0 +1,349 @@
+"""The inbox websocket through the real ASGI stack (``forgeui.asgi.application``).
+
+Channels' ``WebsocketCommunicator`` drives the same middleware daphne serves (origin
+checks, session auth) on the in-memory channel layer the embedded default uses; rows come
+from real runs of the demo graphs, started and answered through ``forgeui.services``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.contrib.sessions.models import Session
+from django.test import Client
+
+from forgeui import services
+from forgeui.asgi import application
+from forgeui.models import Event, Interrupt
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+
+HOST = "localhost:8000"  # in ALLOWED_HOSTS of the settings the application was built with
+ORIGIN = f"http://{HOST}"
+ROW = re.compile(r'<tr id="int-([0-9a-f]+)" class="row')
+DELETED = re.compile(r'<tr id="int-([0-9a-f]+)" hx-swap-oob="delete">')
+CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
+
+
+def session_cookie(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def headers(cookie: str | None = None, origin: str | None = ORIGIN, host: str = HOST,
+            extra: list[tuple[bytes, bytes]] | None = None) -> list[tuple[bytes, bytes]]:
+    found = [(b"host", host.encode())]
+    if origin is not None:
+        found.append((b"origin", origin.encode()))
+    if cookie is not None:
+        found.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()))
+    return found + (extra or [])
+
+
+Connect = Callable[..., Any]
+
+
+@pytest.fixture
+async def connect() -> AsyncIterator[Connect]:
+    """Open sockets; every one still open is closed when the test ends."""
+    opened: list[WebsocketCommunicator] = []
+
+    async def open_socket(cookie: str | None, path: str = "/ws/inbox/",
+                          **kwargs: Any) -> tuple[WebsocketCommunicator, bool, Any]:
+        socket = WebsocketCommunicator(application, path, headers=headers(cookie, **kwargs))
+        connected, code = await socket.connect(timeout=5)
+        if connected:
+            opened.append(socket)
+        return socket, connected, code
+
+    yield open_socket
+    for socket in opened:
+        await socket.disconnect()
+
+
+@pytest.fixture
+def cookies(users: dict[str, User]) -> dict[str, str]:
+    return {name: session_cookie(user) for name, user in users.items()}
+
+
+async def frame(socket: WebsocketCommunicator, wait: float = 3) -> str:
+    return await socket.receive_from(timeout=wait)
+
+
+async def frame_with(socket: WebsocketCommunicator, pattern: re.Pattern[str],
+                     wait: float = 5) -> str:
+    """The next frame matching ``pattern`` (frames about other events are skipped)."""
+    deadline = asyncio.get_running_loop().time() + wait
+    while (left := deadline - asyncio.get_running_loop().time()) > 0:
+        text = await frame(socket, left)
+        if pattern.search(text):
+            return text
+    raise AssertionError(f"no frame matching {pattern.pattern}")
+
+
+async def caught_up(socket: WebsocketCommunicator, after: int = 0) -> str:
+    await socket.send_json_to({"after": after})
+    return await frame(socket)
+
+
+start_run = sync_to_async(services.start_run)
+answer = sync_to_async(services.answer_interrupt)
+last_event = sync_to_async(Event.objects.last_id)
+
+
+@sync_to_async
+def pending_of(thread_id: str) -> list[Interrupt]:
+    return list(Interrupt.objects.of_tree(thread_id).pending().by_age())
+
+
+async def started(users: dict[str, User], graph: str = "transfer") -> list[Interrupt]:
+    run = await start_run(users["supervisor"], graph, {"amount": 5})
+    return await pending_of(run.thread_id)
+
+
+# -- who may connect ------------------------------------------------------------------------
+
+
+async def test_an_anonymous_socket_is_refused(connect: Connect) -> None:
+    _, connected, _ = await connect(None)
+    assert not connected
+
+
+async def test_a_user_without_a_role_is_refused(connect: Connect, cookies: dict[str, str]) -> None:
+    _, connected, _ = await connect(cookies["nobody"])
+    assert not connected
+
+
+async def test_a_stale_session_cookie_is_refused(connect: Connect) -> None:
+    _, connected, _ = await connect("not-a-session")
+    assert not connected
+
+
+@pytest.mark.parametrize("name", ["reviewer", "supervisor", "auditor"])
+async def test_each_role_connects_from_the_site_itself(connect: Connect, cookies: dict[str, str],
+                                                      name: str) -> None:
+    socket, connected, _ = await connect(cookies[name])
+    assert connected
+    assert CURSOR.search(await caught_up(socket))
+
+
+@pytest.mark.parametrize("origin", [
+    "http://evil.example",          # another domain
+    "http://localhost.evil.example",  # a look-alike subdomain of another domain
+    "http://evil-localhost:8000",   # a look-alike name
+    "https://localhost:8000",       # wrong scheme
+    "http://localhost:8001",        # wrong port
+    "http://localhost",             # wrong (default) port
+    "null",                         # sandboxed iframes, file:// pages
+    "",                             # empty
+    None,                           # missing
+    "http://localhost:8000/path",   # not an origin at all
+])
+async def test_handshakes_from_other_origins_are_refused(connect: Connect, cookies: dict[str, str],
+                                                        origin: str | None) -> None:
+    _, connected, _ = await connect(cookies["reviewer"], origin=origin)
+    assert not connected
+
+
+async def test_two_origin_headers_are_refused(connect: Connect, cookies: dict[str, str]) -> None:
+    _, connected, _ = await connect(cookies["reviewer"],
+                                    extra=[(b"origin", b"http://evil.example")])
+    assert not connected
+
+
+async def test_an_allowed_host_on_its_own_port_is_accepted(connect: Connect,
+                                                          cookies: dict[str, str]) -> None:
+    for host in ("127.0.0.1:9000", "localhost"):
+        _, connected, _ = await connect(cookies["reviewer"], host=host, origin=f"http://{host}")
+        assert connected, host
+
+
+async def test_a_host_outside_allowed_hosts_is_refused_even_same_origin(
+        connect: Connect, cookies: dict[str, str]) -> None:
+    _, connected, _ = await connect(cookies["reviewer"], host="evil.example",
+                                    origin="http://evil.example")
+    assert not connected
+
+
+# -- what it pushes -------------------------------------------------------------------------
+
+
+async def test_a_new_interrupt_arrives_and_leaves_when_answered(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    [pending] = await started(users)
+    text = await frame_with(socket, ROW)
+    assert ROW.search(text).group(1) == pending.pk
+    assert 'hx-swap-oob="afterbegin:#inbox-rows"' in text
+    assert 'value="approve"' in text  # a reviewer may answer from the row
+    assert int(CURSOR.search(text).group(1)) > 0
+    await answer(users["supervisor"], pending.pk, True)
+    text = await frame_with(socket, DELETED)
+    assert DELETED.search(text).group(1) == pending.pk
+
+
+async def test_an_auditor_gets_rows_without_answer_buttons(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["auditor"])
+    await caught_up(socket, await last_event())
+    await started(users)
+    text = await frame_with(socket, ROW)
+    assert "hx-post" not in text and 'value="approve"' not in text and ">View<" in text
+
+
+async def test_payloads_are_escaped_in_pushed_rows(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    run = await start_run(users["supervisor"], "nested", {"x": "<script>alert(1)</script>"})
+    text = await frame_with(socket, ROW)
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert run.thread_id
+
+
+async def test_filters_keep_other_rows_out(connect: Connect, cookies: dict[str, str],
+                                           users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"], "/ws/inbox/?graph=deploy&sort=oldest")
+    await caught_up(socket, await last_event())
+    await started(users, "transfer")
+    assert not ROW.search(await frame(socket))  # the cursor moves, no row
+    [deploy] = await started(users, "deploy")
+    text = await frame_with(socket, ROW)
+    assert ROW.search(text).group(1) == deploy.pk
+    assert 'hx-swap-oob="beforeend:#inbox-rows"' in text  # oldest first: new rows go last
+
+
+async def test_a_namespace_filter_matches_the_run_tree_path(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    path = "/ws/inbox/?namespace=supervisor/writer_agent"
+    socket, _, _ = await connect(cookies["reviewer"], path)
+    await caught_up(socket, await last_event())
+    pending = await started(users, "supervisor")
+    writer = next(i for i in pending if i.sub_agent_id == "writer_agent")
+    seen: set[str] = set()
+    for _ in range(6):  # one frame per event of the run
+        try:
+            seen.update(ROW.findall(await frame(socket, 1)))
+        except TimeoutError:
+            break
+    assert seen == {writer.pk}
+
+
+async def test_reconnecting_catches_up_on_what_was_missed(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    before = int(CURSOR.search(await caught_up(socket, await last_event())).group(1))
+    await socket.disconnect()
+    [answered] = await started(users)
+    [waiting] = await started(users, "deploy")
+    await answer(users["supervisor"], answered.pk, True)
+
+    again, _, _ = await connect(cookies["reviewer"])
+    text = await caught_up(again, before)
+    assert ROW.findall(text) == [waiting.pk]       # still pending: a row
+    assert answered.pk in DELETED.findall(text)     # answered meanwhile: no row
+    assert int(CURSOR.search(text).group(1)) == await last_event()
+
+
+async def test_catching_up_from_the_current_cursor_sends_nothing_new(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    await started(users)
+    socket, _, _ = await connect(cookies["reviewer"])
+    text = await caught_up(socket, await last_event())
+    assert not ROW.search(text) and not DELETED.search(text)
+
+
+async def test_malformed_client_messages_are_ignored(connect: Connect,
+                                                     cookies: dict[str, str]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    for message in ({"after": "7; drop"}, {"after": -1}, {"after": True}, ["after"]):
+        await socket.send_json_to(message)
+    assert await socket.receive_nothing(timeout=0.3)
+    assert CURSOR.search(await caught_up(socket))  # still working
+
+
+async def test_a_run_page_socket_hears_only_its_own_tree(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    [mine] = await started(users, "deploy")
+    socket, _, _ = await connect(cookies["supervisor"], f"/ws/inbox/?tree={mine.root_thread_id}")
+    await socket.send_json_to({"after": await last_event()})
+    await started(users, "transfer")
+    assert await socket.receive_nothing(timeout=0.5)
+    await answer(users["supervisor"], mine.pk, True)
+    text = await frame(socket)
+    assert 'id="tree-changed"' in text and "<tr" not in text
+
+
+# -- losing access closes the socket --------------------------------------------------------
+
+
+async def closed_within(socket: WebsocketCommunicator, seconds: float) -> int:
+    message = await socket.receive_output(timeout=seconds)
+    while message["type"] == "websocket.send":  # rows may still be on their way
+        message = await socket.receive_output(timeout=seconds)
+    assert message["type"] == "websocket.close"
+    return message.get("code")
+
+
+async def test_logging_out_closes_that_sessions_socket(connect: Connect,
+                                                       users: dict[str, User]) -> None:
+    client = Client()
+    await sync_to_async(client.force_login)(users["reviewer"])
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    other = await sync_to_async(session_cookie)(users["supervisor"])
+    socket, _, _ = await connect(cookie)
+    bystander, _, _ = await connect(other)
+    await sync_to_async(client.post)("/accounts/logout/")
+    assert await closed_within(socket, 2) == 4401
+    assert await bystander.receive_nothing(timeout=0.3)
+
+
+async def test_losing_the_role_closes_the_socket(connect: Connect, cookies: dict[str, str],
+                                                 users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    group = await sync_to_async(Group.objects.get)(name="reviewer")
+    await sync_to_async(users["reviewer"].groups.remove)(group)
+    assert await closed_within(socket, 2) == 4403
+
+
+async def test_emptying_the_group_closes_its_members_sockets(
+        connect: Connect, cookies: dict[str, str]) -> None:
+    socket, _, _ = await connect(cookies["auditor"])
+    group = await sync_to_async(Group.objects.get)(name="auditor")
+    await sync_to_async(group.user_set.clear)()
+    assert await closed_within(socket, 2) == 4403
+
+
+async def test_deactivating_the_user_closes_the_socket(connect: Connect, cookies: dict[str, str],
+                                                       users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["supervisor"])
+    user = users["supervisor"]
+    user.is_active = False
+    await sync_to_async(user.save)()
+    assert await closed_within(socket, 2) == 4401
+
+
+async def test_a_session_deleted_behind_our_back_closes_within_two_seconds(
+        connect: Connect, cookies: dict[str, str]) -> None:
+    """No signal fires for this (like a change made in another process): the re-check."""
+    socket, _, _ = await connect(cookies["reviewer"])
+    await sync_to_async(Session.objects.filter(session_key=cookies["reviewer"]).delete)()
+    assert await closed_within(socket, 2) == 4401
+
+
+async def test_a_role_lost_without_signals_closes_within_two_seconds(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    through = User.groups.through
+    await sync_to_async(through.objects.filter(user=users["reviewer"]).delete)()
+    assert await closed_within(socket, 2) == 4403
