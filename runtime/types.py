@@ -34,7 +34,7 @@ class Interrupt:
     default: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Interrupt:

@@ -1,0 +1,167 @@
+"""Durable-store benchmark: ``DjangoCheckpointStore`` vs LangGraph's SQL savers.
+
+The workload of ``runtime_vs_langgraph.py`` (phases A: start to the interrupt, B: resume
+to the end), on SQLite (WAL, synchronous=FULL) and on PostgreSQL, beside LangGraph's
+``SqliteSaver`` / ``PostgresSaver`` and beside the raw limit: single-row
+insert-and-commit rate of the same database. Every completed step is checkpointed
+(``durability="sync"``), so crash safety is not traded for speed.
+
+Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. Each database runs
+in its own subprocess (Django settings are per process); PostgreSQL uses the database
+``forge_bench`` on 127.0.0.1, created fresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_BENCH = "postgresql://postgres@127.0.0.1:5432/forge_bench"
+
+
+def raw_commit_rate(kind: str, target: str, n: int = 2000) -> float:
+    """Single-row INSERT + COMMIT per row: the ceiling for one-commit-per-step stores."""
+    if kind == "sqlite":
+        conn = sqlite3.connect(target, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE IF NOT EXISTS raw (id INTEGER PRIMARY KEY, v TEXT)")
+        start = time.perf_counter()
+        for i in range(n):
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO raw (v) VALUES (?)", (str(i),))
+            conn.execute("COMMIT")
+        return n / (time.perf_counter() - start)
+    import psycopg
+
+    with psycopg.connect(target, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS raw (id serial PRIMARY KEY, v text)")
+        start = time.perf_counter()
+        for i in range(n):
+            conn.execute("INSERT INTO raw (v) VALUES (%s)", (str(i),))
+        return n / (time.perf_counter() - start)
+
+
+def forge_side(n: int) -> dict[str, float]:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from runtime_vs_langgraph import forge_executor
+
+    from forgeui.store import DjangoCheckpointStore
+
+    ex = forge_executor(DjangoCheckpointStore())
+
+    async def phases() -> dict[str, float]:
+        t0 = time.perf_counter()
+        paused = [await ex.run({"amount": i}) for i in range(n)]
+        a = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        done = [await ex.resume(r.thread_id, "yes") for r in paused]
+        b = time.perf_counter() - t0
+        assert all(d.output["done"] and d.output["answer"] == "yes" for d in done)
+        saved = len(await ex.store.list(paused[0].thread_id))  # type: ignore[union-attr]
+        return {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+
+    return asyncio.run(phases())
+
+
+def langgraph_side(kind: str, target: str, n: int) -> dict[str, float]:
+    from langgraph.types import Command
+    from runtime_vs_langgraph import langgraph_graph
+
+    def phases(saver: Any) -> dict[str, float]:
+        graph = langgraph_graph(saver)
+        cfg = [{"configurable": {"thread_id": f"lg{i}"}} for i in range(n)]
+        t0 = time.perf_counter()
+        for i in range(n):
+            graph.invoke({"amount": i}, cfg[i])
+        a = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        results = [graph.invoke(Command(resume="yes"), c) for c in cfg]
+        b = time.perf_counter() - t0
+        assert all(r["done"] and r["answer"] == "yes" for r in results)
+        saved = len(list(graph.get_state_history(cfg[0])))
+        return {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(target, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        return phases(SqliteSaver(conn))
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(target) as saver:
+        saver.setup()
+        return phases(saver)
+
+
+def child(kind: str, n: int) -> None:
+    """One database, in its own process: forge, LangGraph, raw commits."""
+    if kind == "sqlite":
+        folder = tempfile.mkdtemp(prefix="forge-bench-")
+        os.environ["DATABASE_URL"] = f"sqlite:///{folder}/forge.sqlite3"
+        lg_target, raw_target = f"{folder}/langgraph.sqlite3", f"{folder}/raw.sqlite3"
+    else:
+        os.environ["DATABASE_URL"] = PG_BENCH
+        lg_target = raw_target = PG_BENCH
+    result = {"forge": forge_side(n), "langgraph": langgraph_side(kind, lg_target, n),
+              "raw_commits_per_s": raw_commit_rate(kind, raw_target)}
+    print(json.dumps(result))
+
+
+def fresh_postgres_database() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS forge_bench")
+        conn.execute("CREATE DATABASE forge_bench")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=300)
+    parser.add_argument("--child", choices=["sqlite", "postgres"])
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.threads)
+        return
+    for kind in ("sqlite", "postgres"):
+        if kind == "postgres":
+            fresh_postgres_database()
+        out = subprocess.run([sys.executable, __file__, "--child", kind, "--threads",
+                              str(args.threads)], check=True, capture_output=True, text=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        f, lg = r["forge"], r["langgraph"]
+        print(f"\n{kind}: {args.threads} threads, raw insert+commit "
+              f"{r['raw_commits_per_s']:,.0f}/s")
+        print(f"{'phase':<6}{'forge':>10}{'langgraph':>12}{'ratio':>8}")
+        for phase, unit in (("A", "starts/s"), ("B", "resumes/s")):
+            print(f"{phase:<6}{f[phase]:>10,.0f}{lg[phase]:>12,.0f}{f[phase] / lg[phase]:>7.1f}x"
+                  f"  {unit}")
+        print(f"checkpoints per finished run: forge {f['checkpoints_per_run']:.0f}, "
+              f"langgraph {lg['checkpoints_per_run']:.0f}")
+
+
+if __name__ == "__main__":
+    main()
