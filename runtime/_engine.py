@@ -359,15 +359,21 @@ class RunExecution:
         self.cp.once[key] = result
         await self.save("running")
 
-    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Finish ``coro`` from a sync node, which runs in a worker thread or inline."""
+    def check_can_block(self) -> None:
+        """Refuse a sync ``once`` from an async node before it calls anything."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
+            return
         if running is self.shared.loop and not self._inline_sync_node:
-            coro.close()
             raise ForgeError("ctx.once is for sync nodes; async nodes use await ctx.once_async")
+
+    def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Finish ``coro`` from a sync node, which runs in a worker thread or inline."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
         # An inline sync node blocks the tree's loop, so nothing else of this run moves:
         # saving on a side loop is safe, and the save is done before once() returns.
         return _SIDE_LOOP.submit(asyncio.run, coro).result()

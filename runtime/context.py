@@ -85,6 +85,7 @@ class NodeContext:
         The result is saved in a checkpoint before this returns, so a crash right after
         does not repeat the side effect.
         """
+        self._execution.check_can_block()
         recorded = self._execution.cp.once
         if key in recorded:
             return json_copy(recorded[key])
