@@ -14,26 +14,36 @@ from collections.abc import Iterator
 
 import pytest
 
-SERVICES = {"postgres": ("127.0.0.1", 5432), "redis": ("127.0.0.1", 6379)}
+SERVICES = ("postgres", "redis")
+REDIS = ("127.0.0.1", 6379)
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+def address(name: str) -> tuple[str, int]:
+    if name == "redis":
+        return REDIS
+    from django.conf import settings
+
+    db = settings.DATABASES["postgres"]
+    return db["HOST"], int(db["PORT"] or 5432)
+
+
 @functools.cache
 def service_up(name: str) -> bool:
     """Probe a service once per session, with a real protocol round trip."""
+    host, port = address(name)
     try:
         if name == "postgres":
             import psycopg
             from django.conf import settings
 
             db = settings.DATABASES["postgres"]
-            with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"],
-                                 dbname=db["NAME"], connect_timeout=2):
+            with psycopg.connect(host=host, port=port, user=db["USER"], dbname=db["NAME"],
+                                 connect_timeout=2):
                 return True
-        host, port = SERVICES[name]
         with socket.create_connection((host, port), timeout=2) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(16).startswith(b"+PONG")
@@ -59,7 +69,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _require_services(request: pytest.FixtureRequest) -> None:
     for name in SERVICES:
         if request.node.get_closest_marker(name) and not service_up(name):
-            message = f"{name} is not reachable on {SERVICES[name][0]}:{SERVICES[name][1]}"
+            message = "{} is not reachable on {}:{}".format(name, *address(name))
             if in_ci():
                 pytest.fail(f"{message} (CI=true: required)", pytrace=False)
             pytest.skip(message)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 
 import pytest
 from channels.layers import get_channel_layer
-from django.db import IntegrityError
+from django.db import IntegrityError, connections
 
 from forgeui import registry
 from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE
@@ -105,3 +107,25 @@ async def test_integrity_errors_that_are_not_conflicts_are_not_disguised(
     with pytest.raises(IntegrityError):
         await store.save(cp)
     assert await store.load("t-bug") is None
+
+
+def test_the_store_works_under_asyncio_run_in_worker_threads(
+    store: DjangoCheckpointStore,
+) -> None:
+    """How tasks drive graphs: each worker thread runs its own event loop."""
+    ex = executor("transfer", store)
+    results: list[str] = []
+
+    def worker() -> None:
+        try:
+            results.append(asyncio.run(ex.run({"from": threading.current_thread().name})).status)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == ["interrupted"] * 4
+    assert Run.objects.filter(status="interrupted").count() == 4
