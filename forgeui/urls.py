@@ -14,9 +14,11 @@ pages: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/", views.run_detail, name="run"),
     path("runs/<str:run_id>/steer/", views.steer, name="steer"),
     path("runs/<str:run_id>/cancel/", views.cancel, name="cancel"),
-    path("threads/<str:thread_id>/", views.thread_timeline, name="timeline"),
-    path("threads/<str:thread_id>/export.json", views.thread_export, name="timeline-export"),
-    path("threads/<str:thread_id>/fork/", views.fork, name="fork"),
+    # A sub-agent's thread id holds slashes ("<root>/<agent>:<id>"); the suffixed routes
+    # come first so the greedy <path:> of the timeline cannot swallow them.
+    path("threads/<path:thread_id>/export.json", views.thread_export, name="timeline-export"),
+    path("threads/<path:thread_id>/fork/", views.fork, name="fork"),
+    path("threads/<path:thread_id>/", views.thread_timeline, name="timeline"),
     path("audit/", views.audit, name="audit"),
     path("audit/export.json", views.audit_export, name="audit-export"),
 ]

@@ -29,7 +29,14 @@ from runtime.errors import ForgeError
 from . import registry, runtree, services, timeline
 from .exceptions import Forbidden, ForgeUIError, InvalidRequest, NotFound, StaleAnswer
 from .forms import AnswerRejected, read_answer, schema_form_class
-from .inbox import PAGE_SIZE, InboxFilters, answer_schema, declared_actions, row_context
+from .inbox import (
+    PAGE_SIZE,
+    InboxFilters,
+    answer_schema,
+    declared_actions,
+    payload_summary,
+    row_context,
+)
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
 from .roles import Action, allowed, roles_of
 
@@ -75,7 +82,8 @@ def refusal(request: HttpRequest, exc: Exception) -> HttpResponse:
     status = next(code for kind, code in REFUSAL_STATUS if isinstance(exc, kind))
     response = render(request, "forgeui/base.html#refusal", {"message": str(exc)}, status=status)
     if is_htmx(request):  # shown above the page, whatever the form meant to swap
-        response.headers.update({"HX-Retarget": "#notices", "HX-Reswap": "innerHTML"})
+        response.headers["HX-Retarget"] = "#notices"
+        response.headers["HX-Reswap"] = "innerHTML"
     return response
 
 
@@ -118,6 +126,7 @@ def panel_context(interrupt: Interrupt, **extra: Any) -> dict[str, Any]:
     form_class = schema_form_class(schema)
     context = {
         "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
+        "summary": payload_summary(interrupt.payload),
         "path": "/".join(interrupt.namespace), "actions": declared_actions(interrupt.payload),
         "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
         "plain": not declared_actions(interrupt.payload) and schema is None,
