@@ -13,20 +13,26 @@ replays and out-of-order delivery end in the same page.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import timezone
 
 from . import access
 from .events import INBOX_GROUP
 from .inbox import InboxFilters, oob_cursor, oob_delete, oob_upsert, render_row
 from .models import Event, Interrupt
 from .roles import Action, allowed
+
+logger = logging.getLogger(__name__)
 
 CATCH_UP_BATCH = 500  # events read per query while catching up
 ROWS_PER_FRAME = 200  # rows per websocket message while catching up
@@ -104,6 +110,80 @@ class SnapshotCache:
 snapshots = SnapshotCache()
 
 
+def unheard_events(after: int, heard: set[int], settle: float) -> tuple[list[int], int]:
+    """Events after ``after``, at least ``settle`` seconds old, that were not announced
+    to us; and the newest such id, below which nothing is left to look at."""
+    cutoff = timezone.now() - timedelta(seconds=settle)
+    settled = list(Event.objects.after(after).filter(created_at__lte=cutoff)
+                   .values_list("id", flat=True)[:CATCH_UP_BATCH])
+    return [i for i in settled if i not in heard], max(settled, default=after)
+
+
+class EventFeed:
+    """A fallback for events no channel-layer message announced here.
+
+    With the in-memory layer, a run started by another process (``manage.py start_run``
+    beside daphne) writes its events to the database but cannot reach this process's
+    sockets. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and hands
+    events it has not heard of, once they are ``SETTLE_SECONDS`` old (the layer had its
+    chance), to its sockets. Pushing a row twice is harmless: rows are idempotent.
+    """
+
+    POLL_SECONDS = 0.5
+    SETTLE_SECONDS = 0.5
+
+    def __init__(self) -> None:
+        self.sockets: set[InboxConsumer] = set()
+        self.heard: set[int] = set()
+        self.floor: int | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def hear(self, event_id: int) -> None:
+        self.heard.add(event_id)
+
+    def add(self, consumer: InboxConsumer) -> None:
+        self.sockets.add(consumer)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self.run())
+
+    def discard(self, consumer: InboxConsumer) -> None:
+        self.sockets.discard(consumer)
+        if not self.sockets and self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def run(self) -> None:
+        if self.floor is None:
+            self.floor = await database_sync_to_async(Event.objects.last_id)()
+        while self.sockets:
+            await asyncio.sleep(self.POLL_SECONDS)
+            try:
+                await self.poll()
+            except Exception:
+                logger.exception("polling inbox events failed")
+
+    async def poll(self) -> None:
+        assert self.floor is not None
+        missed, self.floor = await database_sync_to_async(unheard_events)(
+            self.floor, set(self.heard), self.SETTLE_SECONDS)
+        self.heard = {i for i in self.heard if i > self.floor}
+        for event_id in missed:
+            for consumer in list(self.sockets):
+                await consumer.inbox_event({"event_id": event_id})
+
+
+_feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventFeed] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def feed() -> EventFeed:
+    loop = asyncio.get_running_loop()
+    if loop not in _feeds:
+        _feeds[loop] = EventFeed()
+    return _feeds[loop]
+
+
 @database_sync_to_async
 def may_read(user: Any) -> tuple[bool, bool]:
     """(may watch the inbox, may answer from it), read fresh from the database."""
@@ -135,10 +215,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         access.watcher().add(self)
+        feed().add(self)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "access_key"):
             access.watcher().discard(self)
+            feed().discard(self)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         after = content.get("after") if isinstance(content, dict) else None
@@ -147,7 +229,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             await self.push(found, last)
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
-        """``events.publish`` announced a committed change."""
+        """``events.publish`` announced a committed change (or ``EventFeed`` found one)."""
+        feed().hear(int(message["event_id"]))
         found = await snapshots.get(int(message["event_id"]))
         await self.push([found], found.event_id)
 
@@ -161,6 +244,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
 
     async def revoke(self, code: int) -> None:
         access.watcher().discard(self)
+        feed().discard(self)
         await self.close(code=code)
 
     async def push(self, found: list[Snapshot], last: int) -> None:

@@ -255,6 +255,21 @@ async def test_reconnecting_catches_up_on_what_was_missed(
     assert int(CURSOR.search(text).group(1)) == await last_event()
 
 
+async def test_events_no_layer_message_announced_still_arrive_within_a_second(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process on the in-memory layer: its events reach only the database."""
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    monkeypatch.setattr("forgeui.events.announce", lambda event_ids: None)
+    [pending] = await started(users)
+    loop = asyncio.get_running_loop()
+    begun = loop.time()
+    text = await frame_with(socket, ROW, wait=3)
+    assert ROW.search(text).group(1) == pending.pk
+    assert loop.time() - begun < 1.5
+
+
 async def test_catching_up_from_the_current_cursor_sends_nothing_new(
         connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
     await started(users)
