@@ -6,16 +6,20 @@ thread that commits), which keeps tests deterministic; the thread-pool and RQ ba
 tests of their own.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 from forgeui.settings import *  # noqa: F403
-from forgeui.settings import BASE_DIR, DATABASES, database
+from forgeui.settings import DATABASES, database
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-SQLITE_FILE = os.path.join(tempfile.gettempdir(), f"forge-test-{os.getpid()}.sqlite3")
+# A directory per test session, gone at exit with any WAL files a test left behind.
+SQLITE_DIR = tempfile.mkdtemp(prefix="forge-test-")
+atexit.register(shutil.rmtree, SQLITE_DIR, ignore_errors=True)
 
-DATABASES["sqlite"] = database(f"sqlite:///{BASE_DIR / 'db-sqlite-alias.sqlite3'}")
+DATABASES["sqlite"] = database(f"sqlite:///{SQLITE_DIR}/sqlite-alias.sqlite3")
 DATABASES["postgres"] = database(POSTGRES_URL)
 for alias in DATABASES:
     # The extra aliases are set up only by the tests that use them, without "default".
@@ -23,7 +27,10 @@ for alias in DATABASES:
     if DATABASES[alias]["ENGINE"].endswith("sqlite3"):
         # A file, not Django's shared in-memory database: worker threads and
         # subprocesses must see what the test committed.
-        DATABASES[alias]["TEST"]["NAME"] = SQLITE_FILE.replace(".sqlite3", f"-{alias}.sqlite3")
+        DATABASES[alias]["TEST"]["NAME"] = os.path.join(SQLITE_DIR, f"test-{alias}.sqlite3")
+    elif alias == "postgres":
+        # Per session: two test runs on one server must not drop each other's database.
+        DATABASES[alias]["TEST"]["NAME"] = f"test_forge_{os.getpid()}"
 if DATABASES["default"]["ENGINE"] == DATABASES["postgres"]["ENGINE"]:
     DATABASES["postgres"]["TEST"] = {"MIRROR": "default"}
 
