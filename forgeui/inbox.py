@@ -2,8 +2,8 @@
 
 The page (``views.inbox``) and the websocket (``consumers.InboxConsumer``) render rows
 with the same partial, ``forgeui/inbox.html#row``, so a row pushed live is identical to
-one rendered with the page. The websocket sends htmx out-of-band fragments: a row is
-first deleted by id, then inserted, so a replayed event never duplicates a row.
+one rendered with the page. The websocket sends htmx out-of-band fragments: rows to
+insert or delete, and the id of the newest event they reflect.
 """
 
 from __future__ import annotations
@@ -127,14 +127,16 @@ def row_dom_id(interrupt_id: str) -> str:
 
 
 def oob_upsert(row_html: str, interrupt_id: str, swap: str) -> str:
-    """Delete any copy of the row, then insert it: replaying an event stays idempotent."""
-    return oob_delete(interrupt_id) + (
-        f'<tbody hx-swap-oob="{swap}:#inbox-rows">{row_html}</tbody>'
-    )
+    """Insert a row. Table rows cannot stand alone in HTML, so the out-of-band element
+    travels in a ``<template>`` (htmx swaps template contents); the page (forge.js)
+    drops an older copy of the row first, so a replayed event never duplicates it."""
+    return f'<template><tbody hx-swap-oob="{swap}:#inbox-rows">{row_html}</tbody></template>'
 
 
 def oob_delete(interrupt_id: str) -> str:
-    return f'<tr id="{escape(row_dom_id(interrupt_id))}" hx-swap-oob="delete"></tr>'
+    """Remove a row (the page skips this when it does not show that row)."""
+    return (f'<template><tr id="{escape(row_dom_id(interrupt_id))}" hx-swap-oob="delete">'
+            '</tr></template>')
 
 
 def oob_cursor(event_id: int, element_id: str = "inbox-cursor") -> str:

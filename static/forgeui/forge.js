@@ -29,6 +29,28 @@
     setLive("on", " live");
   });
 
+  // The server pushes out-of-band fragments; rows travel inside <template> (a <tr> cannot
+  // stand alone in HTML), which htmx.swap handles and the ws extension's own loop does not.
+  // Before swapping: an inserted row replaces an older copy of itself (replays), and a
+  // delete for a row this page does not show is dropped (htmx would log it as an error).
+  document.addEventListener("htmx:wsBeforeMessage", function (evt) {
+    var holder = document.createElement("template");
+    holder.innerHTML = evt.detail.message;
+    holder.content.querySelectorAll("template").forEach(function (inner) {
+      inner.content.querySelectorAll("tr[id]").forEach(function (row) {
+        var shown = document.getElementById(row.id);
+        if (row.getAttribute("hx-swap-oob") === "delete") {
+          if (!shown) row.remove();
+        } else if (shown) {
+          shown.remove();
+        }
+      });
+    });
+    evt.preventDefault();
+    htmx.swap(evt.target, holder.innerHTML, { swapStyle: "none" });
+    refreshAges(evt.target);
+  });
+
   document.addEventListener("htmx:wsClose", function (evt) {
     var code = evt.detail.event.code;
     // 4401 logged out, 4403 role lost: the server will not take us back; say so.
@@ -88,6 +110,5 @@
 
   document.addEventListener("DOMContentLoaded", function () { refreshAges(); });
   document.addEventListener("htmx:afterSettle", function () { refreshAges(); });
-  document.addEventListener("htmx:wsAfterMessage", function () { refreshAges(); });
   setInterval(refreshAges, 15000);
 })();

@@ -1,0 +1,172 @@
+"""A live forge for the browser tests: daphne on a free port, a SQLite file, demo users.
+
+The server runs the embedded settings (``forgeui.settings``: in-memory channel layer and
+in-process tasks, both fine since daphne is one process) in a subprocess, exactly as
+``make run`` does, so the browser meets the real ASGI stack: origin checks, sessions,
+the websocket consumer and the task pool. Chromium is Debian's ``/usr/bin/chromium``;
+when it is missing the tests are skipped, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import in_ci
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PASSWORDS = {"reviewer": "forge-reviewer", "supervisor": "forge-supervisor",
+             "auditor": "forge-auditor"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    url: str
+    env: dict[str, str]
+    tokens: dict[str, str]
+
+    def api(self, method: str, path: str, body: Any = None, who: str = "supervisor") -> Any:
+        """Call the JSON API with a bearer token (how scripts start runs)."""
+        request = urllib.request.Request(
+            self.url + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.tokens[who]}",
+                     "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:500]!r}") from None
+
+    def start(self, graph: str, data: Any = None) -> list[dict[str, Any]]:
+        """Start a run; its pending interrupts once the run has paused."""
+        started = self.api("POST", "/api/runs", {"graph": graph, "input": data or {}})
+        return self.pending(started["thread_id"], at_least=1)
+
+    def pending(self, root_thread_id: str, at_least: int = 0,
+                timeout: float = 10) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.api("GET", f"/api/interrupts?status=pending&root_thread_id="
+                                    f"{root_thread_id}&limit=200")["items"]
+            if len(found) >= at_least or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stderr}"
+    return done.stdout
+
+
+def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"daphne exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/api/health", timeout=1):
+                return
+        except (OSError, urllib.error.URLError):
+            time.sleep(0.1)
+    raise RuntimeError("daphne did not come up")
+
+
+@pytest.fixture(scope="session")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("live")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
+               DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
+               ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
+    manage(env, "migrate", "--verbosity", "0")
+    manage(env, "demo", "--no-runs")
+    tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}
+    log = (folder / "daphne.log").open("wb")
+    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
+                              stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, server)
+        yield LiveServer(url, env, tokens)
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        message = f"Chromium is not installed at {CHROMIUM}"
+        if in_ci():
+            pytest.fail(f"{message} (CI=true: required)", pytrace=False)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+Login = Callable[..., Any]
+
+
+@pytest.fixture
+def login(browser: Any, forge: LiveServer) -> Iterator[Login]:
+    """``login("reviewer")``: a fresh browser context (its own cookies), logged in."""
+    contexts = []
+
+    def open_as(who: str, path: str = "/", live: bool = True) -> Any:
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto(f"{forge.url}/accounts/login/?next={path}")
+        page.fill("#id_username", who)
+        page.fill("#id_password", PASSWORDS[who])
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{forge.url}{path}")
+        if live:
+            page.wait_for_selector("#live-status[data-state=on]")
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()

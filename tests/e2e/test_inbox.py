@@ -1,0 +1,148 @@
+"""The inbox in headless Chromium against a live daphne (see ``conftest.py``).
+
+Each test starts its own runs through the API (as an integrating script would), so the
+interrupts it watches are new to every open page and arrive over the websocket.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from playwright.sync_api import expect
+
+from .conftest import LiveServer, Login
+
+ARRIVAL_S = 1.0  # issue 6: a row appears within a second of the interrupt being persisted
+
+
+def row(page: Any, interrupt_id: str) -> Any:
+    return page.locator(f"#int-{interrupt_id}")
+
+
+def test_a_new_interrupt_arrives_live_and_leaves_the_other_inbox_when_answered(
+        forge: LiveServer, login: Login) -> None:
+    mine, theirs = login("reviewer"), login("supervisor")
+    [pending] = forge.start("transfer", {"amount": 42})
+    seen = time.monotonic()
+    for page in (mine, theirs):
+        expect(row(page, pending["id"])).to_be_visible(timeout=ARRIVAL_S * 1000)
+    assert time.monotonic() - seen < ARRIVAL_S + 0.5
+    expect(row(mine, pending["id"])).to_contain_text("Approve this transfer?")
+    expect(row(mine, pending["id"])).to_contain_text("transfer")
+    row(mine, pending["id"]).get_by_role("button", name="Approve").click()
+    expect(row(mine, pending["id"])).to_have_count(0, timeout=3000)
+    expect(row(theirs, pending["id"])).to_have_count(0, timeout=3000)  # no reload
+    assert forge.pending(pending["root_thread_id"]) == []
+
+
+def test_two_browsers_answer_one_interrupt_and_the_second_is_told_who_won(
+        forge: LiveServer, login: Login) -> None:
+    [pending] = forge.start("transfer")
+    detail = f"/interrupts/{pending['id']}/"
+    first, second = login("reviewer", detail, live=False), login("supervisor", detail, live=False)
+    first.get_by_role("button", name="Approve").click()
+    expect(first.locator(".answer-panel")).to_contain_text("Your answer was recorded")
+    second.get_by_role("button", name="Reject").click()
+    stale = second.locator(".answer-panel .stale")
+    expect(stale).to_contain_text("Already answered by reviewer at")
+    expect(stale).to_contain_text("Latest checkpoint")
+    expect(second.locator(".answer-panel form")).to_have_count(0)  # the latest state instead
+
+
+def test_a_supervisor_resumes_one_sub_agent_and_its_sibling_stays_pending(
+        forge: LiveServer, login: Login) -> None:
+    pending = forge.start("supervisor", {"topic": "e2e"})
+    pending = forge.pending(pending[0]["root_thread_id"], at_least=2)
+    research = next(i for i in pending if i["sub_agent_id"] == "research_agent")
+    writer = next(i for i in pending if i["sub_agent_id"] == "writer_agent")
+    page = login("supervisor", f"/runs/{research['run_id']}/")
+    node = page.locator(f"#run-{research['run_id']}")
+    expect(node).to_contain_text("interrupted")
+    node.get_by_role("button", name="Accept").click()
+    # The tree reloads itself when the run moves on (websocket "tree changed").
+    expect(page.locator(f"#run-{research['run_id']} .status").first).to_have_text(
+        "completed", timeout=5000)
+    sibling = page.locator(f"#run-{writer['run_id']}")
+    expect(sibling.locator(".status").first).to_have_text("interrupted")
+    expect(sibling.locator(".pending-interrupt")).to_have_count(1)
+    still = forge.pending(writer["root_thread_id"])
+    assert [i["id"] for i in still] == [writer["id"]]
+
+
+def test_an_auditor_cannot_answer(forge: LiveServer, login: Login) -> None:
+    page = login("auditor")
+    [pending] = forge.start("transfer")
+    line = row(page, pending["id"])
+    expect(line).to_be_visible()
+    expect(line.get_by_role("button")).to_have_count(0)
+    expect(line.get_by_role("link", name="View")).to_be_visible()
+    page.goto(f"{forge.url}/interrupts/{pending['id']}/")
+    expect(page.locator(".answer-panel")).to_contain_text("Read-only")
+    expect(page.locator(".answer-panel form")).to_have_count(0)
+    # Forging the request the form would send: refused, and nothing is answered.
+    status = page.evaluate("""async (url) => {
+        const token = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+        const response = await fetch(url, {method: "POST", headers: {"X-CSRFToken": token,
+            "Content-Type": "application/x-www-form-urlencoded"}, body: "action=approve"});
+        return response.status;
+    }""", f"/interrupts/{pending['id']}/answer/")
+    assert status == 403
+    assert [i["id"] for i in forge.pending(pending["root_thread_id"])] == [pending["id"]]
+
+
+OPEN_SOCKET = """(url) => new Promise((resolve) => {
+    const socket = new WebSocket(url);
+    socket.onopen = () => { socket.close(); resolve("open"); };
+    socket.onclose = (event) => resolve("refused " + event.code);
+    setTimeout(() => resolve("timeout"), 5000);
+})"""
+
+
+def test_an_anonymous_websocket_is_refused(forge: LiveServer, browser: Any) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{forge.url}/accounts/login/")
+        ws_url = forge.url.replace("http://", "ws://") + "/ws/inbox/"
+        assert page.evaluate(OPEN_SOCKET, ws_url).startswith("refused")
+    finally:
+        context.close()
+
+
+def test_a_socket_opened_from_another_origin_is_refused(forge: LiveServer,
+                                                        login: Login) -> None:
+    page = login("reviewer")
+    ws_url = forge.url.replace("http://", "ws://") + "/ws/inbox/"
+    assert page.evaluate(OPEN_SOCKET, ws_url) == "open"  # the site itself, logged in
+    # Same machine, another origin (localhost is in ALLOWED_HOSTS, but not this site).
+    other = forge.url.replace("127.0.0.1", "localhost")
+    page.goto(f"{other}/accounts/login/")
+    assert page.evaluate(OPEN_SOCKET, ws_url).startswith("refused")
+
+
+def test_logging_out_in_one_tab_closes_the_inbox_socket_of_another(
+        forge: LiveServer, login: Login) -> None:
+    inbox = login("reviewer")
+    other_tab = inbox.context.new_page()
+    other_tab.goto(f"{forge.url}/runs/")
+    other_tab.get_by_role("button", name="Log out").click()
+    expect(other_tab).to_have_url(re.compile(r"/accounts/login/"))
+    expect(inbox.locator("#live-status")).to_have_attribute("data-state", "off", timeout=2000)
+    expect(inbox.locator("#live-status")).to_contain_text("signed out")
+
+
+def test_a_dropped_socket_catches_up_on_reconnect(forge: LiveServer,
+                                                  login: Login) -> None:
+    page = login("reviewer")
+    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
+    page.evaluate(f"() => {wrapper}.socket.close(4000)")  # a code the extension won't retry
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
+    [missed] = forge.start("transfer", {"amount": 1})  # happens while disconnected
+    page.wait_for_timeout(300)
+    expect(row(page, missed["id"])).to_have_count(0)
+    page.evaluate(f"() => {wrapper}.init()")  # what the extension does after a 1006
+    # Replayed from the Event table after the cursor the page sent on reconnecting.
+    expect(row(page, missed["id"])).to_be_visible(timeout=3000)
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "on")
