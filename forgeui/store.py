@@ -2,9 +2,17 @@
 
 ``save`` is one transaction: the compare-and-set on ``Thread.latest_checkpoint_id`` (an
 ``UPDATE ... WHERE latest = parent RETURNING seq``, or the ``INSERT`` of the thread row
-for a first checkpoint), the checkpoint row, and the ``Run`` / ``Interrupt`` rows that
-mirror it. Inbox events are written and announced only after the commit. This module is
-the one place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
+for a first checkpoint), the checkpoint row, the ``Run`` / ``Interrupt`` rows that mirror
+it and the inbox ``Event`` rows it causes; the events are announced on the channel layer
+after the commit. This module is the one place where the database's ``IntegrityError``
+becomes ``CheckpointConflict``.
+
+Event ids must become visible in id order, or a client catching up "after id N" could
+skip an event that committed late. Writing them inside the save keeps them atomic with
+the change (no commit of its own, none lost in a crash between two commits), and the
+ordering holds because event writers are serialised until they commit: SQLite takes its
+write lock at ``BEGIN`` (``transaction_mode=IMMEDIATE``), PostgreSQL takes a
+transaction-level advisory lock just before the insert, as the save's last statement.
 
 The protocol is async; the ORM is sync. Each method runs its ORM work through
 ``sync_to_async`` (thread-sensitive, like Django's own async ORM methods), so it works
@@ -17,6 +25,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -26,9 +35,11 @@ from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict
 
 from . import models
-from .events import publish_on_commit
+from .events import EventDraft, announce
 from .sync import sync_rows
 
+# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
+EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -83,7 +94,7 @@ class DjangoCheckpointStore:
                     step=cp.step, created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
                     data=data,
                 )
-                publish_on_commit(sync_rows(cp, self.using), self.using)
+                self._record_events(sync_rows(cp, self.using))
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
             if conflict is None:
@@ -130,6 +141,21 @@ class DjangoCheckpointStore:
         if row is None:
             raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
         return int(row[0])
+
+    def _record_events(self, drafts: builtins.list[EventDraft]) -> None:
+        """The save's last statements: event rows in commit order; announce after commit."""
+        if not drafts:
+            return
+        connection = connections[self.using]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
+        events = models.Event.objects.using(self.using).bulk_create(
+            models.Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+                         interrupt_id=d.interrupt_id, data=d.data)
+            for d in drafts
+        )
+        transaction.on_commit(partial(announce, [e.id for e in events]), using=self.using)
 
     def _latest_id(self, thread_id: str) -> str | None:
         return (
