@@ -22,7 +22,6 @@ from functools import partial
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -34,6 +33,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_de
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
+from .events import group_send
 from .roles import Action, allowed
 
 if TYPE_CHECKING:
@@ -129,20 +129,16 @@ def notify(group: str, kind: str) -> None:
 
 
 def _send(group: str, message: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # plain sync code: the usual case (views, admin, commands)
-        try:
-            async_to_sync(layer.group_send)(group, message)
-        except Exception:
-            logger.exception("could not tell %s about an access change", group)
+        group_send(group, message)
         return
-    task = asyncio.ensure_future(layer.group_send(group, message))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+    layer = get_channel_layer()  # sync code called from inside an event loop
+    if layer is not None:
+        task = asyncio.ensure_future(layer.group_send(group, message))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
 
 
 _background: set[asyncio.Future[None]] = set()

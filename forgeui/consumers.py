@@ -26,7 +26,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.utils import timezone
 
-from . import access
+from . import access, events
 from .events import INBOX_GROUP
 from .inbox import InboxFilters, oob_cursor, oob_delete, oob_upsert, render_row
 from .models import Event, Interrupt
@@ -194,6 +194,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     """One browser tab's inbox (or run page): filters, role and its catch-up cursor."""
 
     async def connect(self) -> None:
+        events.serve_from(asyncio.get_running_loop())
         user = self.scope.get("user")
         session_key = getattr(self.scope.get("session"), "session_key", None)
         if user is None or not user.is_authenticated or not session_key:

@@ -8,6 +8,7 @@ client reads ``Event.objects.after(last_id)``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from functools import partial
@@ -60,13 +61,46 @@ def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int
 
 def announce(event_ids: list[int]) -> None:
     """Group-send each id; a missing or broken channel layer only costs live updates."""
+    for event_id in event_ids:
+        if not group_send(INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id}):
+            logger.error("could not announce inbox events %s", event_ids)
+            return
+
+
+# The event loop serving websockets in this process (daphne has one), once a socket opened.
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def serve_from(loop: asyncio.AbstractEventLoop) -> None:
+    """Called by the consumers: group messages from other threads go to this loop."""
+    global _server_loop
+    _server_loop = loop
+
+
+def group_send(group: str, message: dict[str, Any]) -> bool:
+    """Send from sync code in any thread; False (logged) when it could not be sent.
+
+    ``async_to_sync`` in a thread of its own (a task-pool worker) runs the send on a new
+    event loop; the in-memory layer's queues belong to the server's loop, which would
+    not wake up for it. So while a server loop is known and running, the send runs there.
+    """
     layer = get_channel_layer()
     if layer is None:
-        return
+        return True
+    loop = _server_loop
     try:
-        for event_id in event_ids:
-            async_to_sync(layer.group_send)(
-                INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id}
-            )
+        if loop is not None and loop.is_running() and not _runs_in(loop):
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(5)
+        else:
+            async_to_sync(layer.group_send)(group, message)
     except Exception:
-        logger.exception("could not announce inbox events %s", event_ids)
+        logger.exception("could not send %s to group %s", message.get("type"), group)
+        return False
+    return True
+
+
+def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

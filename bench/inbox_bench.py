@@ -1,0 +1,227 @@
+"""Inbox benchmark (issue 6): first-page render with 10,000 pending interrupts, and the
+time from an interrupt's commit to its row arriving at 50 connected websocket clients.
+
+    python bench/inbox_bench.py [--pending 10000] [--clients 50] [--interrupts 100]
+
+Runs on the embedded settings (SQLite file in a temporary folder, in-memory channel
+layer, in-process tasks), as ``make run`` serves them, with ``DEBUG=0``:
+
+1. Render: 10,000 pending interrupts (one run each, across graphs, namespaces and
+   sub-agents) are inserted; a logged-in reviewer GETs ``/`` (the whole page: filters,
+   count, first 50 rows) through Django's full request stack, in process. Reported:
+   median and p95 over the timed requests, after warm-up.
+2. Push: daphne serves the same database; 50 websocket clients connect as a browser
+   would (session cookie, same-origin ``Origin``) and send their catch-up cursor. Runs of
+   ``transfer`` are started through the API one after another; each pauses at an
+   interrupt inside daphne's task pool. Latency = arrival of the row at a client minus
+   the commit of the interrupt (the ``interrupt.created`` event row's ``created_at``,
+   stamped in the ``on_commit`` hook right after the commit). Reported: p50, p95, max
+   over every (client, interrupt) pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ROW = re.compile(r'<tr id="int-([0-9a-f]+)" class="row')
+GRAPHS = [("transfer", [], "ask"), ("supervisor", ["research_agent"], "find_sources"),
+          ("supervisor", ["writer_agent"], "draft"),
+          ("nested", ["team_agent", "specialist_agent"], "investigate")]
+
+
+def configure(folder: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DEBUG="0", LOG_LEVEL="WARNING",
+               DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}", PYTHONPATH=str(ROOT),
+               ALLOWED_HOSTS="127.0.0.1,localhost,testserver")
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    return env
+
+
+def seed(pending: int) -> None:
+    """``pending`` paused runs, each with one pending interrupt, inserted in bulk."""
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from forgeui.models import Interrupt, Run
+
+    call_command("migrate", verbosity=0)
+    with open(os.devnull, "w") as quiet:
+        call_command("demo", no_runs=True, stdout=quiet)
+    now = timezone.now()
+    runs, interrupts = [], []
+    for n in range(pending):
+        graph, path, node = GRAPHS[n % len(GRAPHS)]
+        run_id, thread = f"{n:032x}", f"bench-{n}"
+        runs.append(Run(run_id=run_id, thread_id=thread, root_thread_id=thread, graph=graph,
+                        namespace=[graph, *path], sub_agent_id=path[-1] if path else "",
+                        status="interrupted", latest_checkpoint_id=f"cp-{n}",
+                        created_at=now, updated_at=now))
+        interrupts.append(Interrupt(
+            id=f"{n:032x}", run_id=run_id, thread_id=thread, root_thread_id=thread, node=node,
+            task_id=f"task-{n}", namespace=[graph, *path], sub_agent_id=path[-1] if path else "",
+            checkpoint_id=f"cp-{n}", created_at=now - timezone.timedelta(seconds=n),
+            payload={"question": f"Approve request #{n}?", "amount": n,
+                     "actions": ["accept", "edit", "respond", "ignore"]}))
+    Run.objects.bulk_create(runs, batch_size=2000)
+    Interrupt.objects.bulk_create(interrupts, batch_size=2000)
+
+
+def bench_render(repeat: int) -> dict[str, float]:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.get(username="reviewer"))
+    for _ in range(5):
+        assert client.get("/").status_code == 200
+    timings = []
+    for _ in range(repeat):
+        begun = time.perf_counter()
+        response = client.get("/")
+        timings.append((time.perf_counter() - begun) * 1000)
+        assert response.status_code == 200 and len(ROW.findall(response.content.decode())) == 50
+    return {"median_ms": statistics.median(timings),
+            "p95_ms": statistics.quantiles(timings, n=20)[18], "requests": repeat}
+
+
+def session_cookie() -> str:
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.get(username="reviewer"))
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def start_daphne(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "forgeui.asgi:application"], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1)
+            return server
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError("daphne did not start")
+
+
+async def client(url: str, origin: str, cookie: str, arrivals: dict[str, float],
+                 connected: list[int], total: int, all_in: asyncio.Event) -> None:
+    import websockets
+
+    async with websockets.connect(url, origin=origin, max_size=None,
+                                  additional_headers={"Cookie": f"sessionid={cookie}"}) as ws:
+        await ws.send(json.dumps({"after": 10**12}))  # nothing to catch up on
+        connected.append(1)
+        if len(connected) == total:
+            all_in.set()
+        async for frame in ws:
+            now = time.time()
+            for interrupt_id in ROW.findall(str(frame)):
+                arrivals.setdefault(interrupt_id, now)
+
+
+def api_start(base: str, token: str) -> str:
+    request = urllib.request.Request(
+        f"{base}/api/runs", method="POST", data=json.dumps({"graph": "transfer"}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.loads(response.read())["thread_id"])
+
+
+def api_token(username: str) -> str:
+    from django.contrib.auth.models import User
+
+    from forgeui.models import ApiToken
+
+    return ApiToken.objects.issue(User.objects.get(username=username), name="bench")[1]
+
+
+async def bench_push(port: int, cookie: str, token: str, clients: int, interrupts: int,
+                     gap: float) -> dict[str, float]:
+    from forgeui.models import Event, Interrupt
+
+    base, origin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
+    arrivals: list[dict[str, float]] = [{} for _ in range(clients)]
+    connected: list[int] = []
+    all_in = asyncio.Event()
+    tasks = [asyncio.create_task(client(f"ws://127.0.0.1:{port}/ws/inbox/", origin, cookie,
+                                        arrivals[n], connected, clients, all_in))
+             for n in range(clients)]
+    await asyncio.wait_for(all_in.wait(), 30)
+    threads = []
+    for _ in range(interrupts):
+        threads.append(await asyncio.to_thread(api_start, base, token))
+        await asyncio.sleep(gap)
+    await asyncio.sleep(1.5)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    committed = await asyncio.to_thread(lambda: {
+        interrupt_id: created.timestamp()
+        for interrupt_id, created in Event.objects.filter(
+            kind="interrupt.created",
+            interrupt_id__in=Interrupt.objects.filter(root_thread_id__in=threads).values("id"),
+        ).values_list("interrupt_id", "created_at")})
+    latencies = [(seen[i] - at) * 1000 for seen in arrivals for i, at in committed.items()
+                 if i in seen]
+    expected = len(committed) * clients
+    return {"p50_ms": statistics.median(latencies),
+            "p95_ms": statistics.quantiles(latencies, n=20)[18], "max_ms": max(latencies),
+            "delivered": len(latencies), "expected": expected, "clients": clients,
+            "interrupts": len(committed)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--interrupts", type=int, default=100)
+    parser.add_argument("--gap", type=float, default=0.05, help="seconds between runs")
+    parser.add_argument("--renders", type=int, default=50)
+    parser.add_argument("--port", type=int, default=8799)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        env = configure(Path(folder))
+        seed(args.pending)
+        render = bench_render(args.renders)
+        print(f"inbox first page, {args.pending} pending: median {render['median_ms']:.1f} ms,"
+              f" p95 {render['p95_ms']:.1f} ms over {render['requests']} requests"
+              f" (target: median < 100 ms)")
+        server = start_daphne(env, args.port)
+        try:
+            push = asyncio.run(bench_push(args.port, session_cookie(), api_token("supervisor"),
+                                          args.clients, args.interrupts, args.gap))
+        finally:
+            server.terminate()
+            server.wait(10)
+        print(f"commit -> websocket row, {push['clients']} clients, {push['interrupts']} "
+              f"interrupts: p50 {push['p50_ms']:.1f} ms, p95 {push['p95_ms']:.1f} ms, "
+              f"max {push['max_ms']:.1f} ms; delivered {push['delivered']}/{push['expected']}"
+              f" (target: p95 < 200 ms)")
+        print(json.dumps({"render": render, "push": push}))
+
+
+if __name__ == "__main__":
+    main()
