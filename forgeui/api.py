@@ -13,6 +13,7 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import register_converter
 from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
@@ -66,6 +67,20 @@ characters (422). Unknown body fields are refused (422). Lists answer
 `{{"items": [...], "count": N}}` and take `limit` (≤ 200) and `offset`.
 """
 
+class AnyPathConverter:
+    """Like Django's ``path`` converter, newlines included: ids are opaque to the URL."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(AnyPathConverter, "anypath")
+
 api = NinjaAPI(title="forge", version="1", description=DESCRIPTION, auth=api_auth,
                parser=StrictJSONParser(), urls_namespace="api")
 router = Router(tags=["forge"])
@@ -106,10 +121,10 @@ def get_run(request: HttpRequest, run_id: Id) -> Any:
     return run
 
 
-@router.get("/threads/{path:thread_id}/checkpoints", response={200: list[CheckpointOut],
+@router.get("/threads/{anypath:thread_id}/checkpoints", response={200: list[CheckpointOut],
                                                                 **ERRORS})
 @paginate(Page)
-def list_checkpoints(request: HttpRequest, thread_id: str) -> Any:
+def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
     """Oldest first. Sub-agent thread ids contain '/'; send them as they are."""
     _get(Thread.objects, "thread", thread_id)
     return Checkpoint.objects.of_thread(thread_id)
@@ -176,9 +191,9 @@ def resume_map(request: HttpRequest, body: ResumeMapIn) -> Any:
     return Status(202, {"items": answers, "count": len(answers)})
 
 
-@router.post("/threads/{path:thread_id}/fork",
+@router.post("/threads/{anypath:thread_id}/fork",
              response={201: ForkOut, **BODY_ERRORS, **CONFLICT})
-def fork_thread(request: HttpRequest, thread_id: str, body: ForkIn) -> Any:
+def fork_thread(request: HttpRequest, thread_id: Id, body: ForkIn) -> Any:
     """Copy a root thread as of a checkpoint (default: latest) into a new thread."""
     new_thread = services.fork_thread(request.auth, thread_id, body.checkpoint_id)
     return Status(201, {"thread_id": new_thread})
@@ -199,7 +214,7 @@ def cancel_run(request: HttpRequest, run_id: Id) -> Any:
     return Status(202, {"run_id": run_id})
 
 
-@router.api_operation(["GET", "POST", "PUT", "PATCH", "DELETE"], "/{path:rest}",
+@router.api_operation(["GET", "POST", "PUT", "PATCH", "DELETE"], "/{anypath:rest}",
                       include_in_schema=False, auth=None)
 def not_found(request: HttpRequest, rest: str) -> Any:
     """Unknown paths under /api/ answer JSON, like every other error here."""

@@ -3,6 +3,7 @@
 Limits (documented in the OpenAPI description, enforced before any handler runs):
 
 - ``MAX_BODY_BYTES`` (1 MiB): a larger body is 413.
+- A query parameter that takes one value, given twice, is 422 (Django would keep the last).
 - The body must be UTF-8 JSON; ``NaN``, ``Infinity``, floats that overflow, integers
   beyond ±(2**53 - 1) (I-JSON, RFC 7493: what every JSON client reads exactly), nesting
   deeper than ``MAX_DEPTH`` and strings holding NUL or lone surrogates (PostgreSQL's
@@ -19,6 +20,8 @@ import math
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.datastructures import MultiValueDict
+from ninja.errors import ValidationError
 from ninja.parser import Parser
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -102,7 +105,15 @@ def loads(body: bytes) -> Any:
 
 
 class StrictJSONParser(Parser):
-    """ninja's parser with the limits above."""
+    """ninja's parser with the limits above; a single-valued parameter given twice is 422."""
 
     def parse_body(self, request: HttpRequest) -> Any:
         return loads(request.body)
+
+    def parse_querydict(self, data: MultiValueDict, list_fields: list[str],
+                        request: HttpRequest) -> dict[str, Any]:
+        repeated = [key for key in data if key not in list_fields and len(data.getlist(key)) > 1]
+        if repeated:
+            raise ValidationError([{"loc": ["query", key], "msg": "given more than once",
+                                    "type": "repeated"} for key in repeated])
+        return super().parse_querydict(data, list_fields, request)

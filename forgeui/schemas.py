@@ -3,19 +3,20 @@
 Request bodies forbid unknown fields and are strict about types (``"1"`` is not an
 integer), so a typo is a 422 naming the field instead of a silently ignored option.
 Query and path strings refuse NUL characters (PostgreSQL cannot store or compare them);
-datetimes without a zone are read as UTC.
+date filters take a date (midnight UTC) or an RFC 3339 date-time with its zone.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Literal
 
 from django.db.models import Q
 from ninja import Field, FilterSchema, Schema
 from ninja.filter_schema import FilterLookup
 from ninja.pagination import LimitOffsetPagination
-from pydantic import AfterValidator, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, StringConstraints
 
 # -- building blocks ---------------------------------------------------------------------
 
@@ -26,19 +27,32 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _aware(value: datetime) -> datetime:
-    """Naive means UTC; a zone offset that pushes the instant past year 1..9999 is refused."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
+DATE = r"\d{4}-\d{2}-\d{2}"
+DATE_OR_DATETIME = re.compile(
+    rf"{DATE}|{DATE}[Tt ]\d{{2}}:\d{{2}}:\d{{2}}(\.\d{{1,6}})?([Zz]|[+-]\d{{2}}:\d{{2}})")
+
+
+def _rfc3339(value: Any) -> Any:
+    """A date, or a date-time with its zone: nothing pydantic would read as a timestamp."""
+    if isinstance(value, str) and not DATE_OR_DATETIME.fullmatch(value):
+        raise ValueError("use a date (2025-01-31) or a date-time with a zone "
+                         "(2025-01-31T09:00:00Z)")
+    return value
+
+
+def _instant(value: datetime | date) -> datetime:
+    """A date is its midnight UTC; an offset that leaves years 1..9999 is refused."""
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time(), tzinfo=UTC)
     try:
         return value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError("datetime out of range") from None
+    except (OverflowError, ValueError):
+        raise ValueError("date-time out of range") from None
 
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=255), AfterValidator(_no_nul)]
 Text = Annotated[str, StringConstraints(max_length=255), AfterValidator(_no_nul)]
-When = Annotated[datetime, AfterValidator(_aware)]
+When = Annotated[datetime | date, BeforeValidator(_rfc3339), AfterValidator(_instant)]
 # A thread id a caller chooses: no "/" (that marks a sub-agent's thread).
 NewThreadId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")]
 NoteText = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]

@@ -6,10 +6,12 @@ nothing else), and its error codes.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connections
 
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, Run, SteeringNote
 
@@ -358,3 +360,41 @@ def test_cancel_refusals(api: Api) -> None:
     for who in ("reviewer", "auditor"):
         assert_denied(api, who, "POST", f"/api/runs/{started['run_id']}/cancel")
     assert api.post("supervisor", "/api/runs/nope/cancel").status_code == 404
+
+
+# -- the race: two people answer one interrupt at the same moment ------------------------------
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_two_clients_answer_one_interrupt_one_202_one_409_naming_the_winner(
+        api: Api, attempt: int) -> None:
+    (interrupt,) = api.pending_of(api.start("transfer", {"amount": attempt}))
+    path = f"/api/interrupts/{interrupt['id']}/resume"
+    clients = {who: api.client(who) for who in ("reviewer", "supervisor")}
+    start = threading.Barrier(len(clients))
+    results: dict[str, Any] = {}
+
+    def answer(who: str) -> None:
+        try:
+            start.wait(timeout=10)
+            results[who] = clients[who].post(path, {"value": who},
+                                             content_type="application/json")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=answer, args=(who,)) for who in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    statuses = {who: response.status_code for who, response in results.items()}
+    assert sorted(statuses.values()) == [202, 409], statuses
+    winner = next(who for who, status in statuses.items() if status == 202)
+    loser = next(who for who, status in statuses.items() if status == 409)
+    body = results[loser].json()
+    assert body["answered_by"] == winner and body["answered_at"]
+    assert body["latest"]["run_id"] == interrupt["run_id"]
+    answer_row = Answer.objects.get()  # exactly one answer recorded, the winner's
+    assert answer_row.user == api.users[winner] and answer_row.value == winner
+    run = Run.objects.get(pk=interrupt["run_id"])
+    assert run.status == "completed" and run.output["approved"] == winner

@@ -116,10 +116,20 @@ def test_bad_query_parameters_are_422(api: Api, params: dict[str, Any]) -> None:
     assert response.json()["detail"][0]["loc"][0] == "query"
 
 
+def test_a_single_valued_query_parameter_given_twice_is_422(api: Api) -> None:
+    response = api.client("auditor").get("/api/runs?graph=a&graph=b")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", "graph"]
+
+
 def test_bad_path_parameters(api: Api) -> None:
     assert api.get("auditor", "/api/runs/a%00b").status_code == 422
     assert api.get("auditor", "/api/runs/" + "x" * 300).status_code == 422
-    assert api.get("auditor", "/api/threads/a%00b/checkpoints").status_code in (404, 422)
+    assert api.get("auditor", "/api/threads/a%00b/checkpoints").status_code == 422
+    for path in ["/api/threads/a%0Ab/checkpoints", "/api/nothing%0Ahere"]:
+        response = api.get("auditor", path)  # newlines too get a JSON 404, not a page
+        assert response.status_code == 404
+        assert response["Content-Type"].startswith("application/json")
 
 
 def test_a_refused_change_leaves_one_audit_row_and_nothing_else(api: Api,
