@@ -41,8 +41,9 @@
         var shown = document.getElementById(row.id);
         if (row.getAttribute("hx-swap-oob") === "delete") {
           if (!shown) row.remove();
-        } else if (shown) {
-          shown.remove();
+        } else {
+          if (shown) shown.remove();
+          row.classList.add("arrived");  // a brief highlight (forge.css)
         }
       });
     });

@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,9 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 30
     raise RuntimeError("daphne did not come up")
 
 
-@pytest.fixture(scope="session")
-def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    folder = tmp_path_factory.mktemp("live")
+@contextmanager
+def serve(folder: Path) -> Iterator[LiveServer]:
+    """A fresh forge (database, demo users, API tokens) under daphne on a free port."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
@@ -113,21 +114,31 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")
     tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}
-    log = (folder / "daphne.log").open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
-                              stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, server)
-        yield LiveServer(url, env, tokens)
-    finally:
-        server.terminate()
+    with (folder / "daphne.log").open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
+            stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+            wait_until_up(url, server)
+            yield LiveServer(url, env, tokens)
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+@pytest.fixture(scope="session")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with serve(tmp_path_factory.mktemp("live")) as server:
+        yield server
+
+
+def launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
 @pytest.fixture(scope="session")
@@ -140,9 +151,25 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = launch(playwright)
         yield launched
         launched.close()
+
+
+def log_in(browser: Any, server: LiveServer, who: str, path: str = "/",
+           live: bool = True) -> Any:
+    """A fresh browser context (its own cookies), logged in as ``who``, at ``path``."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto(f"{server.url}/accounts/login/?next={path}")
+    page.fill("#id_username", who)
+    page.fill("#id_password", PASSWORDS[who])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server.url}{path}")
+    if live:
+        page.wait_for_selector("#live-status[data-state=on]")
+    return page
 
 
 Login = Callable[..., Any]
@@ -150,23 +177,13 @@ Login = Callable[..., Any]
 
 @pytest.fixture
 def login(browser: Any, forge: LiveServer) -> Iterator[Login]:
-    """``login("reviewer")``: a fresh browser context (its own cookies), logged in."""
-    contexts = []
+    """``login("reviewer")``: a page in a browser context of its own, logged in."""
+    pages: list[Any] = []
 
     def open_as(who: str, path: str = "/", live: bool = True) -> Any:
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        context.set_default_timeout(10_000)
-        contexts.append(context)
-        page = context.new_page()
-        page.goto(f"{forge.url}/accounts/login/?next={path}")
-        page.fill("#id_username", who)
-        page.fill("#id_password", PASSWORDS[who])
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{forge.url}{path}")
-        if live:
-            page.wait_for_selector("#live-status[data-state=on]")
-        return page
+        pages.append(log_in(browser, forge, who, path, live))
+        return pages[-1]
 
     yield open_as
-    for context in contexts:
-        context.close()
+    for page in pages:
+        page.context.close()
