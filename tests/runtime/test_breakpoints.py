@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import DurableExecutor, InMemoryCheckpointStore
+from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
 
 from .helpers import Calls, latest
 
@@ -88,3 +88,43 @@ async def test_breakpoint_on_the_first_node() -> None:
     assert calls["build"] == 0
     done = await ex.resume(paused.thread_id, None)
     assert done.output == ["seed", "build", "deploy", "verify"]
+
+
+def with_sub_agent(calls: Calls, **breakpoints: Any) -> DurableExecutor:
+    """prepare → reviewer (a sub-agent that asks) → publish."""
+    def review(x: Any, ctx: NodeContext) -> Any:
+        calls.hit("review")
+        return {**x, "review": ctx.interrupt("ok?")}
+
+    reviewer = DurableExecutor(nodes=[("review", review)], name="reviewer")
+    return DurableExecutor(
+        nodes=[("prepare", lambda x: {"p": x}), ("reviewer", reviewer),
+               ("publish", lambda x: {**x, "published": True})],
+        store=InMemoryCheckpointStore(), name="root", **breakpoints)
+
+
+async def test_interrupt_before_a_sub_agent_node() -> None:
+    """A node may be a DurableExecutor (§1.1); breakpoints name nodes of either kind."""
+    calls = Calls()
+    ex = with_sub_agent(calls, interrupt_before=["reviewer"])
+    paused = await ex.run(1)
+    assert paused.interrupt_payload == {"kind": "before", "node": "reviewer", "input": {"p": 1}}
+    assert [i.sub_agent_id for i in paused.interrupts] == [None]
+    assert calls["review"] == 0
+    inside = await ex.resume(paused.thread_id, "start reviewing")
+    assert [i.sub_agent_id for i in inside.interrupts] == ["reviewer"]
+    done = await ex.resume(paused.thread_id, "fine")
+    assert done.output == {"p": 1, "review": "fine", "published": True}
+
+
+async def test_interrupt_after_a_sub_agent_node() -> None:
+    calls = Calls()
+    ex = with_sub_agent(calls, interrupt_after=["reviewer"])
+    inside = await ex.run(1)
+    assert [i.sub_agent_id for i in inside.interrupts] == ["reviewer"]
+    after = await ex.resume(inside.thread_id, "fine")
+    assert after.interrupt_payload == {"kind": "after", "node": "reviewer",
+                                       "output": {"p": 1, "review": "fine"}}
+    done = await ex.resume(inside.thread_id, "publish it")
+    assert done.output == {"p": 1, "review": "fine", "published": True}
+    assert calls["review"] == 2

@@ -189,3 +189,44 @@ async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint() -> 
     cp = await latest(ex.store, "t-par")
     assert "join" not in cp.state
     assert "start" in cp.state
+
+
+async def test_failure_inside_a_sub_agent_can_be_recovered_from_the_root() -> None:
+    broken = {"on": True}
+    calls: list[str] = []
+
+    def flaky(x: Any) -> Any:
+        calls.append("flaky")
+        if broken["on"]:
+            raise RuntimeError("boom")
+        return {"child": x}
+
+    child = DurableExecutor(nodes=[("flaky", flaky)], name="child")
+    ex = DurableExecutor(nodes=[("pre", lambda x: x + 1), ("child", child),
+                                ("post", lambda x: {"post": x})], name="root")
+    with pytest.raises(NodeError) as info:
+        await ex.run(1, thread_id="t-child")
+    assert info.value.node == "flaky"
+    cp = await latest(ex.store, "t-child")
+    assert cp.state == {"pre": 2}
+    broken["on"] = False
+    done = await ex.recover("t-child")
+    assert done.output == {"post": {"child": 2}}
+    assert calls == ["flaky", "flaky"]
+
+
+async def test_a_second_run_on_a_thread_appends_to_its_history() -> None:
+    """A finished thread can run again; its checkpoints and once-records stay."""
+    effects: list[int] = []
+
+    def pay(x: int, ctx: NodeContext) -> Any:
+        return ctx.once("pay", lambda: effects.append(x) or x)
+
+    ex = DurableExecutor(nodes=[("pay", pay)])
+    first = await ex.run(1, thread_id="t-again")
+    ids = await checkpoint_ids(ex.store, "t-again")
+    second = await ex.run(2, thread_id="t-again")
+    assert second.run_id != first.run_id
+    assert second.output == 1  # once is per thread: the recorded result, no second payment
+    assert effects == [1]
+    assert_prefix(ids, await checkpoint_ids(ex.store, "t-again"))

@@ -14,6 +14,7 @@ from runtime import (
     DurableExecutor,
     InMemoryCheckpointStore,
     NodeContext,
+    ResumeTarget,
     StaleResumeTarget,
 )
 
@@ -187,3 +188,79 @@ def test_concurrent_answers_to_different_interrupts_from_os_threads() -> None:
     assert final is not None
     assert final.status == "completed", final.status
     assert final.output == {"legal": "L", "finance": "F"}
+
+
+def sub_agents(calls: Calls, store: InMemoryCheckpointStore) -> DurableExecutor:
+    """plan → [research_agent, writer_agent] (sub-agents that ask) → summarize."""
+    def child(name: str, node: str) -> DurableExecutor:
+        def work(x: Any, ctx: NodeContext) -> Any:
+            calls.hit(node)
+            return {"answer": ctx.interrupt(f"{node}?"), "steering": ctx.steering}
+        return DurableExecutor(nodes=[(node, work)], name=name)
+
+    def summarize(parts: Any) -> Any:
+        calls.hit("summarize")
+        return parts
+
+    return DurableExecutor(
+        nodes=[("plan", lambda x: x), ("research_agent", child("research_agent", "find")),
+               ("writer_agent", child("writer_agent", "draft")), ("summarize", summarize)],
+        edges={"plan": lambda _: ["research_agent", "writer_agent"],
+               "research_agent": lambda _: "summarize", "writer_agent": lambda _: "summarize"},
+        store=store, name="supervisor")
+
+
+def child_interrupts(result: Any) -> dict[str, Any]:
+    return {i.sub_agent_id: i for i in result.interrupts}
+
+
+async def test_concurrent_targeted_resumes_of_one_child_interrupt(
+    store: InMemoryCheckpointStore,
+) -> None:
+    calls = Calls()
+    ex = sub_agents(calls, store)
+    paused = await ex.run(None)
+    research = child_interrupts(paused)["research_agent"]
+    outcomes = await asyncio.gather(
+        *(ex.resume_targeted(ResumeTarget(research.run_id, interrupt_id=research.id), n)
+          for n in range(RIVALS)), return_exceptions=True)
+    wins, losses = split_outcomes(list(outcomes))
+    assert len(wins) == 1, outcomes
+    assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
+    assert calls["find"] == 2  # the first run, and the one re-run with the winning answer
+    assert calls["draft"] == 1
+
+
+async def test_concurrent_answers_to_two_children_are_both_applied(
+    store: InMemoryCheckpointStore,
+) -> None:
+    calls = Calls()
+    ex = sub_agents(calls, store)
+    paused = await ex.run(None)
+    by_agent = child_interrupts(paused)
+    outcomes = await asyncio.gather(
+        ex.resume_targeted(ResumeTarget(by_agent["research_agent"].run_id), "R"),
+        ex.resume_targeted(ResumeTarget(by_agent["writer_agent"].run_id), "W"),
+        return_exceptions=True)
+    assert not any(isinstance(o, BaseException) for o in outcomes), outcomes
+    state = await ex.get_state(paused.thread_id)
+    assert state.status == "completed", state
+    assert state.output["research_agent"]["answer"] == "R"
+    assert state.output["writer_agent"]["answer"] == "W"
+    assert calls["summarize"] == 1
+
+
+async def test_steering_note_recorded_while_a_sibling_resumes_is_kept(
+    store: InMemoryCheckpointStore,
+) -> None:
+    ex = sub_agents(Calls(), store)
+    paused = await ex.run(None)
+    by_agent = child_interrupts(paused)
+    writer = by_agent["writer_agent"]
+    outcomes = await asyncio.gather(
+        ex.resume_targeted(ResumeTarget(by_agent["research_agent"].run_id), "R"),
+        ex.steer(ResumeTarget(writer.run_id), "shorter"), return_exceptions=True)
+    assert not any(isinstance(o, BaseException) for o in outcomes), outcomes
+    done = await ex.resume_targeted(ResumeTarget(writer.run_id), "W")
+    assert done.output["writer_agent"] == {"answer": "W", "steering": ["shorter"]}
+    assert done.output["research_agent"]["steering"] == []

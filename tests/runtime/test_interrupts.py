@@ -14,6 +14,7 @@ from runtime import (
     InMemoryCheckpointStore,
     InterruptSignal,
     NodeContext,
+    NodeError,
     ResumeError,
 )
 
@@ -261,3 +262,14 @@ async def test_interrupt_deadline_and_default_are_recorded() -> None:
     (i,) = result.interrupts
     assert i.has_default and i.default == "no"
     assert i.deadline_at is not None and i.deadline_at - i.created_at == 60_000
+
+
+async def test_non_json_interrupt_payload_fails_the_node() -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt({"when": {1, 2}})
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    with pytest.raises(NodeError) as info:
+        await ex.run(None)
+    assert info.value.node == "ask"
+    assert "set" in str(info.value)

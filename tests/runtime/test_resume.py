@@ -226,3 +226,9 @@ async def test_resume_with_store_none_is_a_resume_error() -> None:
     ex = DurableExecutor(nodes=[("a", lambda x: x)], store=None)
     with pytest.raises(ResumeError):
         await ex.resume("t", "yes")
+
+
+async def test_none_is_a_valid_answer() -> None:
+    ex = single(Calls())
+    paused = await ex.run(None)
+    assert (await ex.resume(paused.thread_id, None)).output == {"got": None}

@@ -563,3 +563,23 @@ async def test_fork_of_a_tree_copies_children_with_new_ids() -> None:
         assert await checkpoint_ids(ex.store, cp.thread_id) == chain
     assert (await ex.get_state(paused.thread_id)).interrupts == paused.interrupts
     assert calls["plan"] == 1
+
+
+async def test_sub_agents_under_exit_durability() -> None:
+    ex = supervisor(Calls())
+    ex.durability = "exit"
+    paused = await ex.run("q3")
+    assert {i.sub_agent_id for i in paused.interrupts} == {"research_agent", "writer_agent"}
+    done = await ex.resume(paused.thread_id, Command(resume_map={
+        i.id: "ok" for i in paused.interrupts}))
+    assert done.status == "completed"
+    assert done.output["writer_agent"]["answer"] == "ok"
+
+
+async def test_get_state_of_a_child_thread_reports_the_root() -> None:
+    ex = supervisor(Calls())
+    paused = await ex.run("q3")
+    child_thread = (await run_checkpoint(ex.store, paused.interrupts[0].run_id)).thread_id
+    state = await ex.get_state(child_thread)
+    assert state.thread_id == paused.thread_id
+    assert [i.id for i in state.interrupts] == [i.id for i in paused.interrupts]
