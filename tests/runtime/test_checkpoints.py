@@ -230,3 +230,49 @@ async def test_a_second_run_on_a_thread_appends_to_its_history() -> None:
     assert second.output == 1  # once is per thread: the recorded result, no second payment
     assert effects == [1]
     assert_prefix(ids, await checkpoint_ids(ex.store, "t-again"))
+
+
+class CrashOnceStore(InMemoryCheckpointStore):
+    """The process 'dies' (the save raises) the first time a checkpoint holds ``node``."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node, self.crashed = node, False
+
+    async def save(self, cp: Checkpoint) -> None:
+        if self.node in cp.state and not self.crashed:
+            self.crashed = True
+            raise ConnectionError("worker lost")
+        await super().save(cp)
+
+
+async def test_recover_after_a_crash_does_not_rerun_saved_steps() -> None:
+    calls: list[str] = []
+
+    def step(name: str) -> Any:
+        def node(x: list[str]) -> list[str]:
+            calls.append(name)
+            return [*x, name]
+        return node
+
+    store = CrashOnceStore("b")
+    ex = DurableExecutor(nodes=[("a", step("a")), ("b", step("b")), ("c", step("c"))],
+                         store=store)
+    with pytest.raises(ConnectionError):
+        await ex.run([], thread_id="t-crash")
+    assert (await latest(store, "t-crash")).state == {"a": ["a"]}
+    done = await ex.recover("t-crash")
+    assert done.output == ["a", "b", "c"]
+    assert calls == ["a", "b", "b", "c"]  # only the step whose save was lost runs again
+
+
+async def test_recover_of_a_finished_or_waiting_thread_changes_nothing() -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt("?")
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    paused = await ex.run(None)
+    ids = await checkpoint_ids(ex.store, paused.thread_id)
+    again = await ex.recover(paused.thread_id)
+    assert again.interrupts == paused.interrupts
+    assert await checkpoint_ids(ex.store, paused.thread_id) == ids

@@ -264,3 +264,33 @@ async def test_steering_note_recorded_while_a_sibling_resumes_is_kept(
     done = await ex.resume_targeted(ResumeTarget(writer.run_id), "W")
     assert done.output["writer_agent"] == {"answer": "W", "steering": ["shorter"]}
     assert done.output["research_agent"]["steering"] == []
+
+
+def test_concurrent_targeted_resume_sync_of_a_child_from_os_threads() -> None:
+    calls = Calls()
+    store = InMemoryCheckpointStore()
+    ex = sub_agents(calls, store)
+    paused = ex.run_sync(None)
+    research = child_interrupts(paused)["research_agent"]
+    barrier = threading.Barrier(RIVALS)
+    outcomes: list[Any] = [None] * RIVALS
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = ex.resume_targeted_sync(
+                ResumeTarget(research.run_id, interrupt_id=research.id), n)
+        except BaseException as exc:
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(RIVALS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    wins, losses = split_outcomes(outcomes)
+    assert len(wins) == 1, outcomes
+    assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
+    assert calls["find"] == 2
+    final = asyncio.run(ex.get_state(paused.thread_id))
+    assert [i.sub_agent_id for i in final.interrupts] == ["writer_agent"]

@@ -36,20 +36,22 @@ class FailingSaveStore(InMemoryCheckpointStore):
 
 
 class BlockingSaveStore(InMemoryCheckpointStore):
-    """Holds every ``interrupted`` save until the test lets it through."""
+    """While armed, holds every ``interrupted`` save until the test lets it through."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.armed = True
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
         self.saved = False
 
     async def save(self, cp: Checkpoint) -> None:
-        if cp.status == "interrupted":
+        hold = self.armed and cp.status == "interrupted"
+        if hold:
             self.entered.set()
             await self.release.wait()
         await super().save(cp)
-        if cp.status == "interrupted":
+        if hold:
             self.saved = True
 
 
@@ -95,6 +97,26 @@ async def test_interrupted_result_only_after_save_returned() -> None:
     assert store.saved
     assert result.interrupted
     assert (await latest(store, result.thread_id)).status == "interrupted"
+
+
+async def test_resume_reports_the_next_pause_only_after_it_is_saved() -> None:
+    def twice(x: Any, ctx: NodeContext) -> Any:
+        return [ctx.interrupt(1), ctx.interrupt(2)]
+
+    store = BlockingSaveStore()
+    store.armed = False
+    ex = DurableExecutor(nodes=[("twice", twice)], store=store)
+    paused = await ex.run(None)
+    store.armed = True
+    resuming = asyncio.create_task(ex.resume(paused.thread_id, "a"))
+    await asyncio.wait_for(store.entered.wait(), timeout=5)
+    await asyncio.sleep(0.05)
+    assert not resuming.done()
+    store.release.set()
+    result = await asyncio.wait_for(resuming, timeout=5)
+    assert store.saved
+    assert result.interrupted and result.interrupts[0].order == 1
+    assert (await latest(store, paused.thread_id)).id == result.checkpoint_id
 
 
 async def test_failing_save_propagates_and_nothing_is_interrupted() -> None:
