@@ -1,9 +1,12 @@
 """The inbox feed: event rows with monotonic ids, announced on a channel-layer group.
 
-Events are written after the change they describe has committed (``on_commit``), so an
-event id is never handed out for a change that later rolled back. Consumers join
-``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_id": N}``; a reconnecting
-client reads ``Event.objects.after(last_id)``.
+Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_id": N}``; a
+reconnecting client reads ``Event.objects.after(last_id)``, so ids must become visible in
+id order: ``write_events`` serialises event writers until they commit (SQLite's write
+lock from ``BEGIN IMMEDIATE``; an advisory lock on PostgreSQL). The checkpoint store
+writes its events inside the save; ``publish_on_commit`` writes a request's events in a
+short transaction of their own once the request's transaction has committed. Either way
+the group message goes out after the commit.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from .models import Event
 
+# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
+EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 INBOX_GROUP = "inbox"
 INBOX_MESSAGE_TYPE = "inbox.event"
 
@@ -28,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class EventDraft:
-    """An event decided inside a transaction, written once that transaction commits."""
+    """An inbox event decided while a change is being made, not yet written."""
 
     kind: str
     run_id: str = ""
@@ -46,17 +51,31 @@ def publish_on_commit(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -
 def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
     """Write the event rows, then tell the inbox group. Never raises: state is committed."""
     try:
-        events = Event.objects.using(using).bulk_create(
-            Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
-                  interrupt_id=d.interrupt_id, data=d.data)
-            for d in drafts
-        )
+        with transaction.atomic(using=using):
+            ids = write_events(drafts, using)
     except Exception:
         logger.exception("could not record %d inbox events", len(drafts))
         return []
-    ids = [event.id for event in events]
     announce(ids)
     return ids
+
+
+def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
+    """Insert event rows as the last statements of the current transaction; their ids.
+
+    Holds the ordering lock until that transaction ends, so no event with a smaller id
+    can become visible after this one. Keep it last: the lock waits for other writers.
+    """
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
+    events = Event.objects.using(using).bulk_create(
+        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+              interrupt_id=d.interrupt_id, data=d.data)
+        for d in drafts
+    )
+    return [event.id for event in events]
 
 
 def announce(event_ids: list[int]) -> None:

@@ -10,9 +10,8 @@ becomes ``CheckpointConflict``.
 Event ids must become visible in id order, or a client catching up "after id N" could
 skip an event that committed late. Writing them inside the save keeps them atomic with
 the change (no commit of its own, none lost in a crash between two commits), and the
-ordering holds because event writers are serialised until they commit: SQLite takes its
-write lock at ``BEGIN`` (``transaction_mode=IMMEDIATE``), PostgreSQL takes a
-transaction-level advisory lock just before the insert, as the save's last statement.
+ordering holds because event writers are serialised until they commit
+(``events.write_events``), and the insert is the save's last statement.
 
 The protocol is async; the ORM is sync. Each method runs its ORM work through
 ``sync_to_async`` (thread-sensitive, like Django's own async ORM methods), so it works
@@ -35,11 +34,9 @@ from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict
 
 from . import models
-from .events import EventDraft, announce
+from .events import EventDraft, announce, write_events
 from .sync import sync_rows
 
-# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
-EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -144,18 +141,9 @@ class DjangoCheckpointStore:
 
     def _record_events(self, drafts: builtins.list[EventDraft]) -> None:
         """The save's last statements: event rows in commit order; announce after commit."""
-        if not drafts:
-            return
-        connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
-        events = models.Event.objects.using(self.using).bulk_create(
-            models.Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
-                         interrupt_id=d.interrupt_id, data=d.data)
-            for d in drafts
-        )
-        transaction.on_commit(partial(announce, [e.id for e in events]), using=self.using)
+        if drafts:
+            ids = write_events(drafts, self.using)
+            transaction.on_commit(partial(announce, ids), using=self.using)
 
     def _latest_id(self, thread_id: str) -> str | None:
         return (

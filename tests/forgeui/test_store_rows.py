@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, connections
+from django.db import IntegrityError, connections, transaction
 
 from forgeui import registry
-from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE, EventDraft, write_events
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Event, Interrupt, Run
 from forgeui.store import DjangoCheckpointStore
@@ -129,3 +130,43 @@ def test_the_store_works_under_asyncio_run_in_worker_threads(
         thread.join(60)
     assert results == ["interrupted"] * 4
     assert Run.objects.filter(status="interrupted").count() == 4
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_event_writers_wait_for_each_other_until_commit_on_postgres() -> None:
+    """Ids become visible in id order: a later writer waits for the earlier one's commit."""
+    first_wrote, first_may_commit = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic(using="postgres"):
+                write_events([EventDraft("run.updated", run_id="first")], "postgres")
+                first_wrote.set()
+                first_may_commit.wait(10)
+                order.append("first commits")
+        finally:
+            connections.close_all()
+
+    def second() -> None:
+        try:
+            first_wrote.wait(10)
+            with transaction.atomic(using="postgres"):
+                write_events([EventDraft("run.updated", run_id="second")], "postgres")
+                order.append("second wrote")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    first_wrote.wait(10)
+    time.sleep(0.3)  # time enough for the second writer to insert, were it not blocked
+    order.append("released")
+    first_may_commit.set()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["released", "first commits", "second wrote"]
+    ids = dict(Event.objects.using("postgres").values_list("run_id", "id"))
+    assert ids["first"] < ids["second"]
