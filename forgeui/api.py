@@ -21,7 +21,7 @@ from ninja.pagination import paginate
 from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
 
 from . import registry, services
-from .auth import api_auth
+from .auth import api_auth, login_required_for_docs
 from .exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
 from .models import AuditEntry, Checkpoint, Interrupt, Run, Thread
 from .parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
@@ -82,7 +82,8 @@ class AnyPathConverter:
 register_converter(AnyPathConverter, "anypath")
 
 api = NinjaAPI(title="forge", version="1", description=DESCRIPTION, auth=api_auth,
-               parser=StrictJSONParser(), urls_namespace="api")
+               parser=StrictJSONParser(), urls_namespace="api",
+               docs_decorator=login_required_for_docs)
 router = Router(tags=["forge"])
 CONFLICT = {409: ConflictOut}
 

@@ -12,10 +12,13 @@ is refused with 403 and an audit row. What each role may change is decided in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
@@ -24,7 +27,8 @@ from .models import ApiToken, AuditEntry
 from .roles import Action, Role, allowed, needed_roles, roles_of
 
 # The role table lives in forgeui.roles; these names are re-exported for older imports.
-__all__ = ["Action", "BearerAuth", "Role", "SessionAuth", "allowed", "api_auth", "roles_of"]
+__all__ = ["Action", "BearerAuth", "Role", "SessionAuth", "allowed", "api_auth",
+           "login_required_for_docs", "roles_of"]
 
 
 def may_read(request: HttpRequest, user: Any) -> Any:
@@ -71,3 +75,28 @@ class SessionAuth(APIKeyCookie):
 
 
 api_auth = [BearerAuth(), SessionAuth()]
+
+
+def login_required_for_docs(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The schema and docs are for signed-in users (session or token), like every route.
+
+    A browser without a session is sent to the login page; anything else gets a JSON 401.
+    """
+    @wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if _signed_in(request):
+            return view(request, *args, **kwargs)
+        if "authorization" not in request.headers and "text/html" in request.headers.get(
+                "Accept", ""):
+            return redirect_to_login(request.get_full_path())
+        return JsonResponse({"detail": "Unauthorized"}, status=401)
+    return checked
+
+
+def _signed_in(request: HttpRequest) -> bool:
+    if "authorization" not in request.headers:
+        return bool(request.user.is_authenticated)
+    try:
+        return bool(BearerAuth()(request))
+    except HttpError:  # a user without a role: not for them either
+        return False

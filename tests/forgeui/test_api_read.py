@@ -35,8 +35,15 @@ def test_health_is_public_and_everything_else_needs_authentication(api: Api) -> 
     assert anonymous.post("/api/runs", {}, content_type="application/json").status_code == 401
 
 
-def test_openapi_schema_and_docs_are_served(api: Api) -> None:
-    schema = Client().get("/api/openapi.json").json()
+def test_openapi_schema_and_docs_are_served_to_signed_in_users(api: Api) -> None:
+    assert Client().get("/api/openapi.json").status_code == 401
+    docs = Client().get("/api/docs", headers={"Accept": "text/html"})
+    assert docs.status_code == 302 and docs["Location"].startswith("/accounts/login/")
+    assert api.get("nobody", "/api/openapi.json").status_code == 401  # no role, no docs
+    browser = Client()
+    browser.force_login(api.users["auditor"])
+    assert browser.get("/api/docs").status_code == 200
+    schema = api.get("auditor", "/api/openapi.json").json()
     for path in ["/api/graphs", "/api/runs", "/api/runs/{run_id}",
                  "/api/threads/{thread_id}/checkpoints", "/api/checkpoints/{checkpoint_id}",
                  "/api/interrupts", "/api/interrupts/{interrupt_id}/resume", "/api/resume",
@@ -44,7 +51,7 @@ def test_openapi_schema_and_docs_are_served(api: Api) -> None:
                  "/api/runs/{run_id}/cancel", "/api/audit"]:
         assert path in schema["paths"], path
     assert "1048576 bytes" in schema["info"]["description"]
-    assert Client().get("/api/docs").status_code == 200
+    assert schema["components"]["securitySchemes"]["BearerAuth"]["scheme"] == "bearer"
 
 
 def test_every_role_reads_and_a_user_without_one_is_refused_and_audited(api: Api) -> None:
