@@ -62,6 +62,11 @@ class Shared:
         )
 
 
+def _waits_on_child(task: dict[str, Any]) -> bool:
+    """The task is a sub-agent's, paused inside it (not at its own breakpoint)."""
+    return "child_run_id" in task and "interrupt_id" not in task
+
+
 def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, Any]:
     return {"id": task_id(run_id, step, node), "node": node, "input": task_input,
             "status": "pending", "answers": []}
@@ -151,12 +156,12 @@ class RunExecution:
 
     async def _run_task(self, task: dict[str, Any]) -> None:
         spec = self.graph.nodes[task["node"]]
-        if spec.child is not None:
-            await self._run_child(task, spec)
-            return
         if task["node"] in self.graph.before and "before" not in task:
             payload = {"kind": "before", "node": task["node"], "input": task["input"]}
             self._pause(task, payload, 0, "before")
+            return
+        if spec.child is not None:
+            await self._run_child(task, spec)
             return
         ctx = NodeContext(self, task)
         try:
@@ -168,6 +173,10 @@ class RunExecution:
             output = json_copy(output)
         except NotJSON as exc:
             raise NodeError(task["node"], task["id"], f"returned {exc}") from None
+        self._finish(task, output)
+
+    def _finish(self, task: dict[str, Any], output: Any) -> None:
+        """Complete the task, or pause after it when the graph has a breakpoint there."""
         if task["node"] in self.graph.after and "after" not in task:
             task["output"] = output
             payload = {"kind": "after", "node": task["node"], "output": output}
@@ -226,7 +235,7 @@ class RunExecution:
         self._adopt(child)
         status = child.cp.status
         if status == "completed":
-            self._complete(task, child.cp.output)
+            self._finish(task, child.cp.output)
         elif status == "cancelled":
             self._mark_cancelled(task)
         else:
@@ -272,7 +281,7 @@ class RunExecution:
         for task in self.cp.tasks:
             if task["status"] != "interrupted":
                 continue
-            if "child_run_id" in task:
+            if _waits_on_child(task):
                 if self._subtree_has_work(task["child_run_id"]):
                     task["status"] = "pending"
                 continue
@@ -304,14 +313,14 @@ class RunExecution:
 
     def _cancel_children(self) -> None:
         for task in self.cp.tasks:
-            if task["status"] == "interrupted" and "child_run_id" in task:
+            if task["status"] == "interrupted" and _waits_on_child(task):
                 self.shared.cancels.add(task["child_run_id"])
                 task["status"] = "pending"
 
     async def _cancel_run(self) -> None:
         """Cancel this run and everything below it; pending interrupts end as cancelled."""
         for task in self.cp.tasks:
-            if "child_run_id" in task and task["status"] in ("interrupted", "pending"):
+            if _waits_on_child(task) and task["status"] in ("interrupted", "pending"):
                 self.shared.cancels.add(task["child_run_id"])
                 child = await self._open_child(task, self.graph.nodes[task["node"]].child)  # type: ignore[arg-type]
                 await child.drive()
