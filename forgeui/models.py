@@ -383,10 +383,15 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
         return token, secret
 
     def authenticate(self, secret: str) -> ApiToken | None:
-        """The active token whose hash matches ``secret`` (its last use is recorded)."""
+        """The active token whose hash matches ``secret``; its last use is recorded.
+
+        At most once a minute per token, so reads do not each cost a write.
+        """
         token = self.active().select_related("user").filter(key_hash=ApiToken.hash(secret)).first()
-        if token is not None:
-            self.filter(pk=token.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if token is not None and (token.last_used_at is None
+                                  or now - token.last_used_at > TOKEN_USE_RESOLUTION):
+            self.filter(pk=token.pk).update(last_used_at=now)
         return token
 
     def revoke(self) -> int:
@@ -394,6 +399,7 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
 
 
 TOKEN_PREFIX = "forge_"
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 TOKEN_PREFIX_LENGTH = 12
 
 
