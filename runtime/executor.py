@@ -82,8 +82,12 @@ class DurableExecutor:
     # -- starting -------------------------------------------------------------------
 
     async def run(self, input: Any, thread_id: str | None = None, *,
-                  metadata: dict[str, Any] | None = None) -> RunResult:
-        """Start a run on ``thread_id`` (a new thread when None) and drive it."""
+                  metadata: dict[str, Any] | None = None, run_id: str | None = None,
+                  ) -> RunResult:
+        """Start a run on ``thread_id`` (a new thread when None) and drive it.
+
+        ``run_id`` lets a caller that queues the run hand out its id before it starts.
+        """
         try:
             input = json_copy(input)
         except NotJSON as exc:
@@ -95,7 +99,9 @@ class DurableExecutor:
                               f"recover or cancel it before starting another")
         if existing is not None and existing.parent_run_id is not None:
             raise ResumeError(f"thread {thread_id!r} belongs to a sub-agent")
-        run_id = new_id()
+        if run_id is not None and self.store is not None and await self.store.load_run(run_id):
+            raise ResumeError(f"run id {run_id!r} is already taken")
+        run_id = run_id or new_id()
         cp = Checkpoint(
             id="", thread_id=thread_id, node=None, interrupt_payload=None, state={},
             history=[], pending_input=None, created_at=now_ms(), run_id=run_id,

@@ -80,3 +80,15 @@ def test_sync_twins(executor: DurableExecutor) -> None:
     forked = executor.fork_sync(paused.thread_id)
     assert executor.resume_sync(paused.thread_id, {"ok": True}).output == DONE
     assert executor.resume_sync(forked, {"ok": True}).output == DONE
+
+
+async def test_a_caller_can_choose_the_run_id_once() -> None:
+    """A queue hands out the run id before the run starts; reusing it is refused."""
+    from runtime import ResumeError
+    from runtime.examples import ask, execute
+
+    ex = DurableExecutor(nodes=[("ask", ask), ("execute", execute)])
+    first = await ex.run({"amount": 1}, run_id="queued-run-1")
+    assert first.run_id == "queued-run-1"
+    with pytest.raises(ResumeError):
+        await ex.run({"amount": 2}, run_id="queued-run-1")
