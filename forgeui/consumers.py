@@ -24,11 +24,12 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from . import access, events
 from .events import INBOX_GROUP
-from .inbox import InboxFilters, oob_cursor, oob_delete, oob_upsert, render_row
+from .inbox import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert, render_row
 from .models import Event, Interrupt
 from .roles import Action, allowed
 
@@ -47,19 +48,29 @@ class Snapshot:
     interrupt_id: str = ""
     interrupt: Interrupt | None = None  # set while pending
     rows: dict[bool, str] = field(default_factory=dict)  # can_answer -> row html
+    # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
+    refreshed: list[tuple[Interrupt, dict[bool, str]]] = field(default_factory=list)
 
 
 def snapshot(event_id: int) -> Snapshot:
     """Read one event and its interrupt's current state; render its row both ways."""
-    event = Event.objects.filter(pk=event_id).values("interrupt_id", "root_thread_id").first()
+    event = (Event.objects.filter(pk=event_id)
+             .values("interrupt_id", "root_thread_id", "run_id").first())
     if event is None:
         return Snapshot(event_id)
     found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
     if found.interrupt_id:
         found.interrupt = Interrupt.objects.inbox().filter(pk=found.interrupt_id).first()
+    elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id
+        found.refreshed = [(i, both_rows(i)) for i in Interrupt.objects.inbox()
+                           .filter(run_id=event["run_id"])]
     if found.interrupt is not None:
-        found.rows = {flag: render_row(found.interrupt, flag) for flag in (True, False)}
+        found.rows = both_rows(found.interrupt)
     return found
+
+
+def both_rows(interrupt: Interrupt) -> dict[bool, str]:
+    return {flag: render_row(interrupt, flag) for flag in (True, False)}
 
 
 def catch_up(after: int, can_answer: bool) -> tuple[list[Snapshot], int]:
@@ -185,6 +196,12 @@ def feed() -> EventFeed:
 
 
 @database_sync_to_async
+def fresh_user(user_id: Any) -> Any:
+    """The user as stored now (the scope's user caches its roles)."""
+    return get_user_model().objects.get(pk=user_id)
+
+
+@database_sync_to_async
 def may_read(user: Any) -> tuple[bool, bool]:
     """(may watch the inbox, may answer from it), read fresh from the database."""
     return allowed(user, Action.READ), allowed(user, Action.ANSWER)
@@ -236,9 +253,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         await self.push([found], found.event_id)
 
     async def access_recheck(self, message: dict[str, Any]) -> None:
+        """The user's groups or account changed: still allowed? Still may answer?"""
         code = await database_sync_to_async(access.access_code)(*self.access_key)
         if code is not None:
             await self.revoke(code)
+            return
+        _, self.can_answer = await may_read(await fresh_user(self.access_key[0]))
 
     async def access_revoked(self, message: dict[str, Any]) -> None:
         await self.revoke(access.SESSION_GONE)
@@ -267,6 +287,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             elif self.filters.matches(item.interrupt):
                 parts.append(oob_upsert(item.rows[self.can_answer], item.interrupt_id,
                                         self.filters.insert_swap))
+            parts.extend(oob_replace(rows[self.can_answer]) for interrupt, rows in item.refreshed
+                         if self.filters.matches(interrupt))
         return parts
 
     def tree_parts(self, found: list[Snapshot]) -> list[str]:

@@ -133,6 +133,11 @@ def oob_upsert(row_html: str, interrupt_id: str, swap: str) -> str:
     return f'<template><tbody hx-swap-oob="{swap}:#inbox-rows">{row_html}</tbody></template>'
 
 
+def oob_replace(row_html: str) -> str:
+    """Replace a row in place, where the page shows it (its id is the row's own)."""
+    return '<template>' + row_html.replace("<tr ", '<tr hx-swap-oob="true" ', 1) + '</template>'
+
+
 def oob_delete(interrupt_id: str) -> str:
     """Remove a row (the page skips this when it does not show that row)."""
     return (f'<template><tr id="{escape(row_dom_id(interrupt_id))}" hx-swap-oob="delete">'

@@ -32,14 +32,16 @@
   // The server pushes out-of-band fragments; rows travel inside <template> (a <tr> cannot
   // stand alone in HTML), which htmx.swap handles and the ws extension's own loop does not.
   // Before swapping: an inserted row replaces an older copy of itself (replays), and a
-  // delete for a row this page does not show is dropped (htmx would log it as an error).
+  // delete or in-place refresh of a row this page does not show is dropped (htmx would
+  // log it as an error).
   document.addEventListener("htmx:wsBeforeMessage", function (evt) {
     var holder = document.createElement("template");
     holder.innerHTML = evt.detail.message;
     holder.content.querySelectorAll("template").forEach(function (inner) {
       inner.content.querySelectorAll("tr[id]").forEach(function (row) {
         var shown = document.getElementById(row.id);
-        if (row.getAttribute("hx-swap-oob") === "delete") {
+        var mode = row.getAttribute("hx-swap-oob");  // delete, true (replace) or none (insert)
+        if (mode === "delete" || mode === "true") {
           if (!shown) row.remove();
         } else {
           if (shown) shown.remove();

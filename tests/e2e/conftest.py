@@ -131,7 +131,9 @@ def serve(folder: Path) -> Iterator[LiveServer]:
                 server.kill()
 
 
-@pytest.fixture(scope="session")
+# Module scope: the sync Playwright API keeps an event loop running in this thread until
+# it stops, which the asyncio tests that follow the browser tests could not start under.
+@pytest.fixture(scope="module")
 def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with serve(tmp_path_factory.mktemp("live")) as server:
         yield server
@@ -141,7 +143,7 @@ def launch(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         message = f"Chromium is not installed at {CHROMIUM}"

@@ -362,3 +362,35 @@ async def test_a_role_lost_without_signals_closes_within_two_seconds(
     through = User.groups.through
     await sync_to_async(through.objects.filter(user=users["reviewer"]).delete)()
     assert await closed_within(socket, 2) == 4403
+
+
+REPLACED = re.compile(r'<tr hx-swap-oob="true" id="int-([0-9a-f]+)" class="row')
+
+
+async def test_a_row_whose_run_moved_on_is_replaced_in_place(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    pending = await started(users, "parallel_approvals")
+    legal = next(i for i in pending if i.node == "legal")
+    finance = next(i for i in pending if i.node == "finance")
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    await answer(users["supervisor"], legal.pk, {"type": "accept", "args": None})
+    text = await frame_with(socket, REPLACED)
+    assert REPLACED.search(text).group(1) == finance.pk
+    moved = await sync_to_async(Interrupt.objects.get)(pk=finance.pk)
+    assert moved.checkpoint_id != finance.checkpoint_id and moved.checkpoint_id[:8] in text
+
+
+async def test_a_reviewer_made_auditor_keeps_the_socket_but_loses_the_buttons(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    reviewer = users["reviewer"]
+    reviewers = await sync_to_async(Group.objects.get)(name="reviewer")
+    auditors = await sync_to_async(Group.objects.get)(name="auditor")
+    await sync_to_async(reviewer.groups.add)(auditors)
+    await sync_to_async(reviewer.groups.remove)(reviewers)
+    assert await socket.receive_nothing(timeout=0.5)  # still connected: auditors read
+    await started(users)
+    text = await frame_with(socket, ROW)
+    assert 'value="approve"' not in text and ">View<" in text
