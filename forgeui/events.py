@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
@@ -97,25 +97,55 @@ def serve_from(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def group_send(group: str, message: dict[str, Any]) -> bool:
-    """Send from sync code in any thread; False (logged) when it could not be sent.
+    """Send from sync code in any thread without waiting; False (logged) when it cannot.
 
-    ``async_to_sync`` in a thread of its own (a task-pool worker) runs the send on a new
-    event loop; the in-memory layer's queues belong to the server's loop, which would
-    not wake up for it. So while a server loop is known and running, the send runs there.
+    The in-memory layer's queues belong to the server's loop, so while one is known the
+    send runs there; otherwise a long-lived announcer loop sends it (the Redis layer keeps
+    its connections per loop, so one loop for the process reuses them). A save never
+    waits for the layer: ``async_to_sync`` here cost a thread start per message.
     """
     layer = get_channel_layer()
     if layer is None:
         return True
     loop = _server_loop
+    if loop is None or not loop.is_running():
+        loop = _announcer.loop()
     try:
-        if loop is not None and loop.is_running() and not _runs_in(loop):
-            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(5)
+        if _runs_in(loop):
+            task = loop.create_task(layer.group_send(group, message))
+            task.add_done_callback(partial(_log_failure, message, group))
         else:
-            async_to_sync(layer.group_send)(group, message)
+            future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+            future.add_done_callback(partial(_log_failure, message, group))
     except Exception:
         logger.exception("could not send %s to group %s", message.get("type"), group)
         return False
     return True
+
+
+def _log_failure(message: dict[str, Any], group: str, future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("could not send %s to group %s: %r", message.get("type"), group,
+                     future.exception())
+
+
+class _Announcer:
+    """A daemon thread running one event loop for group messages sent from sync code."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="forge-announcer",
+                                 daemon=True).start()
+            return self._loop
+
+
+_announcer = _Announcer()
 
 
 def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
