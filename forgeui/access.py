@@ -28,13 +28,15 @@ from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_out
+from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
 from django.dispatch import receiver
+from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from .events import group_send
-from .roles import Action, allowed
+from .roles import PERMISSIONS, Action
 
 if TYPE_CHECKING:
     from .consumers import InboxConsumer
@@ -59,20 +61,41 @@ def session_group(session_key: str) -> str:
 
 def access_code(user_id: Any, session_key: str) -> int | None:
     """None while the socket may stay open; else the code to close it with."""
-    user = User.objects.filter(pk=user_id, is_active=True).first()
-    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    return access_codes({(user_id, session_key)}).get((user_id, session_key))
+
+
+def access_codes(sockets: set[tuple[Any, str]]) -> dict[tuple[Any, str], int]:
+    """The close codes of those of ``sockets`` that must close, in a few queries."""
+    users = {str(user.pk): user for user in User.objects.filter(
+        pk__in={user_id for user_id, _ in sockets}, is_active=True).prefetch_related("groups")}
+    sessions = load_sessions({key for _, key in sockets})
+    codes = {}
+    for user_id, key in sockets:
+        code = judge(users.get(str(user_id)), sessions.get(key, {}), user_id)
+        if code is not None:
+            codes[(user_id, key)] = code
+    return codes
+
+
+def judge(user: Any, session: dict[str, Any], user_id: Any) -> int | None:
     if user is None or str(session.get(SESSION_KEY)) != str(user_id):
         return SESSION_GONE
     if not constant_time_compare(session.get(HASH_SESSION_KEY, ""),
                                  user.get_session_auth_hash()):
         return SESSION_GONE  # the password changed: Django logs such sessions out too
-    return None if allowed(user, Action.READ) else ROLE_LOST
+    readers = {role.value for role in PERMISSIONS[Action.READ]}
+    may_read = user.is_superuser or any(g.name in readers for g in user.groups.all())
+    return None if may_read else ROLE_LOST
 
 
-def access_codes(sockets: set[tuple[Any, str]]) -> dict[tuple[Any, str], int]:
-    """``access_code`` for many sockets in one trip to the database thread."""
-    codes = {pair: access_code(*pair) for pair in sockets}
-    return {pair: code for pair, code in codes.items() if code is not None}
+def load_sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
+    """Live sessions' data by key: one query with the database engine."""
+    engine = import_module(settings.SESSION_ENGINE)
+    if settings.SESSION_ENGINE != "django.contrib.sessions.backends.db":
+        return {key: engine.SessionStore(key).load() for key in keys}
+    decoder = engine.SessionStore()
+    rows = Session.objects.filter(session_key__in=keys, expire_date__gt=timezone.now())
+    return {row.session_key: decoder.decode(row.session_data) for row in rows}
 
 
 class AccessWatcher:
@@ -98,7 +121,8 @@ class AccessWatcher:
             await asyncio.sleep(RECHECK_SECONDS)
             consumers = list(self.sockets)
             try:
-                closing = await database_sync_to_async(access_codes)(
+                # Off the thread the consumers' own queries share, so rows never wait.
+                closing = await database_sync_to_async(access_codes, thread_sensitive=False)(
                     {c.access_key for c in consumers})
             except Exception:  # a database hiccup must not end the watching
                 logger.exception("re-checking websocket access failed")
