@@ -144,7 +144,7 @@ def form_value(schema: dict[str, Any] | None, data: QueryDict) -> Any:
         raise AnswerRejected("this interrupt has no answer form; use the JSON answer")
     form = form_class(data, prefix="answer")
     if not form.is_valid():
-        raise AnswerRejected("check the highlighted fields", form)
+        raise AnswerRejected("check the highlighted fields below", form)
     return schema_value(form, schema)
 
 
