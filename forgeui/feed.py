@@ -1,0 +1,187 @@
+"""What inbox sockets are told: event snapshots, catch-up, and a fallback poll.
+
+A snapshot is an interrupt's state when its event is handled, rendered once per process
+however many sockets hear about it (``SnapshotCache``). ``catch_up`` answers a client's
+"what changed after event N" from the ``Event`` table. ``EventFeed`` finds events that
+no channel-layer message announced here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from .inbox import render_row
+from .models import Event, Interrupt
+
+if TYPE_CHECKING:
+    from .consumers import InboxConsumer
+
+logger = logging.getLogger(__name__)
+
+CATCH_UP_BATCH = 500  # events read per query while catching up
+
+
+@dataclass
+class Snapshot:
+    """One interrupt as the inbox should show it now: a row (pending) or nothing."""
+
+    event_id: int
+    root_thread_id: str = ""
+    interrupt_id: str = ""
+    interrupt: Interrupt | None = None  # set while pending
+    rows: dict[bool, str] = field(default_factory=dict)  # can_answer -> row html
+    # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
+    refreshed: list[tuple[Interrupt, dict[bool, str]]] = field(default_factory=list)
+
+
+def snapshot(event_id: int) -> Snapshot:
+    """Read one event and its interrupt's current state; render its row both ways."""
+    event = (Event.objects.filter(pk=event_id)
+             .values("interrupt_id", "root_thread_id", "run_id").first())
+    if event is None:
+        return Snapshot(event_id)
+    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
+    if found.interrupt_id:
+        found.interrupt = Interrupt.objects.inbox().filter(pk=found.interrupt_id).first()
+    elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id
+        found.refreshed = [(i, both_rows(i)) for i in Interrupt.objects.inbox()
+                           .filter(run_id=event["run_id"])]
+    if found.interrupt is not None:
+        found.rows = both_rows(found.interrupt)
+    return found
+
+
+def both_rows(interrupt: Interrupt) -> dict[bool, str]:
+    return {flag: render_row(interrupt, flag) for flag in (True, False)}
+
+
+def catch_up(after: int, can_answer: bool) -> tuple[list[Snapshot], int]:
+    """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
+    events about no interrupt), each with its interrupt's current state; the newest id."""
+    latest: dict[tuple[str, str], Snapshot] = {}
+    last = after
+    while batch := list(Event.objects.after(last)
+                        .values_list("id", "interrupt_id", "root_thread_id")[:CATCH_UP_BATCH]):
+        for event_id, interrupt_id, root in batch:
+            key = (interrupt_id, "" if interrupt_id else root)
+            latest[key] = Snapshot(event_id, root, interrupt_id)
+        last = batch[-1][0]
+    pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
+    for interrupt in Interrupt.objects.inbox().filter(pk__in=list(pending)):
+        pending[interrupt.pk].interrupt = interrupt
+        pending[interrupt.pk].rows = {can_answer: render_row(interrupt, can_answer)}
+    return sorted(latest.values(), key=lambda s: s.event_id), last
+
+
+class SnapshotCache:
+    """Each event is read and rendered once per process, however many sockets hear it."""
+
+    def __init__(self, size: int = 512, ttl: float = 5.0) -> None:
+        self.size, self.ttl = size, ttl
+        self.done: OrderedDict[int, tuple[float, Snapshot]] = OrderedDict()
+        self.loading: dict[int, asyncio.Future[Snapshot]] = {}
+
+    async def get(self, event_id: int) -> Snapshot:
+        cached = self.done.get(event_id)
+        if cached and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        if event_id not in self.loading:
+            self.loading[event_id] = asyncio.ensure_future(self._load(event_id))
+        return await asyncio.shield(self.loading[event_id])
+
+    async def _load(self, event_id: int) -> Snapshot:
+        try:
+            found = await database_sync_to_async(snapshot)(event_id)
+            self.done[event_id] = (time.monotonic(), found)
+            while len(self.done) > self.size:
+                self.done.popitem(last=False)
+            return found
+        finally:
+            self.loading.pop(event_id, None)
+
+
+snapshots = SnapshotCache()
+
+
+def unheard_events(after: int, heard: set[int], settle: float) -> tuple[list[int], int]:
+    """Events after ``after``, at least ``settle`` seconds old, that were not announced
+    to us; and the newest such id, below which nothing is left to look at."""
+    cutoff = timezone.now() - timedelta(seconds=settle)
+    settled = list(Event.objects.after(after).filter(created_at__lte=cutoff)
+                   .values_list("id", flat=True)[:CATCH_UP_BATCH])
+    return [i for i in settled if i not in heard], max(settled, default=after)
+
+
+class EventFeed:
+    """A fallback for events no channel-layer message announced here.
+
+    With the in-memory layer, a run started by another process (``manage.py start_run``
+    beside daphne) writes its events to the database but cannot reach this process's
+    sockets. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and hands
+    events it has not heard of, once they are ``SETTLE_SECONDS`` old (the layer had its
+    chance), to its sockets. Pushing a row twice is harmless: rows are idempotent.
+    """
+
+    POLL_SECONDS = 0.5
+    SETTLE_SECONDS = 0.5
+
+    def __init__(self) -> None:
+        self.sockets: set[InboxConsumer] = set()
+        self.heard: set[int] = set()
+        self.floor: int | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def hear(self, event_id: int) -> None:
+        self.heard.add(event_id)
+
+    def add(self, consumer: InboxConsumer) -> None:
+        self.sockets.add(consumer)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self.run())
+
+    def discard(self, consumer: InboxConsumer) -> None:
+        self.sockets.discard(consumer)
+        if not self.sockets and self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def run(self) -> None:
+        if self.floor is None:
+            self.floor = await database_sync_to_async(Event.objects.last_id)()
+        while self.sockets:
+            await asyncio.sleep(self.POLL_SECONDS)
+            try:
+                await self.poll()
+            except Exception:
+                logger.exception("polling inbox events failed")
+
+    async def poll(self) -> None:
+        assert self.floor is not None
+        missed, self.floor = await database_sync_to_async(unheard_events)(
+            self.floor, set(self.heard), self.SETTLE_SECONDS)
+        self.heard = {i for i in self.heard if i > self.floor}
+        for event_id in missed:
+            for consumer in list(self.sockets):
+                await consumer.inbox_event({"event_id": event_id})
+
+
+_feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventFeed] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def feed() -> EventFeed:
+    loop = asyncio.get_running_loop()
+    if loop not in _feeds:
+        _feeds[loop] = EventFeed()
+    return _feeds[loop]
