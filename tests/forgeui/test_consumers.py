@@ -23,6 +23,7 @@ from django.test import Client
 from forgeui import services
 from forgeui.asgi import application
 from forgeui.models import Event, Interrupt
+from forgeui.origins import same_origin
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
@@ -394,3 +395,27 @@ async def test_a_reviewer_made_auditor_keeps_the_socket_but_loses_the_buttons(
     await started(users)
     text = await frame_with(socket, ROW)
     assert 'value="approve"' not in text and ">View<" in text
+
+
+def scope(origin: str, host: str = HOST, scheme: str = "ws") -> dict[str, Any]:
+    return {"type": "websocket", "scheme": scheme,
+            "headers": [(b"host", host.encode()), (b"origin", origin.encode())]}
+
+
+def test_same_origin_compares_scheme_host_and_port() -> None:
+    assert same_origin(scope("http://localhost:8000"))
+    assert same_origin(scope("HTTP://LOCALHOST:8000/"))
+    assert same_origin(scope("https://forge.example", "forge.example", "wss"))
+    assert same_origin(scope("https://forge.example:443", "forge.example", "wss"))
+    assert not same_origin(scope("http://forge.example", "forge.example", "wss"))
+    assert same_origin(scope("http://[::1]:8000", "[::1]:8000"))
+    for origin in ("http://localhost:80", "http://user@localhost:8000", "http://localhost:8000?x",
+                   "http://localhost:99999", "ws://localhost:8000", "localhost:8000"):
+        assert not same_origin(scope(origin)), origin
+
+
+def test_extra_origins_come_from_the_setting(settings: Any) -> None:
+    """A TLS proxy in front of daphne: the browser says https, the socket is plain ws."""
+    assert not same_origin(scope("https://localhost"))
+    settings.FORGE_WS_ORIGINS = ["https://localhost"]
+    assert same_origin(scope("https://localhost"))
