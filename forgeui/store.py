@@ -33,7 +33,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict
 
-from . import models
+from . import fastsql, models
 from .events import EventDraft, announce, write_events
 from .sync import sync_rows
 
@@ -85,12 +85,13 @@ class DjangoCheckpointStore:
         try:
             with transaction.atomic(using=self.using):
                 seq = self._advance(cp)
-                self._checkpoints().create(
-                    id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
-                    parent_id=cp.parent_id or "", node=cp.node or "", status=cp.status,
-                    step=cp.step, created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    data=data,
-                )
+                fastsql.insert(models.Checkpoint, {
+                    "id": cp.id, "thread": cp.thread_id, "seq": seq, "run_id": cp.run_id,
+                    "parent_id": cp.parent_id or "", "node": cp.node or "",
+                    "status": cp.status, "step": cp.step,
+                    "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
+                    "data": data,
+                }, self.using)
                 self._record_events(sync_rows(cp, self.using))
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
@@ -99,10 +100,10 @@ class DjangoCheckpointStore:
             raise conflict from exc
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
-        return _checkpoint(self._checkpoints().latest_of_thread(thread_id))
+        return _first(self._checkpoints().of_thread(thread_id).order_by("-seq"))
 
     def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
-        return _checkpoint(self._checkpoints().filter(pk=checkpoint_id).first())
+        return _first(self._checkpoints().filter(pk=checkpoint_id))
 
     def list_sync(self, thread_id: str) -> builtins.list[Checkpoint]:
         rows = self._checkpoints().of_thread(thread_id).values_list("data", flat=True)
@@ -114,7 +115,7 @@ class DjangoCheckpointStore:
             models.Thread.objects.using(self.using).filter(pk=thread_id).delete()
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        return _checkpoint(self._checkpoints().latest_of_run(run_id))
+        return _first(self._checkpoints().filter(run_id=run_id).order_by("-seq"))
 
     def _checkpoints(self) -> models.CheckpointQuerySet:
         return models.Checkpoint.objects.using(self.using)  # type: ignore[return-value]
@@ -162,5 +163,7 @@ class DjangoCheckpointStore:
         return None
 
 
-def _checkpoint(row: models.Checkpoint | None) -> Checkpoint | None:
-    return Checkpoint.from_dict(row.data) if row is not None else None
+def _first(rows: models.CheckpointQuerySet) -> Checkpoint | None:
+    """The first row's checkpoint, reading only its ``data`` column."""
+    data = rows.values_list("data", flat=True)[:1]
+    return Checkpoint.from_dict(data[0]) if data else None

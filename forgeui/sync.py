@@ -8,6 +8,8 @@ back to pending.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +17,7 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
+from . import fastsql
 from .events import EventDraft
 from .models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
 
@@ -48,18 +51,15 @@ def root_of(cp: Checkpoint) -> str:
 def upsert_run(cp: Checkpoint, using: str) -> None:
     now = timezone.now()
     started_by = cp.metadata.get("started_by")
-    run = Run(
-        run_id=cp.run_id, thread_id=cp.thread_id, root_thread_id=root_of(cp),
-        parent_run_id=cp.parent_run_id, graph=cp.graph, namespace=cp.namespace,
-        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=run_input(cp),
-        output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
-        started_by_id=started_by if isinstance(started_by, int) else None,
-        created_at=from_ms(cp.created_at, now), updated_at=now,
-    )
     # input, started_by and created_at keep the values of the run's first checkpoint.
-    Run.objects.using(using).bulk_create(
-        [run], update_conflicts=True, unique_fields=["run_id"], update_fields=RUN_UPDATE_FIELDS
-    )
+    fastsql.insert(Run, {
+        "run_id": cp.run_id, "thread_id": cp.thread_id, "root_thread_id": root_of(cp),
+        "parent_run": cp.parent_run_id, "graph": cp.graph, "namespace": cp.namespace,
+        "sub_agent_id": cp.sub_agent_id or "", "status": cp.status, "input": run_input(cp),
+        "output": cp.output, "error": cp.error, "latest_checkpoint_id": cp.id,
+        "started_by": started_by if isinstance(started_by, int) else None,
+        "created_at": from_ms(cp.created_at, now), "updated_at": now,
+    }, using, conflict="run_id", update=RUN_UPDATE_FIELDS)
 
 
 def run_input(cp: Checkpoint) -> Any:
@@ -69,20 +69,86 @@ def run_input(cp: Checkpoint) -> Any:
     return None
 
 
+class _SyncedIds:
+    """Interrupt ids (pending, resolved) as of recently saved checkpoints, by id.
+
+    The next save of a thread finds what changed since its parent without reading the
+    rows back. Only committed checkpoints can be parents, so an entry is never wrong; a
+    miss (another process saved the parent, or it aged out) reads the rows instead.
+    """
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self.entries: OrderedDict[str, tuple[frozenset[str], frozenset[str]]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, checkpoint_id: str | None) -> tuple[frozenset[str], frozenset[str]] | None:
+        if checkpoint_id is None:
+            return frozenset(), frozenset()  # a thread's first checkpoint: all is new
+        with self.lock:
+            return self.entries.get(checkpoint_id)
+
+    def put(self, checkpoint_id: str, pending: list[str], resolved: list[str]) -> None:
+        with self.lock:
+            self.entries[checkpoint_id] = (frozenset(pending), frozenset(resolved))
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+
+
+synced_ids = _SyncedIds()
+
+
 def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
-    ids = [i["id"] for i in cp.interrupts] + [r["id"] for r in cp.resolved]
+    pending = [i["id"] for i in cp.interrupts]
+    resolved = [r["id"] for r in cp.resolved]
+    before = synced_ids.get(cp.parent_id)
+    if before is None:
+        drafts = sync_interrupts_from_rows(cp, pending, resolved, using)
+    else:
+        drafts = sync_interrupts_since(cp, before, using)
+    synced_ids.put(cp.id, pending, resolved)
+    return drafts
+
+
+def sync_interrupts_since(cp: Checkpoint, before: tuple[frozenset[str], frozenset[str]],
+                          using: str) -> list[EventDraft]:
+    """The same as reading the rows back, knowing which ids the parent had synced."""
+    was_pending, was_resolved = before
+    new = [i for i in cp.interrupts if i["id"] not in was_pending | was_resolved]
+    drafts = create_pending(cp, new, using)
+    still = [i["id"] for i in cp.interrupts if i["id"] in was_pending]
+    if still:
+        Interrupt.objects.using(using).filter(pk__in=still).update(checkpoint_id=cp.id)
+    for data in cp.resolved:
+        if data["id"] in was_resolved:
+            continue
+        if data["id"] in was_pending:
+            drafts.extend(resolve(cp, data, exists=True, using=using))
+        else:
+            drafts.extend(sync_interrupts_from_rows(cp, [], [data["id"]], using))
+    return drafts
+
+
+def sync_interrupts_from_rows(cp: Checkpoint, pending: list[str], resolved: list[str],
+                              using: str) -> list[EventDraft]:
+    ids = pending + resolved
     if not ids:
         return []
     known = dict(Interrupt.objects.using(using).filter(pk__in=ids).values_list("id", "status"))
-    drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
-    still_pending = [i["id"] for i in cp.interrupts if i["id"] in known]
+    wanted = set(pending)
+    drafts = create_pending(
+        cp, [i for i in cp.interrupts if i["id"] in wanted and i["id"] not in known], using)
+    still_pending = [i for i in pending if i in known]
     if still_pending:
         # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
         # client sends back as expected_checkpoint_id.
         Interrupt.objects.using(using).filter(pk__in=still_pending).update(checkpoint_id=cp.id)
-    for resolved in cp.resolved:
-        if known.get(resolved["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING:
-            drafts.extend(resolve(cp, resolved, exists=resolved["id"] in known, using=using))
+    closing = set(resolved)
+    for data in cp.resolved:
+        if data["id"] in closing and (
+            known.get(data["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING
+        ):
+            drafts.extend(resolve(cp, data, exists=data["id"] in known, using=using))
     return drafts
 
 

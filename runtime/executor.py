@@ -124,7 +124,8 @@ class DurableExecutor:
         cp = await self._load_thread(thread_id)
         target = ResumeTarget(cp.run_id) if cp.parent_run_id is not None else None
         return await self._submit(cp.root_thread_id,
-                                  lambda root: accept_answers(root, target, command))
+                                  lambda root: accept_answers(root, target, command),
+                                  loaded=cp)
 
     async def resume_targeted(self, target: ResumeTarget, command: Any = None) -> RunResult:
         """Answer one pending interrupt anywhere in the tree, leaving its siblings paused."""
@@ -165,11 +166,16 @@ class DurableExecutor:
             return await self.get_state(thread_id)
 
     async def _submit(self, root_thread: str, accept: Callable[[Checkpoint], Any],
-                      drive: bool = True) -> RunResult:
-        """Record a request on the root with a compare-and-set; apply it if nobody is."""
+                      drive: bool = True, loaded: Checkpoint | None = None) -> RunResult:
+        """Record a request on the root with a compare-and-set; apply it if nobody is.
+
+        ``loaded`` is the root as the caller just read it, saving the first load.
+        """
         store = self._require_store()
         while True:
-            root = await store.load(root_thread)
+            root = loaded if loaded is not None and loaded.thread_id == root_thread \
+                else await store.load(root_thread)
+            loaded = None
             if root is None:
                 raise StaleResumeTarget(f"thread {root_thread!r} has no checkpoint",
                                         {"thread_id": root_thread, "run_id": None,
