@@ -57,7 +57,10 @@ def requires(action: Action) -> Callable[[View], View]:
         @wraps(view)
         def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not allowed(request.user, action):
-                raise PermissionDenied(f"your role does not allow {action}")
+                refused = Forbidden(f"your role does not allow {action}")
+                if is_htmx(request):  # a notice above the page, not a page in a row
+                    return refusal(request, refused)
+                raise PermissionDenied(str(refused))
             return view(request, *args, **kwargs)
         return login_required(checked)
     return decorate
