@@ -102,7 +102,9 @@ def test_an_auditor_sees_no_answer_form_and_cannot_post_one(
     before = AuditEntry.objects.count()
     for body in ({"action": "approve"}, {"action": "json", "json_value": "true"}):
         assert auditor.post(f"/interrupts/{pending.pk}/answer/", body).status_code == 403
-        assert auditor.post(f"/interrupts/{pending.pk}/answer/", body, **HTMX).status_code == 403
+        refused = auditor.post(f"/interrupts/{pending.pk}/answer/", body, **HTMX)
+        assert refused.status_code == 403 and refused["HX-Retarget"] == "#notices"
+        assert "does not allow answer" in text(refused) and "<html" not in text(refused)
     for url in (f"/runs/{pending.run_id}/steer/", f"/runs/{pending.run_id}/cancel/",
                 f"/threads/{pending.thread_id}/fork/"):
         assert auditor.post(url, {"text": "x"}).status_code == 403, url
