@@ -85,22 +85,23 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     latest = DjangoCheckpointStore().load_sync(thread_id)
     if latest is not None and latest.status in LIVE:
         raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
-    request_id = uuid.uuid4().hex
+    # The run id is handed out now, so a caller can follow a run that is still queued.
+    request_id = run_id = uuid.uuid4().hex
     with transaction.atomic():
         audit(user, "run.start", object_type="thread", object_id=thread_id,
-              thread_id=thread_id, detail={"graph": graph, "input": input,
-                                           "request_id": request_id})
+              thread_id=thread_id, run_id=run_id,
+              detail={"graph": graph, "input": input, "request_id": request_id})
         transaction.on_commit(partial(start_run_task.enqueue, graph, thread_id, input,
                                       getattr(user, "pk", None), request_id))
-    return _started(thread_id, request_id)
+    return _started(thread_id, run_id)
 
 
-def _started(thread_id: str, request_id: str) -> StartedRun:
+def _started(thread_id: str, run_id: str) -> StartedRun:
     """With an immediate task backend the run exists by now; otherwise it is queued."""
     latest = DjangoCheckpointStore().load_sync(thread_id)
-    if latest is None or latest.metadata.get("request_id") != request_id:
-        return StartedRun(thread_id, None, "queued", request_id)
-    return StartedRun(thread_id, latest.run_id, latest.status, request_id)
+    if latest is None or latest.run_id != run_id:
+        return StartedRun(thread_id, run_id, "queued", run_id)
+    return StartedRun(thread_id, latest.run_id, latest.status, run_id)
 
 
 def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | None = None,

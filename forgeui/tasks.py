@@ -55,9 +55,12 @@ def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | Non
     metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
     try:
         return summary(async_to_sync(executor.run)(input, thread_id=thread_id,
-                                                   metadata=metadata))
+                                                   metadata=metadata, run_id=request_id or None))
     except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
+    except ResumeError as exc:  # another start won the thread meanwhile
+        logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
+        return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
 
 
 @task()

@@ -44,12 +44,14 @@ def work(env: dict[str, str]) -> str:
 def test_rqworker_runs_a_started_run_and_then_applies_its_answer(env: dict[str, str]) -> None:
     started = json.loads(manage("start_run", "transfer", "--input", '{"amount": 42}',
                                 "--thread-id", "rq-thread", env=env).stdout)
-    assert started == {"run_id": None, "thread_id": "rq-thread", "status": "queued"}
+    assert started["thread_id"] == "rq-thread" and started["status"] == "queued"
+    assert len(started["run_id"]) == 32  # handed out before the run starts
     assert not Run.objects.using("postgres").exists()  # nothing ran in the web side
 
     log = work(env)
     assert "start_run_task" in log
     run = Run.objects.using("postgres").get(thread_id="rq-thread")
+    assert run.run_id == started["run_id"]
     assert run.status == "interrupted"
     interrupt = Interrupt.objects.using("postgres").pending().get(run=run)
 
