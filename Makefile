@@ -39,6 +39,7 @@ run: migrate
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: lint
 	$(VENV)/bin/pytest

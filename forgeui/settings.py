@@ -60,6 +60,8 @@ FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "nul
 )
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
+# Extra exact websocket origins, e.g. "https://forge.example.com" behind a TLS proxy.
+FORGE_WS_ORIGINS = env_list("FORGE_WS_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` is the ASGI server
