@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import weakref
 from functools import partial
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -36,10 +35,11 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from .events import group_send
+from .loopwork import SocketLoopWork, of_loop
 from .roles import PERMISSIONS, Action
 
 if TYPE_CHECKING:
-    from .consumers import InboxConsumer
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -98,51 +98,24 @@ def load_sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
     return {row.session_key: decoder.decode(row.session_data) for row in rows}
 
 
-class AccessWatcher:
+class AccessWatcher(SocketLoopWork):
     """Re-checks every open socket of one event loop, every ``RECHECK_SECONDS``."""
 
-    def __init__(self) -> None:
-        self.sockets: set[InboxConsumer] = set()
-        self.task: asyncio.Task[None] | None = None
+    interval = RECHECK_SECONDS
 
-    def add(self, consumer: InboxConsumer) -> None:
-        self.sockets.add(consumer)
-        if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self.run())
-
-    def discard(self, consumer: InboxConsumer) -> None:
-        self.sockets.discard(consumer)
-        if not self.sockets and self.task is not None:
-            self.task.cancel()
-            self.task = None
-
-    async def run(self) -> None:
-        while self.sockets:
-            await asyncio.sleep(RECHECK_SECONDS)
-            consumers = list(self.sockets)
-            try:
-                # Off the thread the consumers' own queries share, so rows never wait.
-                closing = await database_sync_to_async(access_codes, thread_sensitive=False)(
-                    {c.access_key for c in consumers})
-            except Exception:  # a database hiccup must not end the watching
-                logger.exception("re-checking websocket access failed")
-                continue
-            for consumer in consumers:
-                if consumer.access_key in closing:
-                    await consumer.revoke(closing[consumer.access_key])
-
-
-_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AccessWatcher] = (
-    weakref.WeakKeyDictionary()
-)
+    async def tick(self) -> None:
+        consumers = list(self.sockets)
+        # Off the thread the consumers' own queries share, so rows never wait.
+        closing = await database_sync_to_async(access_codes, thread_sensitive=False)(
+            {c.access_key for c in consumers})
+        for consumer in consumers:
+            if consumer.access_key in closing:
+                await consumer.revoke(closing[consumer.access_key])
 
 
 def watcher() -> AccessWatcher:
     """The watcher of the running event loop (daphne has one; each test has its own)."""
-    loop = asyncio.get_running_loop()
-    if loop not in _watchers:
-        _watchers[loop] = AccessWatcher()
-    return _watchers[loop]
+    return of_loop(AccessWatcher)
 
 
 # -- signals: tell the sockets at once ----------------------------------------------------

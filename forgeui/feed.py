@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,10 +20,11 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from .inbox import render_row
+from .loopwork import SocketLoopWork, of_loop
 from .models import Event, Interrupt
 
 if TYPE_CHECKING:
-    from .consumers import InboxConsumer
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def unheard_events(after: int, heard: set[int], settle: float) -> tuple[list[int
     return [i for i in settled if i not in heard], max(settled, default=after)
 
 
-class EventFeed:
+class EventFeed(SocketLoopWork):
     """A fallback for events no channel-layer message announced here.
 
     With the in-memory layer, a run started by another process (``manage.py start_run``
@@ -134,38 +134,21 @@ class EventFeed:
 
     POLL_SECONDS = 0.5
     SETTLE_SECONDS = 0.5
+    interval = POLL_SECONDS
 
     def __init__(self) -> None:
-        self.sockets: set[InboxConsumer] = set()
+        super().__init__()
         self.heard: set[int] = set()
         self.floor: int | None = None
-        self.task: asyncio.Task[None] | None = None
 
     def hear(self, event_id: int) -> None:
         self.heard.add(event_id)
 
-    def add(self, consumer: InboxConsumer) -> None:
-        self.sockets.add(consumer)
-        if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self.run())
-
-    def discard(self, consumer: InboxConsumer) -> None:
-        self.sockets.discard(consumer)
-        if not self.sockets and self.task is not None:
-            self.task.cancel()
-            self.task = None
-
-    async def run(self) -> None:
+    async def start(self) -> None:
         if self.floor is None:
             self.floor = await database_sync_to_async(Event.objects.last_id)()
-        while self.sockets:
-            await asyncio.sleep(self.POLL_SECONDS)
-            try:
-                await self.poll()
-            except Exception:
-                logger.exception("polling inbox events failed")
 
-    async def poll(self) -> None:
+    async def tick(self) -> None:
         assert self.floor is not None
         missed, self.floor = await database_sync_to_async(unheard_events)(
             self.floor, set(self.heard), self.SETTLE_SECONDS)
@@ -175,13 +158,5 @@ class EventFeed:
                 await consumer.inbox_event({"event_id": event_id})
 
 
-_feeds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventFeed] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def feed() -> EventFeed:
-    loop = asyncio.get_running_loop()
-    if loop not in _feeds:
-        _feeds[loop] = EventFeed()
-    return _feeds[loop]
+    return of_loop(EventFeed)
