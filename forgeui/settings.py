@@ -4,6 +4,12 @@ With nothing set, forge runs embedded: a SQLite file next to ``manage.py``, an i
 channel layer and graph tasks on a thread pool inside the web process. Setting
 ``DATABASE_URL`` and ``REDIS_URL`` switches to PostgreSQL, the Redis channel layer and
 ``rqworker`` processes.
+
+``DEBUG=0`` is the production switch: it requires ``SECRET_KEY``, turns on HTTPS-only
+cookies, the SSL redirect and HSTS (each can be turned back off by its own variable),
+serves collected static files with whitenoise and logs one JSON object per line. The
+Content-Security-Policy (``forgeui.middleware``) applies in every mode, so the embedded
+default exercises the same policy production sends.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -51,9 +58,14 @@ DEFAULT_GRAPHS = {
     "nested": "runtime.examples:nested",
 }
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "forge-dev-only-insecure-secret-key-change-me")
+DEV_SECRET_KEY = "forge-dev-only-insecure-secret-key-change-me"
+SECRET_KEY = os.environ.get("SECRET_KEY", DEV_SECRET_KEY)
 DEBUG = env_bool("DEBUG", True)
+PRODUCTION = not DEBUG
+if PRODUCTION and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured("DEBUG=0 needs SECRET_KEY from the environment")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "null") or (
     DEFAULT_GRAPHS
@@ -74,11 +86,13 @@ INSTALLED_APPS = [
     "channels",
     "django_tasks",
     "template_partials",
+    "ninja",  # /api/docs loads Swagger UI from these static files, not a CDN (CSP 'self')
     "forgeui",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "forgeui.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -139,7 +153,40 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+
+# -- production hardening (DEBUG=0; `manage.py check --deploy --fail-level WARNING`) ------
+# Behind a TLS-terminating proxy set FORGE_PROXY_SSL_HEADER=X-Forwarded-Proto, and make
+# the proxy set that header itself (overwriting any the client sent): Django then trusts
+# it to tell https from http. Without it, every request behind the proxy looks like http
+# and the SSL redirect loops.
+if proxy_header := os.environ.get("FORGE_PROXY_SSL_HEADER", ""):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + proxy_header.upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+# Load balancers probe over plain http.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", PRODUCTION)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
+# Django's defaults, spelled out because production relies on them.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# No inline script or style anywhere (templates/, static/); htmx's indicator <style> is
+# off (htmx-config in base.html). 'self' covers same-host ws:/wss: in CSP level 3.
+FORGE_CSP = os.environ.get("FORGE_CSP", "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+    "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
+    "frame-ancestors 'none'",
+]))
+if PRODUCTION:
+    # Static files straight from the web processes: run `manage.py collectstatic` first.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
 
 LOGGING = {
     "version": 1,

@@ -24,16 +24,19 @@ def row(page: Any, interrupt_id: str) -> Any:
 def test_a_new_interrupt_arrives_live_and_leaves_the_other_inbox_when_answered(
         forge: LiveServer, login: Login) -> None:
     mine, theirs = login("reviewer"), login("supervisor")
+    counted = int(theirs.locator("#pending-count").inner_text())
     [pending] = forge.start("transfer", {"amount": 42})
     seen = time.monotonic()
     for page in (mine, theirs):
         expect(row(page, pending["id"])).to_be_visible(timeout=ARRIVAL_S * 1000)
     assert time.monotonic() - seen < ARRIVAL_S + 0.5
+    expect(theirs.locator("#pending-count")).to_have_text(str(counted + 1))
     expect(row(mine, pending["id"])).to_contain_text("Approve this transfer?")
     expect(row(mine, pending["id"])).to_contain_text("transfer")
     row(mine, pending["id"]).get_by_role("button", name="Approve").click()
     expect(row(mine, pending["id"])).to_have_count(0, timeout=3000)
     expect(row(theirs, pending["id"])).to_have_count(0, timeout=3000)  # no reload
+    expect(theirs.locator("#pending-count")).to_have_text(str(counted))
     assert forge.pending(pending["root_thread_id"]) == []
 
 
@@ -96,6 +99,8 @@ OPEN_SOCKET = """(url) => new Promise((resolve) => {
     const socket = new WebSocket(url);
     socket.onopen = () => { socket.close(); resolve("open"); };
     socket.onclose = (event) => resolve("refused " + event.code);
+    document.addEventListener("securitypolicyviolation",
+                              (event) => resolve("csp " + event.effectiveDirective));
     setTimeout(() => resolve("timeout"), 5000);
 })"""
 
@@ -119,6 +124,11 @@ def test_a_socket_opened_from_another_origin_is_refused(forge: LiveServer,
     # Same machine, another origin (localhost is in ALLOWED_HOSTS, but not this site).
     other = forge.url.replace("127.0.0.1", "localhost")
     page.goto(f"{other}/accounts/login/")
+    # The Content-Security-Policy (connect-src 'self') stops the browser first...
+    assert page.evaluate(OPEN_SOCKET, ws_url) == "csp connect-src"
+    # ...and the server refuses it too, seen from a page of that origin without a CSP
+    # (static files skip the middleware).
+    page.goto(f"{other}/static/forgeui/forge.css")
     assert page.evaluate(OPEN_SOCKET, ws_url).startswith("refused")
 
 

@@ -42,7 +42,7 @@ def test_embedded_defaults() -> None:
 def test_production_services_from_the_environment() -> None:
     found = settings_with(
         DATABASE_URL="postgres://forge:pw@db.internal:5433/forge",
-        REDIS_URL="redis://cache.internal:6379/2", DEBUG="false",
+        REDIS_URL="redis://cache.internal:6379/2", DEBUG="false", SECRET_KEY="s" * 50,
         ALLOWED_HOSTS="forge.example.com, api.example.com",
         FORGE_GRAPHS='{"mine": "tests.forgeui.graphs:race"}',
     )
