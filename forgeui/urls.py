@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from . import views
+from . import health, views
 from .api import api
 
 # The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
@@ -24,6 +24,9 @@ pages: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    # Anonymous probes (forgeui.health), exempt from the SSL redirect (settings).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).

@@ -53,11 +53,12 @@ django.setup()
 from django.test import Client
 client = Client(HTTP_HOST="forge.example.com")
 plain = client.get("/accounts/login/")
+probe = client.get("/healthz")
 tls = client.get("/accounts/login/", secure=True)
 css = re.search(r'<link rel="stylesheet" href="([^"]+)"', tls.content.decode()).group(1)
 static = client.get(css, secure=True)
 print(json.dumps({
-    "plain": [plain.status_code, plain.get("Location", "")],
+    "plain": [plain.status_code, plain.get("Location", "")], "probe": probe.status_code,
     "headers": dict(tls.headers), "status": tls.status_code,
     "csrf_cookie_secure": bool(tls.cookies["csrftoken"]["secure"]),
     "css": css, "static": [static.status_code, static.get("Cache-Control", ""),
@@ -75,6 +76,7 @@ def test_production_serves_https_only_with_security_headers_and_static_files(
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["plain"] == [301, f"https://{HOST}/accounts/login/"]
+    assert found["probe"] == 200  # load balancers probe over plain http
     headers = found["headers"]
     assert found["status"] == 200
     assert headers["Strict-Transport-Security"] == (

@@ -1,0 +1,69 @@
+"""Probes for load balancers and orchestrators: anonymous, JSON, never cached.
+
+``/healthz`` (liveness) answers from the process alone; ``/readyz`` (readiness) checks the
+dependencies a request needs: the database and, when ``REDIS_URL`` is set, Redis. Which
+dependency failed is named; why is logged, not shown to anonymous callers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+
+logger = logging.getLogger(__name__)
+PROBE_TIMEOUT = 2.0  # seconds; a probe that hangs is as bad as one that fails
+
+
+@never_cache
+@require_safe
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: the process serves requests. Touches no database."""
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_safe
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: 200 when every dependency answers, else 503 naming the failed ones."""
+    checks = {name: check() for name, check in dependencies().items()}
+    failed = sorted(name for name, ok in checks.items() if not ok)
+    body = {"status": "unavailable" if failed else "ok", "failed": failed,
+            "checks": {name: "ok" if ok else "failed" for name, ok in checks.items()}}
+    return JsonResponse(body, status=503 if failed else 200)
+
+
+def dependencies() -> dict[str, Callable[[], bool]]:
+    found: dict[str, Callable[[], bool]] = {"database": database_ok}
+    if settings.REDIS_URL:
+        found["redis"] = redis_ok
+    return found
+
+
+def database_ok() -> bool:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError:
+        logger.warning("readyz: database unreachable", exc_info=True)
+        connection.close()  # the next probe reconnects instead of reusing a broken one
+        return False
+    return True
+
+
+def redis_ok() -> bool:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=PROBE_TIMEOUT,
+                                  socket_connect_timeout=PROBE_TIMEOUT)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        logger.warning("readyz: redis unreachable", exc_info=True)
+        return False
+    finally:
+        client.close()
