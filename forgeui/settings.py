@@ -188,9 +188,22 @@ if PRODUCTION:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 
-LOGGING = {
+# "json": one object per line with the run_id/thread_id/interrupt_id a line is about
+# (forgeui.logs), for log shippers; "text" for people.
+FORGE_LOG_FORMAT = os.environ.get("FORGE_LOG_FORMAT", "json" if PRODUCTION else "text")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "forgeui.logs.JsonFormatter"}},
+    "filters": {"run": {"()": "forgeui.logs.RunFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["run"]}},
     "loggers": {"forgeui": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")}},
 }
+if FORGE_LOG_FORMAT == "json":
+    # On the root logger, so everyone's warnings (django.request, rq) are JSON lines too;
+    # forgeui's records reach it by propagation.
+    LOGGING["handlers"]["console"]["formatter"] = "json"
+    LOGGING["loggers"]["forgeui"]["handlers"] = []
+    # Django's own console handler (plain text when DEBUG) gives way to the JSON one.
+    LOGGING["loggers"]["django"] = {"handlers": [], "level": "WARNING"}
+    LOGGING["root"] = {"handlers": ["console"], "level": "WARNING"}

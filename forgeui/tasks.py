@@ -18,7 +18,7 @@ from runtime import Command, DurableExecutor, ResumeTarget, RunResult
 from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
 
-from . import registry
+from . import logs, registry
 from .models import Answer, AuditEntry, Run, SteeringNote
 from .store import DjangoCheckpointStore
 
@@ -53,14 +53,16 @@ def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | Non
         return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
                 "duplicate": True}
     metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
-    try:
-        return summary(async_to_sync(executor.run)(input, thread_id=thread_id,
-                                                   metadata=metadata, run_id=request_id or None))
-    except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
-        return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
-    except ResumeError as exc:  # another start won the thread meanwhile
-        logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
-        return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
+    with logs.about(run_id=request_id, thread_id=thread_id):
+        try:
+            return summary(async_to_sync(executor.run)(
+                input, thread_id=thread_id, metadata=metadata, run_id=request_id or None))
+        except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
+            logger.warning("run of %s failed: %s", graph, exc)
+            return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
+        except ResumeError as exc:  # another start won the thread meanwhile
+            logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
+            return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
 
 
 @task()
@@ -69,6 +71,16 @@ def apply_answer_task(answer_id: int) -> dict[str, Any]:
     answer = Answer.objects.select_related("interrupt").get(pk=answer_id)
     if answer.applied_at is not None:
         return {"answer_id": answer_id, "outcome": "already applied"}
+    interrupt = answer.interrupt
+    with logs.about(run_id=interrupt.run_id, thread_id=interrupt.thread_id,
+                    interrupt_id=interrupt.pk):
+        outcome = apply_answer(answer)
+        logger.info("answer %s: %s", answer_id, outcome["outcome"])
+        return outcome
+
+
+def apply_answer(answer: Answer) -> dict[str, Any]:
+    answer_id = answer.pk
     for _ in range(MAX_APPLY_ATTEMPTS):
         state = answer_state(answer.interrupt.run_id, answer.interrupt_id)
         if state != "open":
