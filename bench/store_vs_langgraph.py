@@ -6,9 +6,12 @@ to the end), on SQLite (WAL, synchronous=FULL) and on PostgreSQL, beside LangGra
 insert-and-commit rate of the same database. Every completed step is checkpointed
 (``durability="sync"``), so crash safety is not traded for speed.
 
-Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. Each database runs
-in its own subprocess (Django settings are per process); PostgreSQL uses the database
-``forge_bench`` on 127.0.0.1, created fresh.
+Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. Forge and
+LangGraph take turns (``--rounds``, 5 by default), so load from anything else on the
+machine falls on both. ``--profile sqlite`` (or ``postgres``) runs only forge's phases
+under cProfile and prints the top functions. Each database runs in its own subprocess
+(Django settings are per process); PostgreSQL uses the database ``forge_bench`` on
+127.0.0.1, created fresh.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +61,11 @@ def raw_commit_rate(kind: str, target: str, n: int = 2000) -> float:
         return n / (time.perf_counter() - start)
 
 
-def forge_side(n: int) -> dict[str, float]:
+Phases = Callable[[int, str], tuple[float, float, int]]
+
+
+def forge_runner() -> Phases:
+    """Runs ``n`` starts then ``n`` resumes on the Django store: (A secs, B secs, saved)."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
@@ -70,7 +79,7 @@ def forge_side(n: int) -> dict[str, float]:
 
     ex = forge_executor(DjangoCheckpointStore())
 
-    async def phases() -> dict[str, float]:
+    async def phases(n: int) -> tuple[float, float, int]:
         t0 = time.perf_counter()
         paused = [await ex.run({"amount": i}) for i in range(n)]
         a = time.perf_counter() - t0
@@ -79,18 +88,31 @@ def forge_side(n: int) -> dict[str, float]:
         b = time.perf_counter() - t0
         assert all(d.output["done"] and d.output["answer"] == "yes" for d in done)
         saved = len(await ex.store.list(paused[0].thread_id))  # type: ignore[union-attr]
-        return {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+        return a, b, saved
 
-    return asyncio.run(phases())
+    return lambda n, _tag: asyncio.run(phases(n))
 
 
-def langgraph_side(kind: str, target: str, n: int) -> dict[str, float]:
+def langgraph_runner(kind: str, target: str, stack: ExitStack) -> Phases:
     from langgraph.types import Command
     from runtime_vs_langgraph import langgraph_graph
 
-    def phases(saver: Any) -> dict[str, float]:
-        graph = langgraph_graph(saver)
-        cfg = [{"configurable": {"thread_id": f"lg{i}"}} for i in range(n)]
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(target, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        saver: Any = SqliteSaver(conn)
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        saver = stack.enter_context(PostgresSaver.from_conn_string(target))
+        saver.setup()
+    graph = langgraph_graph(saver)
+
+    def phases(n: int, tag: str) -> tuple[float, float, int]:
+        cfg = [{"configurable": {"thread_id": f"lg{tag}-{i}"}} for i in range(n)]
         t0 = time.perf_counter()
         for i in range(n):
             graph.invoke({"amount": i}, cfg[i])
@@ -99,24 +121,27 @@ def langgraph_side(kind: str, target: str, n: int) -> dict[str, float]:
         results = [graph.invoke(Command(resume="yes"), c) for c in cfg]
         b = time.perf_counter() - t0
         assert all(r["done"] and r["answer"] == "yes" for r in results)
-        saved = len(list(graph.get_state_history(cfg[0])))
-        return {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+        return a, b, len(list(graph.get_state_history(cfg[0])))
 
-    if kind == "sqlite":
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        conn = sqlite3.connect(target, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        return phases(SqliteSaver(conn))
-    from langgraph.checkpoint.postgres import PostgresSaver
-
-    with PostgresSaver.from_conn_string(target) as saver:
-        saver.setup()
-        return phases(saver)
+    return phases
 
 
-def child(kind: str, n: int) -> None:
+def alternate(sides: dict[str, Phases], n: int, rounds: int) -> dict[str, dict[str, float]]:
+    """Each side runs ``n`` threads in ``rounds`` turns, taking turns, so both meet the
+    same load from anything else on the machine; rates are over the summed times."""
+    totals = {name: [0.0, 0.0, 0] for name in sides}
+    per_round = [n // rounds + (r < n % rounds) for r in range(rounds)]
+    for r, size in enumerate(per_round):
+        for name, phases in sides.items():
+            a, b, saved = phases(size, str(r))
+            totals[name][0] += a
+            totals[name][1] += b
+            totals[name][2] = saved
+    return {name: {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+            for name, (a, b, saved) in totals.items()}
+
+
+def child(kind: str, n: int, rounds: int) -> None:
     """One database, in its own process: forge, LangGraph, raw commits."""
     if kind == "sqlite":
         folder = tempfile.mkdtemp(prefix="forge-bench-")
@@ -125,9 +150,51 @@ def child(kind: str, n: int) -> None:
     else:
         os.environ["DATABASE_URL"] = PG_BENCH
         lg_target = raw_target = PG_BENCH
-    result = {"forge": forge_side(n), "langgraph": langgraph_side(kind, lg_target, n),
-              "raw_commits_per_s": raw_commit_rate(kind, raw_target)}
+    with ExitStack() as stack:
+        sides = {"forge": forge_runner(),
+                 "langgraph": langgraph_runner(kind, lg_target, stack)}
+        result: dict[str, Any] = alternate(sides, n, rounds)
+    result["raw_commits_per_s"] = raw_commit_rate(kind, raw_target)
     print(json.dumps(result))
+
+
+def profile(kind: str, n: int) -> None:
+    """Forge's phases alone, under cProfile (the sync halves run in asgiref's thread)."""
+    import cProfile
+    import pstats
+
+    if kind == "sqlite":
+        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='forge-bench-')}/f.db"
+    else:
+        fresh_postgres_database()
+        os.environ["DATABASE_URL"] = PG_BENCH
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
+    django.setup()
+    from forgeui import store
+
+    profiler, hop = cProfile.Profile(), store._in_thread
+    in_sync = [0.0]
+
+    def profiled(fn: Any) -> Any:
+        def run(*args: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return profiler.runcall(fn, *args)
+            finally:
+                in_sync[0] += time.perf_counter() - t0
+        return hop(run)
+
+    store._in_thread = profiled  # type: ignore[assignment]
+    t0 = time.perf_counter()
+    a, b, saved = forge_runner()(n, "")
+    result = {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
+    total = time.perf_counter() - t0
+    print(json.dumps(result))
+    print(f"wall {total:.2f}s, inside the sync halves {in_sync[0]:.2f}s (profiled)")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 def fresh_postgres_database() -> None:
@@ -141,16 +208,23 @@ def fresh_postgres_database() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--threads", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="turns each side takes, alternating (noise hits both alike)")
     parser.add_argument("--child", choices=["sqlite", "postgres"])
+    parser.add_argument("--profile", choices=["sqlite", "postgres"])
     args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.threads)
+        return
     if args.child:
-        child(args.child, args.threads)
+        child(args.child, args.threads, args.rounds)
         return
     for kind in ("sqlite", "postgres"):
         if kind == "postgres":
             fresh_postgres_database()
-        out = subprocess.run([sys.executable, __file__, "--child", kind, "--threads",
-                              str(args.threads)], check=True, capture_output=True, text=True)
+        command = [sys.executable, __file__, "--child", kind, "--threads", str(args.threads),
+                   "--rounds", str(args.rounds)]
+        out = subprocess.run(command, check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         f, lg = r["forge"], r["langgraph"]
         print(f"\n{kind}: {args.threads} threads, raw insert+commit "
