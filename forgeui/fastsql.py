@@ -1,48 +1,128 @@
-"""INSERT and upsert statements for the checkpoint store's hot path, built once.
+"""Statements for the checkpoint store's hot path, built once.
 
 A save runs a few statements per step of every run. The ORM compiles each one afresh,
-which costs more than the database's own work; here the SQL is built once per model and
-column set, and values still go through each field's ``get_db_prep_save``, exactly as the
-ORM would send them.
+which costs more than the database's own work; here the SQL is built once per model,
+column set and vendor, and values still go through each field's ``get_db_prep_save``,
+exactly as the ORM would send them.
+
+On PostgreSQL a save's compare-and-set, checkpoint row and ``Run`` upsert are one
+statement (data-modifying CTEs: ``advance_and_insert``), and the event ordering lock is
+taken by the event insert itself (``insert_events``): each round trip saved is a wait
+for the server. SQLite has no data-modifying CTEs, so it runs them one by one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
 _statements: dict[tuple[Any, ...], str] = {}
 
 
-def _statement(model: type[Model], names: tuple[str, ...], conflict: str | None,
-               update: tuple[str, ...], vendor: str) -> str:
-    key = (model, names, conflict, update, vendor)
+def _cached(key: tuple[Any, ...], build: Callable[[], str]) -> str:
     sql = _statements.get(key)
     if sql is None:
-        meta = model._meta
-        quote = connections["default"].ops.quote_name
-        columns = [quote(meta.get_field(n).column) for n in names]
-        sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(columns)}) "
-               f"VALUES ({', '.join(['%s'] * len(columns))})")
-        if conflict is not None:
-            target = quote(meta.get_field(conflict).column)
-            sets = ", ".join(f"{c} = excluded.{c}"
-                             for c in (quote(meta.get_field(n).column) for n in update))
-            sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
-        _statements[key] = sql
+        sql = _statements[key] = build()
     return sql
+
+
+def _quote(name: str) -> str:
+    return connections["default"].ops.quote_name(name)
+
+
+def _columns(model: type[Model], names: Sequence[str]) -> list[str]:
+    return [_quote(model._meta.get_field(n).column) for n in names]
+
+
+def _casts(model: type[Model], names: Sequence[str], connection: BaseDatabaseWrapper) -> str:
+    """Typed placeholders, for values read through a ``SELECT`` rather than ``VALUES``."""
+    fields = [model._meta.get_field(n) for n in names]
+    return ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
+
+
+def _upsert_tail(model: type[Model], conflict: str, update: Sequence[str]) -> str:
+    target = _quote(model._meta.get_field(conflict).column)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in _columns(model, update))
+    return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
+
+
+def _insert_sql(model: type[Model], names: tuple[str, ...], conflict: str | None,
+                update: tuple[str, ...]) -> str:
+    sql = (f"INSERT INTO {_quote(model._meta.db_table)} "
+           f"({', '.join(_columns(model, names))}) VALUES ({', '.join(['%s'] * len(names))})")
+    return sql + (_upsert_tail(model, conflict, update) if conflict is not None else "")
+
+
+def prepare(model: type[Model], values: dict[str, Any],
+            connection: BaseDatabaseWrapper) -> list[Any]:
+    """Each value as the ORM would send it."""
+    get = model._meta.get_field
+    return [get(name).get_db_prep_save(value, connection=connection)
+            for name, value in values.items()]
 
 
 def insert(model: type[Model], values: dict[str, Any], using: str,
            conflict: str | None = None, update: Sequence[str] = ()) -> None:
     """``INSERT`` one row (``ON CONFLICT (conflict) DO UPDATE SET update...`` if given)."""
     connection = connections[using]
-    names = tuple(values)
-    sql = _statement(model, names, conflict, tuple(update), connection.vendor)
-    fields = [model._meta.get_field(n) for n in names]
-    params = [f.get_db_prep_save(values[f.name], connection=connection) for f in fields]
+    names, update = tuple(values), tuple(update)
+    sql = _cached(("insert", model, names, conflict, update, connection.vendor),
+                  lambda: _insert_sql(model, names, conflict, update))
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, prepare(model, values, connection))
+
+
+def advance_sql(table: str, first: bool) -> str:
+    """The compare-and-set on the thread row, returning the new checkpoint's position."""
+    if first:
+        return (f"INSERT INTO {_quote(table)} (thread_id, latest_checkpoint_id, seq)"
+                " VALUES (%s, %s, 1) RETURNING seq")
+    return (f"UPDATE {_quote(table)} SET latest_checkpoint_id = %s, seq = seq + 1"
+            " WHERE thread_id = %s AND latest_checkpoint_id = %s RETURNING seq")
+
+
+def advance_and_insert(advance: str, checkpoint: tuple[type[Model], tuple[str, ...]],
+                       run: tuple[type[Model], tuple[str, ...], str, tuple[str, ...]],
+                       connection: BaseDatabaseWrapper) -> str:
+    """PostgreSQL: ``advance``, then the checkpoint row (``seq`` from it) and the run upsert.
+
+    The inserts read the moved row, so a lost compare-and-set inserts nothing and the
+    statement returns no row.
+    """
+    def build() -> str:
+        cp_model, cp_names = checkpoint
+        run_model, run_names, conflict, update = run
+        return (
+            f"WITH moved AS ({advance}), "
+            f"saved AS (INSERT INTO {_quote(cp_model._meta.db_table)} "
+            f"({', '.join(_columns(cp_model, (*cp_names, 'seq')))}) "
+            f"SELECT {_casts(cp_model, cp_names, connection)}, moved.seq FROM moved), "
+            f"mirrored AS (INSERT INTO {_quote(run_model._meta.db_table)} "
+            f"({', '.join(_columns(run_model, run_names))}) "
+            f"SELECT {_casts(run_model, run_names, connection)} FROM moved"
+            f"{_upsert_tail(run_model, conflict, update)}) "
+            "SELECT seq FROM moved"
+        )
+    return _cached(("advance", advance, checkpoint, run), build)
+
+
+def insert_events(model: type[Model], names: tuple[str, ...], rows: int, lock: int | None,
+                  connection: BaseDatabaseWrapper) -> str:
+    """``rows`` rows, ids returned in row order; ``lock`` (PostgreSQL) is taken first."""
+    def build() -> str:
+        table = _quote(model._meta.db_table)
+        columns = ", ".join(_columns(model, names))
+        if lock is None:
+            values = ", ".join([f"({', '.join(['%s'] * len(names))})"] * rows)
+            return f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING id"
+        # The lock's one row joins every value row, so it is held before any id is drawn.
+        selects = " UNION ALL ".join(
+            [f"SELECT {_casts(model, names, connection)}"] * rows)
+        return (f"WITH ordered AS MATERIALIZED (SELECT pg_advisory_xact_lock({lock:d})) "
+                f"INSERT INTO {table} ({columns}) SELECT v.* FROM ordered, ({selects}) AS v "
+                "RETURNING id")
+    return _cached(("events", model, names, rows, lock, connection.vendor), build)

@@ -35,7 +35,7 @@ from runtime.errors import CheckpointConflict
 
 from . import fastsql, models
 from .events import EventDraft, announce, write_events
-from .sync import sync_rows
+from .sync import RUN_UPDATE_FIELDS, run_row, sync_rows, upsert_run
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -81,17 +81,14 @@ class DjangoCheckpointStore:
     # The sync halves: for tasks, commands and views that are sync already.
 
     def save_sync(self, cp: Checkpoint) -> None:
-        data = cp.to_dict()
+        connection = connections[self.using]
         try:
             with transaction.atomic(using=self.using):
-                seq = self._advance(cp)
-                fastsql.insert(models.Checkpoint, {
-                    "id": cp.id, "thread": cp.thread_id, "seq": seq, "run_id": cp.run_id,
-                    "parent_id": cp.parent_id or "", "node": cp.node or "",
-                    "status": cp.status, "step": cp.step,
-                    "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    "data": data,
-                }, self.using)
+                if connection.vendor == "postgresql":
+                    self._advance_and_insert(cp, connection)
+                else:
+                    self._insert(cp, self._advance(cp))
+                    upsert_run(cp, self.using)
                 self._record_events(sync_rows(cp, self.using))
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
@@ -122,23 +119,36 @@ class DjangoCheckpointStore:
 
     def _advance(self, cp: Checkpoint) -> int:
         """The compare-and-set: move the thread to ``cp`` and return its position."""
-        if cp.parent_id is None:
-            models.Thread.objects.using(self.using).create(
-                thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1
-            )
-            return 1
-        table = connections[self.using].ops.quote_name(models.Thread._meta.db_table)
+        first = cp.parent_id is None
+        sql = fastsql.advance_sql(models.Thread._meta.db_table, first)
         with connections[self.using].cursor() as cursor:
             # One statement, so no other writer can slip in between the check and the move.
-            cursor.execute(
-                f"UPDATE {table} SET latest_checkpoint_id = %s, seq = seq + 1"
-                " WHERE thread_id = %s AND latest_checkpoint_id = %s RETURNING seq",
-                [cp.id, cp.thread_id, cp.parent_id],
-            )
+            cursor.execute(sql, _advance_params(cp))
             row = cursor.fetchone()
         if row is None:
-            raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+            raise self._lost(cp)
         return int(row[0])
+
+    def _insert(self, cp: Checkpoint, seq: int) -> None:
+        fastsql.insert(models.Checkpoint, {**_checkpoint_row(cp), "seq": seq}, self.using)
+
+    def _advance_and_insert(self, cp: Checkpoint, connection: Any) -> None:
+        """PostgreSQL: the compare-and-set, checkpoint row and run upsert in one round trip."""
+        row, run = _checkpoint_row(cp), run_row(cp)
+        sql = fastsql.advance_and_insert(
+            fastsql.advance_sql(models.Thread._meta.db_table, cp.parent_id is None),
+            (models.Checkpoint, tuple(row)), (models.Run, tuple(run), "run_id", RUN_UPDATE_FIELDS),
+            connection,
+        )
+        params = (_advance_params(cp) + fastsql.prepare(models.Checkpoint, row, connection)
+                  + fastsql.prepare(models.Run, run, connection))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if cursor.fetchone() is None:
+                raise self._lost(cp)
+
+    def _lost(self, cp: Checkpoint) -> CheckpointConflict:
+        return CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
 
     def _record_events(self, drafts: builtins.list[EventDraft]) -> None:
         """The save's last statements: event rows in commit order; announce after commit."""
@@ -161,6 +171,22 @@ class DjangoCheckpointStore:
         if latest != cp.parent_id or reused:
             return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
         return None
+
+
+def _advance_params(cp: Checkpoint) -> builtins.list[Any]:
+    if cp.parent_id is None:
+        return [cp.thread_id, cp.id]
+    return [cp.id, cp.thread_id, cp.parent_id]
+
+
+def _checkpoint_row(cp: Checkpoint) -> dict[str, Any]:
+    """The checkpoint row's values but ``seq``, which the compare-and-set decides."""
+    return {
+        "id": cp.id, "thread": cp.thread_id, "run_id": cp.run_id,
+        "parent_id": cp.parent_id or "", "node": cp.node or "", "status": cp.status,
+        "step": cp.step, "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
+        "data": cp.to_dict(),
+    }
 
 
 def _first(rows: models.CheckpointQuerySet) -> Checkpoint | None:

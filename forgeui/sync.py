@@ -21,10 +21,10 @@ from . import fastsql
 from .events import EventDraft
 from .models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
 
-RUN_UPDATE_FIELDS = [
+RUN_UPDATE_FIELDS = (
     "thread_id", "root_thread_id", "parent_run", "graph", "namespace", "sub_agent_id",
     "status", "output", "error", "latest_checkpoint_id", "updated_at",
-]
+)
 
 
 def from_ms(value: Any, default: datetime) -> datetime:
@@ -35,8 +35,7 @@ def from_ms(value: Any, default: datetime) -> datetime:
 
 
 def sync_rows(cp: Checkpoint, using: str) -> list[EventDraft]:
-    """Upsert the run and its interrupts; return the events the change deserves."""
-    upsert_run(cp, using)
+    """Sync the interrupts (the run row is the caller's); return the events deserved."""
     drafts = sync_interrupts(cp, using)
     if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
         drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
@@ -48,18 +47,23 @@ def root_of(cp: Checkpoint) -> str:
     return cp.root_thread_id or cp.thread_id
 
 
-def upsert_run(cp: Checkpoint, using: str) -> None:
+def run_row(cp: Checkpoint) -> dict[str, Any]:
+    """The ``Run`` row's values; an upsert updates only ``RUN_UPDATE_FIELDS``."""
     now = timezone.now()
     started_by = cp.metadata.get("started_by")
     # input, started_by and created_at keep the values of the run's first checkpoint.
-    fastsql.insert(Run, {
+    return {
         "run_id": cp.run_id, "thread_id": cp.thread_id, "root_thread_id": root_of(cp),
         "parent_run": cp.parent_run_id, "graph": cp.graph, "namespace": cp.namespace,
         "sub_agent_id": cp.sub_agent_id or "", "status": cp.status, "input": run_input(cp),
         "output": cp.output, "error": cp.error, "latest_checkpoint_id": cp.id,
         "started_by": started_by if isinstance(started_by, int) else None,
         "created_at": from_ms(cp.created_at, now), "updated_at": now,
-    }, using, conflict="run_id", update=RUN_UPDATE_FIELDS)
+    }
+
+
+def upsert_run(cp: Checkpoint, using: str) -> None:
+    fastsql.insert(Run, run_row(cp), using, conflict="run_id", update=RUN_UPDATE_FIELDS)
 
 
 def run_input(cp: Checkpoint) -> Any:
