@@ -126,3 +126,21 @@ def insert_events(model: type[Model], names: tuple[str, ...], rows: int, lock: i
                 f"INSERT INTO {table} ({columns}) SELECT v.* FROM ordered, ({selects}) AS v "
                 "RETURNING id")
     return _cached(("events", model, names, rows, lock, connection.vendor), build)
+
+
+def latest_json(model: type[Model], column: str, where: str, using: str,
+                value: Any) -> Any | None:
+    """The JSON ``column`` of the row with the highest ``seq`` where ``where`` = ``value``."""
+    connection = connections[using]
+    field = model._meta.get_field(column)
+
+    def build() -> str:
+        table = _quote(model._meta.db_table)
+        target = _quote(model._meta.get_field(where).column)
+        return (f"SELECT {_quote(field.column)} FROM {table} WHERE {target} = %s"
+                " ORDER BY seq DESC LIMIT 1")
+    sql = _cached(("latest", model, column, where, connection.vendor), build)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value])
+        row = cursor.fetchone()
+    return None if row is None else field.from_db_value(row[0], None, connection)

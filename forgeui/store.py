@@ -97,7 +97,8 @@ class DjangoCheckpointStore:
             raise conflict from exc
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
-        return _first(self._checkpoints().of_thread(thread_id).order_by("-seq"))
+        return _decoded(fastsql.latest_json(models.Checkpoint, "data", "thread", self.using,
+                                            thread_id))
 
     def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
         return _first(self._checkpoints().filter(pk=checkpoint_id))
@@ -112,7 +113,8 @@ class DjangoCheckpointStore:
             models.Thread.objects.using(self.using).filter(pk=thread_id).delete()
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        return _first(self._checkpoints().filter(run_id=run_id).order_by("-seq"))
+        return _decoded(fastsql.latest_json(models.Checkpoint, "data", "run_id", self.using,
+                                            run_id))
 
     def _checkpoints(self) -> models.CheckpointQuerySet:
         return models.Checkpoint.objects.using(self.using)  # type: ignore[return-value]
@@ -187,6 +189,10 @@ def _checkpoint_row(cp: Checkpoint) -> dict[str, Any]:
         "step": cp.step, "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
         "data": cp.to_dict(),
     }
+
+
+def _decoded(data: dict[str, Any] | None) -> Checkpoint | None:
+    return None if data is None else Checkpoint.from_dict(data)
 
 
 def _first(rows: models.CheckpointQuerySet) -> Checkpoint | None:
