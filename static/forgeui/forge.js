@@ -52,9 +52,22 @@
       });
     });
     evt.preventDefault();
+    var before = shownRows();
     htmx.swap(evt.target, holder.innerHTML, { swapStyle: "none" });
+    adjustCount(shownRows() - before);
     refreshAges(evt.target);
   });
+
+  // The "N pending" figure follows the rows that arrive and leave.
+  function shownRows() {
+    return document.querySelectorAll("table.inbox tbody tr[id]").length;
+  }
+
+  function adjustCount(delta) {
+    var el = document.getElementById("pending-count");
+    var n = el ? parseInt(el.textContent, 10) : NaN;
+    if (delta && !isNaN(n)) el.textContent = String(Math.max(0, n + delta));
+  }
 
   document.addEventListener("htmx:wsClose", function (evt) {
     var code = evt.detail.event.code;
