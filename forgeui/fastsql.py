@@ -144,3 +144,21 @@ def latest_json(model: type[Model], column: str, where: str, using: str,
         cursor.execute(sql, [value])
         row = cursor.fetchone()
     return None if row is None else field.from_db_value(row[0], None, connection)
+
+
+def update(model: type[Model], values: dict[str, Any], pks: Sequence[Any], using: str,
+           **where: Any) -> int:
+    """``UPDATE`` the rows with primary key in ``pks`` (and columns = ``where``); rows hit."""
+    connection = connections[using]
+    names, tests = tuple(values), tuple(where)
+
+    def build() -> str:
+        sets = ", ".join(f"{c} = %s" for c in _columns(model, names))
+        pk = f"{_quote(model._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))})"
+        conditions = " AND ".join([pk, *(f"{c} = %s" for c in _columns(model, tests))])
+        return f"UPDATE {_quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
+    sql = _cached(("update", model, names, len(pks), tests, connection.vendor), build)
+    params = [*prepare(model, values, connection), *pks, *prepare(model, where, connection)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)

@@ -122,7 +122,7 @@ def sync_interrupts_since(cp: Checkpoint, before: tuple[frozenset[str], frozense
     drafts = create_pending(cp, new, using)
     still = [i["id"] for i in cp.interrupts if i["id"] in was_pending]
     if still:
-        Interrupt.objects.using(using).filter(pk__in=still).update(checkpoint_id=cp.id)
+        fastsql.update(Interrupt, {"checkpoint_id": cp.id}, still, using)
     for data in cp.resolved:
         if data["id"] in was_resolved:
             continue
@@ -146,7 +146,7 @@ def sync_interrupts_from_rows(cp: Checkpoint, pending: list[str], resolved: list
     if still_pending:
         # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
         # client sends back as expected_checkpoint_id.
-        Interrupt.objects.using(using).filter(pk__in=still_pending).update(checkpoint_id=cp.id)
+        fastsql.update(Interrupt, {"checkpoint_id": cp.id}, still_pending, using)
     closing = set(resolved)
     for data in cp.resolved:
         if data["id"] in closing and (
@@ -190,9 +190,8 @@ def resolve(cp: Checkpoint, data: dict[str, Any], exists: bool, using: str) -> l
               else InterruptStatus.ANSWERED)
     answered_at = from_ms(data.get("answered_at"), timezone.now())
     if exists:
-        moved = Interrupt.objects.using(using).filter(
-            pk=data["id"], status=InterruptStatus.PENDING
-        ).update(status=status, answered_at=answered_at)
+        moved = fastsql.update(Interrupt, {"status": status, "answered_at": answered_at},
+                               [data["id"]], using, status=InterruptStatus.PENDING)
     else:
         row = interrupt_row(cp, data, status)
         row.answered_at = answered_at
