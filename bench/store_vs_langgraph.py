@@ -70,8 +70,12 @@ def forge_runner() -> Phases:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
 
+    # DEBUG (the settings' default) logs every statement with its parameters; deployments
+    # run with DEBUG=0, so measure that (the rest of the production switch is HTTP-only).
+    settings.DEBUG = False
     call_command("migrate", verbosity=0)
     from runtime_vs_langgraph import forge_executor
 
