@@ -48,6 +48,12 @@ class Shared:
     steering: list[dict[str, Any]] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)
 
+    def unapplied(self) -> dict[str, dict[str, Any]]:
+        """Accepted answers no run of this execution has taken in yet."""
+        if not self.consumed:
+            return self.inbox
+        return {k: v for k, v in self.inbox.items() if k not in self.consumed}
+
     @classmethod
     def from_root(cls, root: Checkpoint, executor: DurableExecutor) -> Shared:
         return cls(
@@ -117,7 +123,8 @@ class RunExecution:
                 await self.save("running")
 
     async def _run_step_tasks(self, runnable: list[dict[str, Any]]) -> None:
-        self._parallel = len(runnable) > 1
+        # Inside a parallel step of an ancestor, sync nodes must not block the shared loop.
+        self._parallel = len(runnable) > 1 or (self.parent is not None and self.parent._parallel)
         if len(runnable) == 1:
             outcomes: list[Any] = [await self._guarded(runnable[0])]
         else:
@@ -273,7 +280,7 @@ class RunExecution:
         subtree = _tree.descendants(self.cp, child_run_id)
         if subtree & self.shared.cancels:
             return True
-        return any(entry["run_id"] in subtree for entry in self.shared.inbox.values())
+        return any(entry["run_id"] in subtree for entry in self.shared.unapplied().values())
 
     # -- answers, cancels, steering -------------------------------------------------
 
@@ -285,7 +292,7 @@ class RunExecution:
                 if self._subtree_has_work(task["child_run_id"]):
                     task["status"] = "pending"
                 continue
-            entry = self.shared.inbox.get(task["interrupt_id"])
+            entry = self.shared.unapplied().get(task["interrupt_id"])
             if entry is not None:
                 self._consume(task, entry)
 
@@ -295,7 +302,8 @@ class RunExecution:
         self.cp.interrupts.remove(record)
         self.cp.resolved.append({**record, "status": "answered", "answer": entry["value"],
                                  "answered_at": entry["at"], "answered_by": entry.get("by")})
-        del self.shared.inbox[iid]
+        # The entry stays in the inbox until no checkpoint of the tree shows the interrupt
+        # pending (see _stamp): a crash before the child's save must not lose the answer.
         self.shared.consumed.add(iid)
         self.dirty = True
         kind = record["kind"]
@@ -448,5 +456,6 @@ class RunExecution:
 
     def _has_new_work(self) -> bool:
         open_ids = {i["id"] for i in _tree.pending(self.cp)}
-        return bool(open_ids & self.shared.inbox.keys()) or self.cp.run_id in self.shared.cancels \
+        return bool(open_ids & self.shared.unapplied().keys()) \
+            or self.cp.run_id in self.shared.cancels \
             or any(rid in self.shared.cancels for rid in self.cp.children)

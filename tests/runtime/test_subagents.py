@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -9,10 +10,12 @@ import pytest
 
 from runtime import (
     AmbiguousResume,
+    Checkpoint,
     Command,
     DurableExecutor,
     InMemoryCheckpointStore,
     NodeContext,
+    NodeError,
     ResumeTarget,
     RunResult,
     StaleResumeTarget,
@@ -583,3 +586,77 @@ async def test_get_state_of_a_child_thread_reports_the_root() -> None:
     state = await ex.get_state(child_thread)
     assert state.thread_id == paused.thread_id
     assert [i.id for i in state.interrupts] == [i.id for i in paused.interrupts]
+
+
+class FailingChildSaves(InMemoryCheckpointStore):
+    """Loses the next save of any sub-agent thread, as a crash at that moment would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_children = False
+
+    async def save(self, cp: Checkpoint) -> None:
+        if self.fail_children and cp.parent_run_id is not None:
+            self.fail_children = False
+            raise OSError("disk gone while saving the sub-agent")
+        await super().save(cp)
+
+
+async def test_an_answer_survives_a_crash_between_a_root_save_and_the_childs() -> None:
+    """The root may save mid-step (a sibling's ctx.once) while a child applies an answer.
+
+    That root checkpoint must still hold the child's answer until the child's own save
+    lands; otherwise a crash in between loses an accepted answer.
+    """
+    store = FailingChildSaves()
+    root_saved = threading.Event()
+
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        answer = ctx.interrupt({"question": "child?"})
+        assert root_saved.wait(5)  # the child finishes only after the sibling's save
+        return answer
+
+    def sibling(x: Any, ctx: NodeContext) -> Any:
+        answer = ctx.interrupt({"question": "sibling?"})
+        ctx.once("effect", lambda: "done")  # saves the root mid-step
+        store.fail_children = True  # ...and the child's save after it is lost
+        root_saved.set()
+        return answer
+
+    child = DurableExecutor(nodes=[("ask", ask)], name="child")
+    root = DurableExecutor(
+        nodes=[("start", lambda x: x), ("child", child), ("sibling", sibling),
+               ("end", lambda parts: parts)],
+        edges={"start": lambda _: ["child", "sibling"], "child": lambda _: "end",
+               "sibling": lambda _: "end"},
+        store=store, name="root")
+    paused = await root.run({})
+    answers = {i.id: f"answer to {i.node}" for i in paused.interrupts}
+    with pytest.raises((NodeError, OSError)):
+        await root.resume(paused.thread_id, Command(resume_map=answers))
+    latest = await store.load(paused.thread_id)
+    assert latest is not None
+    child_interrupt = next(i for i in paused.interrupts if i.node == "ask")
+    assert child_interrupt.id in latest.answers  # kept: the child never saved it
+    done = await root.recover(paused.thread_id)
+    assert done.status == "completed"
+    assert done.output == {"child": "answer to ask", "sibling": "answer to sibling"}
+
+
+async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time() -> None:
+    """Each child has one task, but its siblings run beside it: no child blocks the loop."""
+    both_in = threading.Barrier(2, timeout=5)
+
+    def meet(x: Any) -> str:
+        both_in.wait()  # breaks (and fails the node) unless the other child is in too
+        return "met"
+
+    left = DurableExecutor(nodes=[("meet", meet)], name="left")
+    right = DurableExecutor(nodes=[("meet", meet)], name="right")
+    root = DurableExecutor(
+        nodes=[("fan", lambda x: x), ("left", left), ("right", right),
+               ("join", lambda parts: parts)],
+        edges={"fan": lambda _: ["left", "right"], "left": lambda _: "join",
+               "right": lambda _: "join"}, name="root")
+    done = await root.run({})
+    assert done.output == {"left": "met", "right": "met"}
