@@ -20,9 +20,16 @@ from ninja.pagination import paginate
 
 from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
 
-from . import registry, services
+from . import assignment, registry, services
 from .auth import api_auth, login_required_for_docs
-from .exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
+from .exceptions import (
+    AlreadyClaimed,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+    UnknownGraph,
+)
 from .models import AuditEntry, Checkpoint, Interrupt, Run, Thread
 from .parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
 from .schemas import (
@@ -30,6 +37,7 @@ from .schemas import (
     ERRORS,
     AcceptedList,
     AcceptedOut,
+    AssignIn,
     AuditFilters,
     AuditOut,
     CancelOut,
@@ -139,14 +147,15 @@ def get_checkpoint(request: HttpRequest, checkpoint_id: Id) -> Any:
 @router.get("/interrupts", response={200: list[InterruptOut], **ERRORS})
 @paginate(Page)
 def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> Any:
-    """Oldest first; ``status=pending`` is the inbox."""
-    return filters.apply(Interrupt.objects.select_related("run", "answered_by"))
+    """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller."""
+    found = Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+    return filters.apply(found, assignment.Viewer.of(request.auth))
 
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
 def get_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
-    return _get(Interrupt.objects.select_related("run", "answered_by"), "interrupt",
-                interrupt_id)
+    return _get(Interrupt.objects.select_related("run", "answered_by", "claimed_by"),
+                "interrupt", interrupt_id)
 
 
 @router.get("/audit", response={200: list[AuditOut], **ERRORS})
@@ -174,6 +183,27 @@ def resume_interrupt(request: HttpRequest, interrupt_id: Id, body: ResumeIn) -> 
         request.auth, interrupt_id, body.value, steering=body.steering,
         expected_checkpoint_id=body.expected_checkpoint_id, child_policy=body.child_policy)
     return Status(202, answer)
+
+
+@router.post("/interrupts/{interrupt_id}/claim",
+             response={200: InterruptOut, **ERRORS, **CONFLICT})
+def claim_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
+    """Take a pending interrupt: until released only you may answer it; 409 if taken."""
+    return services.claim_interrupt(request.auth, interrupt_id)
+
+
+@router.post("/interrupts/{interrupt_id}/release",
+             response={200: InterruptOut, **ERRORS, **CONFLICT})
+def release_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
+    """Give your claim back (supervisors: anyone's)."""
+    return services.release_interrupt(request.auth, interrupt_id)
+
+
+@router.post("/interrupts/{interrupt_id}/assign",
+             response={200: InterruptOut, **BODY_ERRORS, **CONFLICT})
+def assign_interrupt(request: HttpRequest, interrupt_id: Id, body: AssignIn) -> Any:
+    """Name the users and groups who may answer (supervisor)."""
+    return services.assign_interrupt(request.auth, interrupt_id, body.users, body.groups)
 
 
 @router.post("/resume", response={202: AcceptedOut, **BODY_ERRORS, **CONFLICT})
@@ -292,6 +322,12 @@ def _stale_answer(request: HttpRequest, exc: StaleAnswer) -> HttpResponse:
     return _conflict(request, str(exc), exc.latest, audited=True,  # by the service
                      interrupt_id=exc.interrupt_id, status=exc.status,
                      answered_by=exc.answered_by, answered_at=exc.answered_at)
+
+
+@api.exception_handler(AlreadyClaimed)
+def _already_claimed(request: HttpRequest, exc: AlreadyClaimed) -> HttpResponse:
+    return _conflict(request, str(exc), {}, interrupt_id=exc.interrupt_id, status="pending",
+                     claimed_by=exc.claimed_by)
 
 
 @api.exception_handler(StaleResumeTarget)

@@ -21,6 +21,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
 from . import access, events
+from .assignment import Viewer, mode
 from .events import INBOX_GROUP
 from .feed import Snapshot, catch_up, feed, snapshots
 from .inbox import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
@@ -36,9 +37,9 @@ def fresh_user(user_id: Any) -> Any:
 
 
 @database_sync_to_async
-def may_read(user: Any) -> tuple[bool, bool]:
-    """(may watch the inbox, may answer from it), read fresh from the database."""
-    return allowed(user, Action.READ), allowed(user, Action.ANSWER)
+def may_read(user: Any) -> tuple[bool, Viewer]:
+    """(may watch the inbox, who is watching: groups and role), read fresh."""
+    return allowed(user, Action.READ), Viewer.of(user)
 
 
 class InboxConsumer(AsyncJsonWebsocketConsumer):
@@ -51,7 +52,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated or not session_key:
             await self.close(code=access.SESSION_GONE)
             return
-        may_watch, self.can_answer = await may_read(user)
+        may_watch, self.viewer = await may_read(user)
         if not may_watch:
             await self.close(code=access.ROLE_LOST)
             return
@@ -77,7 +78,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         after = content.get("after") if isinstance(content, dict) else None
         if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
-            found, last = await database_sync_to_async(catch_up)(after, self.can_answer)
+            found, last = await database_sync_to_async(catch_up)(after, self.viewer)
             await self.push(found, last)
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
@@ -92,7 +93,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if code is not None:
             await self.revoke(code)
             return
-        _, self.can_answer = await may_read(await fresh_user(self.access_key[0]))
+        _, self.viewer = await may_read(await fresh_user(self.access_key[0]))
 
     async def access_revoked(self, message: dict[str, Any]) -> None:
         await self.revoke(access.SESSION_GONE)
@@ -115,15 +116,20 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     def row_parts(self, found: list[Snapshot]) -> list[str]:
         parts = []
         for item in found:
-            if item.interrupt is None:
-                if item.interrupt_id:  # answered, cancelled or gone: the row leaves
-                    parts.append(oob_delete(item.interrupt_id))
-            elif self.filters.matches(item.interrupt):
-                parts.append(oob_upsert(item.rows[self.can_answer], item.interrupt_id,
+            shown = item.interrupt or item.ended
+            if shown is not None and self.filters.matches(shown, self.viewer):
+                parts.append(oob_upsert(self.row_of(shown, item.rows), item.interrupt_id,
                                         self.filters.insert_swap))
-            parts.extend(oob_replace(rows[self.can_answer]) for interrupt, rows in item.refreshed
-                         if self.filters.matches(interrupt))
+            elif item.interrupt_id:  # answered, claimed away, gone: the row leaves
+                parts.append(oob_delete(item.interrupt_id))
+            parts.extend(oob_replace(self.row_of(interrupt, rows))
+                         for interrupt, rows in item.refreshed
+                         if self.filters.matches(interrupt, self.viewer))
         return parts
+
+    def row_of(self, interrupt: Any, rows: dict[str, str]) -> str:
+        """The row as this viewer sees it (an ended row is read-only for everyone)."""
+        return rows.get(mode(self.viewer, interrupt)) or rows["read"]
 
     def tree_parts(self, found: list[Snapshot]) -> list[str]:
         # The cursor element is the signal itself: its swap makes the page reload the tree.

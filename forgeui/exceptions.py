@@ -7,7 +7,8 @@
     ├── NotFound                 no such run, thread or interrupt (404)
     ├── InvalidRequest           a value or note the target cannot take (400/422)
     ├── Forbidden                the user's role may not do this (403)
-    └── StaleAnswer              the interrupt is no longer pending (409)
+    ├── StaleAnswer              the interrupt is no longer pending (409)
+    └── AlreadyClaimed           someone else claimed the interrupt first (409)
 
 Runtime errors (``runtime.errors``) pass through unchanged.
 """
@@ -70,3 +71,12 @@ class StaleAnswer(ForgeUIError):
         return {"interrupt_id": self.interrupt_id, "status": self.status,
                 "answered_by": self.answered_by, "answered_at": self.answered_at,
                 "latest": self.latest, "reason": self.reason}
+
+
+class AlreadyClaimed(ForgeUIError):
+    """Someone else holds the claim on this interrupt; nothing changed."""
+
+    def __init__(self, interrupt_id: str, claimed_by: str) -> None:
+        super().__init__(f"already claimed by {claimed_by}")
+        self.interrupt_id = interrupt_id
+        self.claimed_by = claimed_by

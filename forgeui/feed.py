@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from .inbox import render_row
+from .assignment import Mode, Viewer, mode
+from .inbox import render_row, render_rows
 from .loopwork import SocketLoopWork, of_loop
-from .models import Event, Interrupt
+from .models import Event, Interrupt, InterruptStatus
 
 if TYPE_CHECKING:
     pass
@@ -39,9 +40,10 @@ class Snapshot:
     root_thread_id: str = ""
     interrupt_id: str = ""
     interrupt: Interrupt | None = None  # set while pending
-    rows: dict[bool, str] = field(default_factory=dict)  # can_answer -> row html
+    rows: dict[Mode, str] = field(default_factory=dict)  # assignment mode -> row html
     # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
-    refreshed: list[tuple[Interrupt, dict[bool, str]]] = field(default_factory=list)
+    refreshed: list[tuple[Interrupt, dict[Mode, str]]] = field(default_factory=list)
+    ended: Interrupt | None = None  # set once answered, for "Done by me" tabs
 
 
 def snapshot(event_id: int) -> Snapshot:
@@ -52,20 +54,33 @@ def snapshot(event_id: int) -> Snapshot:
         return Snapshot(event_id)
     found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
     if found.interrupt_id:
-        found.interrupt = Interrupt.objects.inbox().filter(pk=found.interrupt_id).first()
+        place(found, Interrupt.objects.select_related("run", "claimed_by")
+              .filter(pk=found.interrupt_id).first())
     elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id
-        found.refreshed = [(i, both_rows(i)) for i in Interrupt.objects.inbox()
-                           .filter(run_id=event["run_id"])]
-    if found.interrupt is not None:
-        found.rows = both_rows(found.interrupt)
+        found.refreshed = [(i, render_rows(i)) for i in Interrupt.objects.inbox()
+                           .select_related("claimed_by").filter(run_id=event["run_id"])]
     return found
 
 
-def both_rows(interrupt: Interrupt) -> dict[bool, str]:
-    return {flag: render_row(interrupt, flag) for flag in (True, False)}
+def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None) -> None:
+    """Pending: the row to show; answered: the row for "Done by me". Rendered for
+    ``viewer`` only, or for every kind of viewer when shared (``viewer=None``)."""
+    if interrupt is None:
+        return
+    if interrupt.status == InterruptStatus.PENDING:
+        found.interrupt = interrupt
+    elif interrupt.status == InterruptStatus.ANSWERED and interrupt.answered_by_id:
+        found.ended = interrupt
+    else:
+        return
+    if viewer is None:
+        found.rows = render_rows(interrupt)
+    else:
+        shown = mode(viewer, interrupt) if found.interrupt else "read"
+        found.rows = {shown: render_row(interrupt, shown)}
 
 
-def catch_up(after: int, can_answer: bool) -> tuple[list[Snapshot], int]:
+def catch_up(after: int, viewer: Viewer) -> tuple[list[Snapshot], int]:
     """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
     events about no interrupt), each with its interrupt's current state; the newest id."""
     latest: dict[tuple[str, str], Snapshot] = {}
@@ -77,9 +92,9 @@ def catch_up(after: int, can_answer: bool) -> tuple[list[Snapshot], int]:
             latest[key] = Snapshot(event_id, root, interrupt_id)
         last = batch[-1][0]
     pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
-    for interrupt in Interrupt.objects.inbox().filter(pk__in=list(pending)):
-        pending[interrupt.pk].interrupt = interrupt
-        pending[interrupt.pk].rows = {can_answer: render_row(interrupt, can_answer)}
+    for interrupt in (Interrupt.objects.select_related("run", "claimed_by")
+                      .filter(pk__in=list(pending))):
+        place(pending[interrupt.pk], interrupt, viewer)
     return sorted(latest.values(), key=lambda s: s.event_id), last
 
 

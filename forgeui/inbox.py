@@ -17,12 +17,19 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from .models import Interrupt, InterruptQuerySet
+from .assignment import Mode, Viewer, is_assigned, mode
+from .models import Interrupt, InterruptQuerySet, InterruptStatus
 
 PAGE_SIZE = 50
 SUMMARY_LENGTH = 140
+# Payload keys that tell forge what to do, not what the question is about.
+INSTRUCTIONS = ("question", "actions", "answer_schema", "assignees", "deadline_s", "default")
 ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
 Sort = Literal["newest", "oldest"]
+Tab = Literal["all", "assigned", "queue", "done"]
+TABS: list[tuple[Tab, str]] = [("all", "All pending"), ("assigned", "Assigned to me"),
+                               ("queue", "Queue"), ("done", "Done by me")]
+MODES: tuple[Mode, ...] = ("answer", "mine", "read")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,7 @@ class InboxFilters:
     sub_agent: str = ""
     namespace: str = ""  # a run-tree path prefix, "supervisor/research_agent"
     sort: Sort = "newest"
+    tab: Tab = "all"
 
     @classmethod
     def from_query(cls, query: QueryDict | dict[str, list[str]] | str) -> InboxFilters:
@@ -45,26 +53,51 @@ class InboxFilters:
             return value.strip()[:200]
 
         sort: Sort = "oldest" if first("sort") == "oldest" else "newest"
-        return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort)
+        tab = next((t for t, _ in TABS if t == first("tab")), "all")
+        return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort,
+                   tab)
 
     @property
     def path(self) -> list[str]:
         return [part for part in self.namespace.split("/") if part]
 
-    def apply(self, interrupts: InterruptQuerySet) -> InterruptQuerySet:
-        return (interrupts.of_graph(self.graph).of_sub_agent(self.sub_agent)
+    def apply(self, interrupts: InterruptQuerySet, viewer: Viewer) -> InterruptQuerySet:
+        """``interrupts`` is every interrupt (with its run); the tab picks which."""
+        if self.tab == "done":
+            found = interrupts.done_by(viewer.user_id)
+        elif self.tab == "assigned":
+            found = interrupts.assigned_to(viewer)
+        elif self.tab == "queue":
+            found = interrupts.queue_for(viewer)
+        else:
+            found = interrupts.pending()
+        return (found.of_graph(self.graph).of_sub_agent(self.sub_agent)
                 .under_namespace(self.path).by_age(newest_first=self.sort == "newest"))
 
-    def matches(self, interrupt: Interrupt) -> bool:
+    def matches(self, interrupt: Interrupt, viewer: Viewer) -> bool:
         """The same test as ``apply``, for one row the websocket is about to push."""
         path = self.path
         return ((not self.graph or interrupt.run.graph == self.graph)
                 and (not self.sub_agent or interrupt.sub_agent_id == self.sub_agent)
-                and list(interrupt.namespace[: len(path)]) == path)
+                and list(interrupt.namespace[: len(path)]) == path
+                and self.in_tab(interrupt, viewer))
 
-    def querystring(self) -> str:
+    def in_tab(self, interrupt: Interrupt, viewer: Viewer) -> bool:
+        pending = interrupt.status == InterruptStatus.PENDING
+        if self.tab == "done":
+            return (interrupt.status == InterruptStatus.ANSWERED
+                    and interrupt.answered_by_id == viewer.user_id)
+        if self.tab == "assigned":
+            mine = viewer.user_id is not None and interrupt.claimed_by_id == viewer.user_id
+            return pending and (mine or is_assigned(viewer, interrupt.assignees))
+        if self.tab == "queue":
+            return pending and interrupt.claimed_by_id is None and mode(viewer, interrupt) != "read"
+        return pending
+
+    def querystring(self, **changes: str) -> str:
         fields = {"graph": self.graph, "sub_agent": self.sub_agent,
-                  "namespace": self.namespace, "sort": self.sort}
+                  "namespace": self.namespace, "sort": self.sort, "tab": self.tab, **changes}
+        fields["tab"] = "" if fields["tab"] == "all" else fields["tab"]
         return urlencode({key: value for key, value in fields.items() if value})
 
     @property
@@ -76,8 +109,7 @@ class InboxFilters:
 def payload_summary(payload: Any) -> str:
     """One line for the row: the question if there is one, else compact JSON."""
     if isinstance(payload, dict) and isinstance(payload.get("question"), str):
-        rest = {k: v for k, v in payload.items()
-                if k not in ("question", "actions", "answer_schema")}
+        rest = {k: v for k, v in payload.items() if k not in INSTRUCTIONS}
         text = payload["question"] + (" " + compact(rest) if rest else "")
     elif isinstance(payload, str):
         text = payload
@@ -103,8 +135,17 @@ def answer_schema(payload: Any) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
-def row_context(interrupt: Interrupt, can_answer: bool) -> dict[str, Any]:
-    """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere."""
+def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
+    return [{"tab": tab, "label": label, "current": tab == filters.tab,
+             "query": filters.querystring(tab=tab)} for tab, label in TABS]
+
+
+def row_context(interrupt: Interrupt, row_mode: Mode) -> dict[str, Any]:
+    """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
+
+    ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
+    and Claim, answer buttons and Release (their claim), or read-only.
+    """
     actions = declared_actions(interrupt.payload)
     return {
         "interrupt": interrupt,
@@ -114,12 +155,23 @@ def row_context(interrupt: Interrupt, can_answer: bool) -> dict[str, Any]:
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case.
         "plain": not actions and answer_schema(interrupt.payload) is None,
-        "can_answer": can_answer,
+        "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
+        "mode": row_mode,
+        "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
+        "assignees": [*interrupt.assigned_users,
+                      *(f"group {g}" for g in interrupt.assigned_groups)],
     }
 
 
-def render_row(interrupt: Interrupt, can_answer: bool) -> str:
-    return render_to_string("forgeui/inbox.html#row", {"row": row_context(interrupt, can_answer)})
+def render_row(interrupt: Interrupt, row_mode: Mode) -> str:
+    return render_to_string("forgeui/inbox.html#row", {"row": row_context(interrupt, row_mode)})
+
+
+def render_rows(interrupt: Interrupt) -> dict[Mode, str]:
+    """The row as each kind of viewer sees it (an ended one: read-only)."""
+    if interrupt.status != InterruptStatus.PENDING:
+        return {"read": render_row(interrupt, "read")}
+    return {m: render_row(interrupt, m) for m in MODES}
 
 
 def row_dom_id(interrupt_id: str) -> str:

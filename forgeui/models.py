@@ -17,6 +17,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from . import assignment
+
 ID_LENGTH = 255
 
 
@@ -161,10 +163,47 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
             found = found.filter(**{f"namespace__{index}": part})
         return found
 
+    def assigned_to(self, viewer: assignment.Viewer) -> InterruptQuerySet:
+        """Pending, and naming ``viewer`` (by name or group) or claimed by them."""
+        named = models.Q(claimed_by_id=viewer.user_id) if viewer.user_id else models.Q()
+        for token in viewer.tokens():
+            named |= models.Q(assignees__contains=token)
+        return self.pending().filter(named) if named else self.none()
+
+    def queue_for(self, viewer: assignment.Viewer) -> InterruptQuerySet:
+        """Pending, unclaimed, and answerable by ``viewer``."""
+        if not viewer.can_answer:
+            return self.none()
+        open_ = self.pending().filter(claimed_by__isnull=True)
+        if viewer.unrestricted:
+            return open_
+        named = models.Q(assignees="")
+        for token in viewer.tokens():
+            named |= models.Q(assignees__contains=token)
+        return open_.filter(named)
+
+    def done_by(self, user_id: int | None) -> InterruptQuerySet:
+        return self.filter(status=InterruptStatus.ANSWERED, answered_by_id=user_id)
+
     def by_age(self, newest_first: bool = False) -> InterruptQuerySet:
         if newest_first:
             return self.order_by("-created_at", "-order", "-id")
         return self.order_by("created_at", "order", "id")
+
+
+class AssigneesField(models.TextField):
+    """``forgeui.assignment``'s token string; a new row takes it from its payload.
+
+    Interrupt rows are created by the checkpoint store's ``bulk_create``, which calls no
+    ``save()`` and sends no signal; ``pre_save`` is the hook it does run for every field.
+    """
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and not value:
+            value = assignment.from_payload(getattr(model_instance, "payload", None))
+            setattr(model_instance, self.attname, value)
+        return value
 
 
 class Interrupt(models.Model):
@@ -194,6 +233,13 @@ class Interrupt(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    assignees = AssigneesField(blank=True, default="",
+                               help_text="who may answer (empty: anyone with the role)")
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
 
     objects = InterruptQuerySet.as_manager()
 
@@ -202,6 +248,14 @@ class Interrupt(models.Model):
 
     def __str__(self) -> str:
         return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"
+
+    @property
+    def assigned_users(self) -> list[str]:
+        return assignment.decode(self.assignees)[0]
+
+    @property
+    def assigned_groups(self) -> list[str]:
+        return assignment.decode(self.assignees)[1]
 
 
 class AnswerQuerySet(models.QuerySet["Answer"]):
@@ -340,6 +394,7 @@ class EventKind(models.TextChoices):
     INTERRUPT_CREATED = "interrupt.created"
     INTERRUPT_ANSWERED = "interrupt.answered"
     INTERRUPT_CANCELLED = "interrupt.cancelled"
+    INTERRUPT_UPDATED = "interrupt.updated"  # claimed, released or assigned
     RUN_UPDATED = "run.updated"
 
 

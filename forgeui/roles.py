@@ -1,7 +1,8 @@
 """Who may do what: the one table of roles (Django groups) and actions (SPEC §2, issue 5).
 
 - ``reviewer``: answer interrupts, add steering notes.
-- ``supervisor``: also targeted resume of sub-agents, fork, cancel and start runs.
+- ``supervisor``: also targeted resume of sub-agents, fork, cancel, start runs, and
+  assign interrupts (or release anyone's claim).
 - ``auditor``: read everything, change nothing.
 
 Every role may read. Superusers may do everything; ``user=None`` is a management command
@@ -28,6 +29,7 @@ class Action(StrEnum):
     RESUME_TARGETED = "resume_targeted"
     FORK = "fork"
     CANCEL = "cancel"
+    ASSIGN = "assign"
 
 
 PERMISSIONS: dict[Action, frozenset[Role]] = {
@@ -38,6 +40,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.RESUME_TARGETED: frozenset({Role.SUPERVISOR}),
     Action.FORK: frozenset({Role.SUPERVISOR}),
     Action.CANCEL: frozenset({Role.SUPERVISOR}),
+    Action.ASSIGN: frozenset({Role.SUPERVISOR}),
 }
 
 

@@ -111,6 +111,7 @@ class ConflictOut(Schema):
     status: str | None = Field(None, description="the interrupt's status now")
     answered_by: str | None = Field(None, description="username of whoever answered first")
     answered_at: datetime | None = None
+    claimed_by: str | None = Field(None, description="who holds the claim, when that is why")
     latest: LatestOut
 
 
@@ -163,6 +164,11 @@ class RunOut(Schema):
         return obj.started_by.get_username() if obj.started_by_id else None
 
 
+class AssigneesOut(Schema):
+    users: list[str]
+    groups: list[str]
+
+
 class InterruptOut(Schema):
     id: str
     run_id: str
@@ -182,10 +188,21 @@ class InterruptOut(Schema):
     deadline_at: datetime | None
     answered_at: datetime | None
     answered_by: str | None
+    assignees: AssigneesOut = Field(description="who may answer; both empty: any reviewer")
+    claimed_by: str | None
+    claimed_at: datetime | None
 
     @staticmethod
     def resolve_graph(obj: Any) -> str:
         return obj.run.graph
+
+    @staticmethod
+    def resolve_assignees(obj: Any) -> dict[str, list[str]]:
+        return {"users": obj.assigned_users, "groups": obj.assigned_groups}
+
+    @staticmethod
+    def resolve_claimed_by(obj: Any) -> str | None:
+        return obj.claimed_by.get_username() if obj.claimed_by_id else None
 
     @staticmethod
     def resolve_sub_agent_id(obj: Any) -> str | None:
@@ -310,6 +327,13 @@ class AcceptedList(Schema):
     count: int
 
 
+class AssignIn(Body):
+    """Who may answer; both lists empty opens the interrupt to every reviewer."""
+
+    users: list[Text] = Field(default_factory=list, max_length=100, description="usernames")
+    groups: list[Text] = Field(default_factory=list, max_length=100, description="group names")
+
+
 class ForkIn(Body):
     checkpoint_id: Id | None = None
 
@@ -395,8 +419,17 @@ class InterruptFilters(Schema):
         None, description="run-tree path prefix, '/'-joined: 'supervisor/research_agent'")
     run_id: Text | None = None
     root_thread_id: Text | None = None
+    tab: Literal["assigned", "queue", "done"] | None = Field(
+        None, description="assigned: pending and assigned to or claimed by me; queue: "
+                          "unclaimed that I may answer; done: answered by me")
 
-    def apply(self, found: Any) -> Any:
+    def apply(self, found: Any, viewer: Any = None) -> Any:
+        if self.tab == "assigned":
+            found = found.assigned_to(viewer)
+        elif self.tab == "queue":
+            found = found.queue_for(viewer)
+        elif self.tab == "done":
+            found = found.done_by(viewer.user_id)
         if self.status:
             found = found.filter(status=self.status)
         if self.run_id:

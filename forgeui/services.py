@@ -18,16 +18,18 @@ from typing import Any
 
 import jsonschema
 from asgiref.sync import async_to_sync
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
-from . import registry
+from . import assignment, registry
 from .events import EventDraft, publish_on_commit
-from .exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer
+from .exceptions import AlreadyClaimed, Forbidden, InvalidRequest, NotFound, StaleAnswer
 from .models import (
     Answer,
     AuditEntry,
@@ -45,6 +47,7 @@ from .store import DjangoCheckpointStore
 from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, start_run_task
 
 User = AbstractBaseUser | AnonymousUser | None
+ForgeUIErrorType = AlreadyClaimed | StaleAnswer
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -115,6 +118,7 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     """
     require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
     interrupt = _interrupt(interrupt_id)
+    require_answerable(user, interrupt)
     _check_answer(interrupt, value, child_policy, loc=["body", "value"])
     try:
         with transaction.atomic():
@@ -135,6 +139,7 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
     for interrupt in interrupts:
         if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
             raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
+        require_answerable(user, interrupt)
         _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,
                       loc=["body", "answers", interrupt.pk])
     current = interrupts[0]
@@ -181,8 +186,118 @@ def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = N
     return answer_interrupt(user, chosen[0].pk, value, steering=steering)
 
 
+def require_answerable(user: User, interrupt: Interrupt,
+                       viewer: assignment.Viewer | None = None) -> None:
+    """Raise ``Forbidden`` (audited) when the interrupt is assigned to or claimed by others."""
+    viewer = viewer or assignment.Viewer.of(user)
+    if assignment.may_answer(viewer, interrupt):
+        return
+    reason = assignment.refusal(viewer, interrupt)
+    audit(user, "answer.denied", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          detail={"reason": reason})
+    raise Forbidden(f"you may not answer this interrupt: {reason}")
+
+
+# -- assignment and claims (issue 8) ----------------------------------------------------
+
+
+def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:
+    """Take a pending interrupt: until released, only ``user`` may answer it.
+
+    Raises ``Forbidden`` when ``user`` may not answer it and ``AlreadyClaimed`` (409) when
+    someone else claimed it first; claiming one's own claim again changes nothing.
+    """
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.claimed_by_id is not None:
+        if interrupt.claimed_by_id == getattr(user, "pk", None):
+            return interrupt
+        raise _claim_lost(interrupt.pk)
+    require_answerable(user, interrupt)
+    with transaction.atomic():
+        taken = Interrupt.objects.filter(pk=interrupt.pk, claimed_by__isnull=True).pending()
+        if taken.update(claimed_by=user, claimed_at=timezone.now()) != 1:
+            raise _claim_lost(interrupt.pk)
+        _changed(user, "interrupt.claim", interrupt, {})
+    return _interrupt(interrupt.pk)
+
+
+def release_interrupt(user: User, interrupt_id: str) -> Interrupt:
+    """Give a claim back; supervisors may release anyone's."""
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.claimed_by_id is None:
+        return interrupt
+    mine = interrupt.claimed_by_id == getattr(user, "pk", None)
+    if not mine:
+        require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
+    with transaction.atomic():
+        Interrupt.objects.filter(pk=interrupt.pk).update(claimed_by=None, claimed_at=None)
+        _changed(user, "interrupt.release", interrupt,
+                 {"claimed_by": interrupt.claimed_by.get_username()})
+    return _interrupt(interrupt.pk)
+
+
+def assign_interrupt(user: User, interrupt_id: str, users: list[str],
+                     groups: list[str]) -> Interrupt:
+    """Name who may answer (supervisor); empty lists open it to every reviewer.
+
+    A claim by someone the new assignees leave out ends.
+    """
+    require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.status != InterruptStatus.PENDING:
+        raise stale_answer(interrupt.pk, None)
+    _require_known(users, groups)
+    stored = assignment.encode(users, groups)
+    update: dict[str, Any] = {"assignees": stored}
+    claimer = interrupt.claimed_by
+    if claimer is not None and stored and not assignment.is_assigned(
+            assignment.Viewer.of(claimer), stored):
+        update.update(claimed_by=None, claimed_at=None)
+    with transaction.atomic():
+        Interrupt.objects.filter(pk=interrupt.pk).update(**update)
+        users_now, groups_now = assignment.decode(stored)
+        _changed(user, "interrupt.assign", interrupt,
+                 {"users": users_now, "groups": groups_now,
+                  "before": {"users": interrupt.assigned_users,
+                             "groups": interrupt.assigned_groups},
+                  "claim_ended": "claimed_by" in update})
+    return _interrupt(interrupt.pk)
+
+
+def _require_known(users: list[str], groups: list[str]) -> None:
+    known = set(get_user_model().objects.filter(username__in=users)
+                .values_list("username", flat=True))
+    if missing := [u for u in users if u not in known]:
+        raise InvalidRequest(f"no such users: {', '.join(missing)}", loc=["body", "users"])
+    known = set(Group.objects.filter(name__in=groups).values_list("name", flat=True))
+    if missing := [g for g in groups if g not in known]:
+        raise InvalidRequest(f"no such groups: {', '.join(missing)}", loc=["body", "groups"])
+
+
+def _claim_lost(interrupt_id: str) -> ForgeUIErrorType:
+    row = Interrupt.objects.select_related("claimed_by").get(pk=interrupt_id)
+    if row.status != InterruptStatus.PENDING:
+        return stale_answer(interrupt_id, None)
+    who = row.claimed_by.get_username() if row.claimed_by else "someone"
+    return AlreadyClaimed(interrupt_id, who)
+
+
+def _changed(user: User, action: str, interrupt: Interrupt, detail: dict[str, Any]) -> None:
+    """Audit a claim, release or assignment, and tell every inbox to redraw the row."""
+    audit(user, action, object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id, detail=detail)
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"action": action})])
+
+
 def _interrupt(interrupt_id: str) -> Interrupt:
-    interrupt = Interrupt.objects.select_related("run").filter(pk=interrupt_id).first()
+    interrupt = (Interrupt.objects.select_related("run", "claimed_by")
+                 .filter(pk=interrupt_id).first())
     if interrupt is None:
         raise NotFound(f"no interrupt {interrupt_id!r}")
     return interrupt
@@ -217,6 +332,8 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
     if expected_checkpoint_id:
         claimed = claimed.filter(checkpoint_id=expected_checkpoint_id)
     actor = user if user is not None and user.is_authenticated else None
+    if actor is not None and not actor.is_superuser:  # a claim taken meanwhile wins
+        claimed = claimed.filter(Q(claimed_by__isnull=True) | Q(claimed_by=actor))
     if claimed.update(status=InterruptStatus.ANSWERED, answered_at=timezone.now(),
                       answered_by=actor) != 1:
         raise stale_answer(interrupt.pk, expected_checkpoint_id)
@@ -241,8 +358,11 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
 
 def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> StaleAnswer:
     """Why an answer lost, with what a client needs to catch up."""
-    row = Interrupt.objects.select_related("run", "answered_by").get(pk=interrupt_id)
-    if row.status == InterruptStatus.PENDING:
+    row = Interrupt.objects.select_related("run", "answered_by", "claimed_by").get(
+        pk=interrupt_id)
+    if row.status == InterruptStatus.PENDING and row.claimed_by_id is not None:
+        reason = f"claimed meanwhile by {row.claimed_by.get_username()}"
+    elif row.status == InterruptStatus.PENDING:
         reason = (f"the run moved on: checkpoint {expected_checkpoint_id!r} is not the "
                   f"latest ({row.checkpoint_id!r})")
     elif row.answered_by is not None:

@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runtime.errors import ForgeError
 
-from . import registry, runtree, services, timeline
+from . import assignment, registry, runtree, services, timeline
 from .exceptions import Forbidden, ForgeUIError, InvalidRequest, NotFound, StaleAnswer
 from .forms import AnswerRejected, read_answer, schema_form_class
 from .inbox import (
@@ -36,6 +36,7 @@ from .inbox import (
     declared_actions,
     payload_summary,
     row_context,
+    tab_links,
 )
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
 from .roles import Action, allowed, roles_of
@@ -76,6 +77,7 @@ def page(request: HttpRequest, template: str, partial: str, context: dict[str, A
 def permissions(request: HttpRequest) -> dict[str, Any]:
     user = request.user
     return {"can_answer": allowed(user, Action.ANSWER), "can_steer": allowed(user, Action.STEER),
+            "can_assign": allowed(user, Action.ASSIGN),
             "can_fork": allowed(user, Action.FORK), "can_cancel": allowed(user, Action.CANCEL),
             "roles": sorted(roles_of(user)) or (["admin"] if user.is_superuser else [])}
 
@@ -96,13 +98,14 @@ def refusal(request: HttpRequest, exc: Exception) -> HttpResponse:
 @requires(Action.READ)
 def inbox(request: HttpRequest) -> HttpResponse:
     filters = InboxFilters.from_query(request.GET)
+    viewer = assignment.Viewer.of(request.user)
     cursor = Event.objects.last_id()  # read before the rows, so no change falls between
-    rows = Paginator(filters.apply(Interrupt.objects.inbox()), PAGE_SIZE)
+    found = Interrupt.objects.select_related("run", "claimed_by")
+    rows = Paginator(filters.apply(found, viewer), PAGE_SIZE)
     current = rows.get_page(request.GET.get("page"))
-    can_answer = allowed(request.user, Action.ANSWER)
     context = {
-        "filters": filters, "cursor": cursor, "page": current,
-        "rows": [row_context(interrupt, can_answer) for interrupt in current],
+        "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
+        "rows": [row_context(i, assignment.mode(viewer, i)) for i in current],
         "graphs": registry.graph_names(), "sub_agents": sub_agents(),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -119,12 +122,18 @@ def sub_agents() -> list[str]:
 @require_GET
 @requires(Action.READ)
 def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
-    interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
-    return page(request, "forgeui/interrupt.html", "panel", {"p": panel_context(interrupt)})
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
+                                  pk=interrupt_id)
+    panel = panel_context(interrupt, assignment.Viewer.of(request.user))
+    return page(request, "forgeui/interrupt.html", "panel", {"p": panel})
 
 
-def panel_context(interrupt: Interrupt, **extra: Any) -> dict[str, Any]:
-    """The answer panel: the form while pending, else who answered and where things stand."""
+def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
+                  **extra: Any) -> dict[str, Any]:
+    """The answer panel: the form while pending, else who answered and where things stand.
+
+    With a ``viewer``, the form shows only if they may answer it (assignment, claim).
+    """
     schema = answer_schema(interrupt.payload)
     form_class = schema_form_class(schema)
     context = {
@@ -137,6 +146,10 @@ def panel_context(interrupt: Interrupt, **extra: Any) -> dict[str, Any]:
         "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
                          .order_by("created_at"),
         "pending": interrupt.status == InterruptStatus.PENDING,
+        "answerable": viewer is None or assignment.may_answer(viewer, interrupt),
+        "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
+        "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
+        "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
     }
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
@@ -158,7 +171,8 @@ def editable(payload: Any) -> Any:
 @requires(Action.ANSWER)
 def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     """Answer from a row (``where=row``) or a panel (detail page, run tree)."""
-    interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
+                                  pk=interrupt_id)
     where = "row" if request.POST.get("where") == "row" else "panel"
     try:
         given = read_answer(interrupt.payload, request.POST)
@@ -178,15 +192,45 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     return answered(request, interrupt, where, 200, mine=True)
 
 
+@require_POST
+@requires(Action.ANSWER)
+def claim(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """Claim (``op=claim``) or release (``op=release``) from a row; the row comes back."""
+    release = request.POST.get("op") == "release"
+    act = services.release_interrupt if release else services.claim_interrupt
+    try:
+        interrupt = act(request.user, interrupt_id)
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    if not is_htmx(request):
+        return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
+    row = row_context(interrupt, assignment.mode(assignment.Viewer.of(request.user), interrupt))
+    return render(request, "forgeui/inbox.html#row", {"row": row})
+
+
+@require_POST
+@requires(Action.ASSIGN)
+def assign(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """The supervisor's assignment form on the interrupt page (comma-separated names)."""
+    names = {key: [n.strip() for n in request.POST.get(key, "").split(",") if n.strip()]
+             for key in ("users", "groups")}
+    try:
+        services.assign_interrupt(request.user, interrupt_id, names["users"], names["groups"])
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
+
+
 def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int,
              **extra: Any) -> HttpResponse:
     """The row or panel after an answer attempt: done, stale (409) or refused (422)."""
     bound = extra.pop("bound", None)
-    panel = panel_context(interrupt, **extra)
+    viewer = assignment.Viewer.of(request.user)
+    panel = panel_context(interrupt, viewer, **extra)
     if bound is not None:
         panel["schema_form"] = bound
     if where == "row":
-        row = row_context(interrupt, allowed(request.user, Action.ANSWER))
+        row = row_context(interrupt, assignment.mode(viewer, interrupt))
         return render(request, "forgeui/inbox.html#row-outcome",
                       {"p": panel, "row": row, **permissions(request)}, status=status)
     return page(request, "forgeui/interrupt.html", "panel", {"p": panel}, status)
@@ -212,14 +256,15 @@ def runs(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     cursor = Event.objects.last_id()  # before the tree is read, as on the inbox
-    return page(request, "forgeui/run.html", "tree", tree_context(run, cursor=cursor))
+    return page(request, "forgeui/run.html", "tree",
+                tree_context(run, assignment.Viewer.of(request.user), cursor=cursor))
 
 
-def tree_context(run: Run, **extra: Any) -> dict[str, Any]:
+def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str, Any]:
     tree = runtree.build(run.root_thread_id)
     nodes = tree.walk() if tree else []
     for node in nodes:
-        node.panels = [panel_context(interrupt) for interrupt in node.pending]
+        node.panels = [panel_context(interrupt, viewer) for interrupt in node.pending]
     return {"run": run, "tree": tree, "nodes": nodes, **extra}
 
 
@@ -248,7 +293,8 @@ def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
         return refusal(request, exc)
     if not is_htmx(request):
         return redirect("forgeui:run", run_id=run_id)
-    return page(request, "forgeui/run.html", "tree", tree_context(run, notice=done))
+    return page(request, "forgeui/run.html", "tree",
+                tree_context(run, assignment.Viewer.of(request.user), notice=done))
 
 
 @require_POST

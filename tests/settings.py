@@ -42,5 +42,6 @@ FORGE_GRAPHS = {
     "parallel": "tests.forgeui.graphs:parallel",
     "blocking": "tests.forgeui.graphs:blocking",
     "pipeline": "tests.forgeui.graphs:make_pipeline",
+    "custom": "tests.forgeui.graphs:custom",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -80,3 +80,12 @@ def straight(order: dict[str, Any]) -> dict[str, Any]:
 def make_pipeline() -> DurableExecutor:
     """A factory entry in FORGE_GRAPHS: called once by the registry."""
     return DurableExecutor(nodes=[("one", straight), ("two", finish)], name="pipeline")
+
+
+def ask_as_told(order: dict[str, Any], ctx: NodeContext) -> Any:
+    """Pause with the payload the input asks for (assignees, deadlines, search terms)."""
+    return ctx.interrupt({"question": order.get("question", "Approve?"),
+                          **order.get("payload", {})})
+
+
+custom = DurableExecutor(nodes=[("ask", ask_as_told)], name="custom")

@@ -1,0 +1,115 @@
+"""Who may answer an interrupt: its assignees, its claim, and the viewer's groups (issue 8).
+
+An interrupt names its assignees in its payload (``{"assignees": {"users": [...],
+"groups": [...]}}``) or gets them from a supervisor later. They are kept on the row as
+``"\\nuser:alice\\ngroup:finance\\n"`` tokens, so "assigned to me" is a ``contains``
+filter on SQLite and PostgreSQL alike. A claim (``claimed_by``) narrows it to one person.
+
+``may_answer`` is the one rule, used by the services, the pages and the websocket:
+
+- the role must allow answering (``forgeui.roles``);
+- superusers and ``None`` (the system: deadlines, commands) may always;
+- nobody else may answer what another person claimed;
+- with assignees, only a named user or a member of a named group may.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .roles import Action, allowed
+
+Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """What the assignment rules need to know about a user, read once."""
+
+    user_id: int | None
+    username: str
+    groups: frozenset[str]
+    can_answer: bool
+    unrestricted: bool  # superuser or system
+
+    @classmethod
+    def of(cls, user: Any) -> Viewer:
+        """One query for the user's group names (none for ``None``)."""
+        if user is None:
+            return cls(None, "", frozenset(), True, True)
+        if not getattr(user, "is_authenticated", False):
+            return cls(None, "", frozenset(), False, False)
+        groups = frozenset(user.groups.values_list("name", flat=True))
+        return cls(user.pk, user.get_username(), groups, allowed(user, Action.ANSWER),
+                   bool(user.is_superuser))
+
+    def tokens(self) -> list[str]:
+        """The assignee tokens that name this viewer."""
+        return [token("user", self.username), *(token("group", g) for g in sorted(self.groups))]
+
+
+def token(kind: str, name: str) -> str:
+    return f"\n{kind}:{name}\n"
+
+
+def encode(users: list[str], groups: list[str]) -> str:
+    """The stored form; "" when nobody is named (anyone with the role may answer)."""
+    names = [f"user:{u}" for u in _names(users)] + [f"group:{g}" for g in _names(groups)]
+    return "\n" + "\n".join(names) + "\n" if names else ""
+
+
+def decode(stored: str) -> tuple[list[str], list[str]]:
+    """(users, groups) from the stored form."""
+    lines = [line for line in (stored or "").split("\n") if line]
+    return ([line[5:] for line in lines if line.startswith("user:")],
+            [line[6:] for line in lines if line.startswith("group:")])
+
+
+def from_payload(payload: Any) -> str:
+    """The stored form of ``payload["assignees"]``; anything malformed names nobody."""
+    named = payload.get("assignees") if isinstance(payload, dict) else None
+    if not isinstance(named, dict):
+        return ""
+    return encode(_list(named.get("users")), _list(named.get("groups")))
+
+
+def _list(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _names(values: list[str]) -> list[str]:
+    """Unique, order kept; a newline would break the token format."""
+    clean = (v.strip().replace("\n", " ") for v in values)
+    return list(dict.fromkeys(v for v in clean if v))
+
+
+def is_assigned(viewer: Viewer, stored: str) -> bool:
+    return any(t in (stored or "") for t in viewer.tokens())
+
+
+def may_answer(viewer: Viewer, interrupt: Any) -> bool:
+    """The one rule (module docstring); reads only the row, never the database."""
+    if viewer.unrestricted:
+        return True
+    if not viewer.can_answer:
+        return False
+    if interrupt.claimed_by_id is not None:
+        return bool(interrupt.claimed_by_id == viewer.user_id)
+    return not interrupt.assignees or is_assigned(viewer, interrupt.assignees)
+
+
+def mode(viewer: Viewer, interrupt: Any) -> Mode:
+    """How ``interrupt``'s row looks to ``viewer``: answerable, claimed by them, or read-only."""
+    if not may_answer(viewer, interrupt):
+        return "read"
+    return "mine" if interrupt.claimed_by_id == viewer.user_id else "answer"
+
+
+def refusal(viewer: Viewer, interrupt: Any) -> str:
+    """Why ``viewer`` may not answer (for a 403 and its audit row)."""
+    if interrupt.claimed_by_id is not None and interrupt.claimed_by_id != viewer.user_id:
+        who = interrupt.claimed_by.get_username() if interrupt.claimed_by else "someone"
+        return f"claimed by {who}"
+    users, groups = decode(interrupt.assignees)
+    return "assigned to " + ", ".join([*users, *(f"group {g}" for g in groups)])
