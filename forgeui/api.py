@@ -40,6 +40,8 @@ from .schemas import (
     AssignIn,
     AuditFilters,
     AuditOut,
+    BulkResultOut,
+    BulkResumeIn,
     CancelOut,
     CheckpointOut,
     ConflictOut,
@@ -150,6 +152,19 @@ def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> A
     """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller."""
     found = Interrupt.objects.select_related("run", "answered_by", "claimed_by")
     return filters.apply(found, assignment.Viewer.of(request.auth))
+
+
+# Before /interrupts/{interrupt_id}: Django would match that path first and answer 405.
+@router.post("/interrupts/bulk_resume", response={200: BulkResultOut, **BODY_ERRORS})
+def bulk_resume(request: HttpRequest, body: BulkResumeIn) -> Any:
+    """One answer for many interrupts, each with its own compare-and-set; every id's
+    outcome (accepted, stale with who answered, forbidden, ...) is reported."""
+    viewer = assignment.Viewer.of(request.auth)
+    ids = body.ids if body.filter is None else body.filter.interrupt_ids(
+        Interrupt.objects.all(), viewer, services.MAX_BULK)
+    outcomes = services.bulk_answer(request.auth, ids, body.value, body.steering)
+    accepted = sum(o.outcome == "accepted" for o in outcomes)
+    return {"items": outcomes, "count": len(outcomes), "accepted": accepted}
 
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})

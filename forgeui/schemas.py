@@ -16,7 +16,13 @@ from django.db.models import Q
 from ninja import Field, FilterSchema, Schema
 from ninja.filter_schema import FilterLookup
 from ninja.pagination import LimitOffsetPagination
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    StringConstraints,
+    model_validator,
+)
 
 # -- building blocks ---------------------------------------------------------------------
 
@@ -332,6 +338,51 @@ class AssignIn(Body):
 
     users: list[Text] = Field(default_factory=list, max_length=100, description="usernames")
     groups: list[Text] = Field(default_factory=list, max_length=100, description="group names")
+
+
+class BulkFilterIn(Body):
+    """Which pending interrupts, as ``GET /api/interrupts`` filters them."""
+
+    graph: Text | None = None
+    sub_agent_id: Text | None = None
+    namespace: Text | None = None
+    run_id: Text | None = None
+    root_thread_id: Text | None = None
+    tab: Literal["assigned", "queue"] | None = None
+
+    def interrupt_ids(self, found: Any, viewer: Any, limit: int) -> list[str]:
+        filters = InterruptFilters(status="pending", **self.model_dump())
+        return list(filters.apply(found, viewer).values_list("id", flat=True)[:limit])
+
+
+class BulkResumeIn(Body):
+    """One answer for many interrupts: name them (``ids``) or filter them (``filter``)."""
+
+    ids: list[Id] | None = Field(None, min_length=1, max_length=500)
+    filter: BulkFilterIn | None = Field(None, description="every pending interrupt matching")
+    value: Any = Field(description="the answer, the same for every interrupt")
+    steering: NoteText | None = None
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> BulkResumeIn:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give either ids or filter")
+        return self
+
+
+class BulkOutcomeOut(Schema):
+    interrupt_id: str
+    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid"]
+    detail: str = Field(description="why, when not accepted")
+    answer_id: int | None
+    answered_by: str | None = Field(description="who answered first, when stale")
+    answered_at: datetime | None
+
+
+class BulkResultOut(Schema):
+    items: list[BulkOutcomeOut]
+    count: int
+    accepted: int
 
 
 class ForkIn(Body):

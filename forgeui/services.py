@@ -14,7 +14,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from asgiref.sync import async_to_sync
@@ -48,6 +48,7 @@ from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, star
 
 User = AbstractBaseUser | AnonymousUser | None
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
+BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid"]
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -127,6 +128,57 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     except StaleAnswer as stale:
         _refused(user, interrupt, stale, value)
         raise
+
+
+@dataclass(frozen=True, slots=True)
+class BulkOutcome:
+    """What became of one interrupt of a bulk answer."""
+
+    interrupt_id: str
+    outcome: BulkResult
+    detail: str = ""
+    answer_id: int | None = None
+    answered_by: str | None = None
+    answered_at: str | None = None
+
+
+MAX_BULK = 500
+
+
+def bulk_answer(user: User, interrupt_ids: list[str], value: Any,
+                steering: str | None = None) -> list[BulkOutcome]:
+    """Answer each interrupt with ``value`` through ``answer_interrupt``, one by one.
+
+    Each answer has its own transaction and compare-and-set, so one stale or forbidden
+    interrupt costs only itself; the outcome of every id is reported, in the given order.
+    """
+    require_role(user, Action.ANSWER, object_type="bulk", object_id=f"{len(interrupt_ids)} ids")
+    ids = list(dict.fromkeys(interrupt_ids))
+    if not ids:
+        raise InvalidRequest("nothing to answer: no interrupt ids", loc=["body", "ids"])
+    if len(ids) > MAX_BULK:
+        raise InvalidRequest(f"at most {MAX_BULK} interrupts at once", loc=["body", "ids"])
+    _require_json(value, "value")
+    outcomes = [_bulk_one(user, interrupt_id, value, steering) for interrupt_id in ids]
+    audit(user, "answer.bulk", object_type="bulk", object_id=f"{len(ids)} interrupts",
+          detail={"value": value, "steering": steering or "",
+                  "outcomes": {o.interrupt_id: o.outcome for o in outcomes}})
+    return outcomes
+
+
+def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -> BulkOutcome:
+    try:
+        answer = answer_interrupt(user, interrupt_id, value, steering=steering)
+    except StaleAnswer as stale:
+        return BulkOutcome(interrupt_id, "stale", stale.reason, answered_by=stale.answered_by,
+                           answered_at=stale.answered_at)
+    except Forbidden as exc:
+        return BulkOutcome(interrupt_id, "forbidden", str(exc))
+    except NotFound as exc:
+        return BulkOutcome(interrupt_id, "not_found", str(exc))
+    except InvalidRequest as exc:
+        return BulkOutcome(interrupt_id, "invalid", str(exc))
+    return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:

@@ -8,6 +8,7 @@ from .api import api
 # The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
     path("", views.inbox, name="inbox"),
+    path("interrupts/bulk/", views.bulk, name="bulk"),
     path("interrupts/<str:interrupt_id>/", views.interrupt_detail, name="interrupt"),
     path("interrupts/<str:interrupt_id>/answer/", views.answer, name="answer"),
     path("interrupts/<str:interrupt_id>/claim/", views.claim, name="claim"),

@@ -192,6 +192,32 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     return answered(request, interrupt, where, 200, mine=True)
 
 
+BULK_VALUES = {"approve": True, "reject": False}
+
+
+@require_POST
+@requires(Action.ANSWER)
+def bulk(request: HttpRequest) -> HttpResponse:
+    """Answer the ticked rows (or every row matching the inbox's filters) with one value."""
+    value = BULK_VALUES.get(request.POST.get("action", ""))
+    if value is None:
+        return refusal(request, InvalidRequest("choose Approve or Reject"))
+    if request.POST.get("all"):
+        filters = InboxFilters.from_query(request.POST.get("query", ""))
+        found = filters.apply(Interrupt.objects.all(), assignment.Viewer.of(request.user))
+        ids = list(found.pending().values_list("id", flat=True)[:services.MAX_BULK])
+    else:
+        ids = request.POST.getlist("ids")
+    try:
+        outcomes = services.bulk_answer(request.user, ids, value,
+                                        steering=request.POST.get("steering", "").strip() or None)
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    accepted = sum(o.outcome == "accepted" for o in outcomes)
+    return render(request, "forgeui/inbox.html#bulk-results",
+                  {"outcomes": outcomes, "accepted": accepted})
+
+
 @require_POST
 @requires(Action.ANSWER)
 def claim(request: HttpRequest, interrupt_id: str) -> HttpResponse:
