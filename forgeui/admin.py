@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
@@ -102,3 +103,30 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
         revoked = queryset.revoke()
         messages.success(request, f"Revoked {revoked} token(s).")
+
+
+class WebhookForm(forms.ModelForm):
+    """``events`` as checkboxes instead of raw JSON."""
+
+    events = forms.MultipleChoiceField(choices=models.WebhookEvent.choices,
+                                       widget=forms.CheckboxSelectMultiple, required=False)
+    url = forms.URLField(assume_scheme="https", max_length=1000)
+
+    class Meta:
+        model = models.Webhook
+        fields = ["name", "url", "secret", "events", "active"]
+
+
+@admin.register(models.Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    """Outgoing webhooks: admins configure them; ``forgeui.webhooks`` sends them."""
+
+    form = WebhookForm
+    list_display = ["name", "url", "active", "created_at"]
+    list_filter = ["active"]
+
+
+@admin.register(models.WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "webhook", "event", "status", "attempts", "response_code"]
+    list_filter = ["status", "event"]

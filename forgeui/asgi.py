@@ -13,6 +13,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from forgeui import scheduler  # noqa: E402
 from forgeui.origins import SameOriginValidator  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
@@ -27,3 +28,6 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+if settings.TASKS["default"]["BACKEND"] == "forgeui.backends.ThreadPoolBackend":
+    scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)

@@ -25,7 +25,7 @@ SUMMARY_LENGTH = 140
 # Payload keys that tell forge what to do, not what the question is about.
 INSTRUCTIONS = ("question", "actions", "answer_schema", "assignees", "deadline_s", "default")
 ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
-Sort = Literal["newest", "oldest"]
+Sort = Literal["newest", "oldest", "deadline"]
 Tab = Literal["all", "assigned", "queue", "done"]
 TABS: list[tuple[Tab, str]] = [("all", "All pending"), ("assigned", "Assigned to me"),
                                ("queue", "Queue"), ("done", "Done by me")]
@@ -52,7 +52,8 @@ class InboxFilters:
             value = value[-1] if isinstance(value, list) else value
             return value.strip()[:200]
 
-        sort: Sort = "oldest" if first("sort") == "oldest" else "newest"
+        sorts: dict[str, Sort] = {"oldest": "oldest", "deadline": "deadline"}
+        sort = sorts.get(first("sort"), "newest")
         tab = next((t for t, _ in TABS if t == first("tab")), "all")
         return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort,
                    tab)
@@ -71,8 +72,10 @@ class InboxFilters:
             found = interrupts.queue_for(viewer)
         else:
             found = interrupts.pending()
-        return (found.of_graph(self.graph).of_sub_agent(self.sub_agent)
-                .under_namespace(self.path).by_age(newest_first=self.sort == "newest"))
+        found = found.of_graph(self.graph).of_sub_agent(self.sub_agent).under_namespace(self.path)
+        if self.sort == "deadline":
+            return found.by_deadline()
+        return found.by_age(newest_first=self.sort == "newest")
 
     def matches(self, interrupt: Interrupt, viewer: Viewer) -> bool:
         """The same test as ``apply``, for one row the websocket is about to push."""

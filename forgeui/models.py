@@ -182,6 +182,14 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
             named |= models.Q(assignees__contains=token)
         return open_.filter(named)
 
+    def overdue(self, now: datetime) -> InterruptQuerySet:
+        """Pending past their deadline and not yet handled (answered by default or flagged)."""
+        return self.pending().filter(deadline_at__lte=now, overdue_at__isnull=True)
+
+    def by_deadline(self) -> InterruptQuerySet:
+        """Soonest deadline first; those without one last, oldest first."""
+        return self.order_by(models.F("deadline_at").asc(nulls_last=True), "created_at", "id")
+
     def done_by(self, user_id: int | None) -> InterruptQuerySet:
         return self.filter(status=InterruptStatus.ANSWERED, answered_by_id=user_id)
 
@@ -191,18 +199,19 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
         return self.order_by("created_at", "order", "id")
 
 
-class AssigneesField(models.TextField):
-    """``forgeui.assignment``'s token string; a new row takes it from its payload.
+class PayloadField(models.JSONField):
+    """An interrupt's payload; a new row also takes its instructions from it (issue 8):
+    ``assignees``, and ``deadline_s`` / ``default`` unless ``ctx.interrupt`` gave them.
 
     Interrupt rows are created by the checkpoint store's ``bulk_create``, which calls no
-    ``save()`` and sends no signal; ``pre_save`` is the hook it does run for every field.
+    ``save()`` and sends no signal; ``pre_save`` is the hook it does run for every field,
+    in field order, so the fields after ``payload`` are read after this has set them.
     """
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)
-        if add and not value:
-            value = assignment.from_payload(getattr(model_instance, "payload", None))
-            setattr(model_instance, self.attname, value)
+        if add and isinstance(model_instance, Interrupt):
+            model_instance.read_instructions()
         return value
 
 
@@ -218,7 +227,7 @@ class Interrupt(models.Model):
     namespace = models.JSONField(default=list)
     sub_agent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     checkpoint_id = models.CharField(max_length=ID_LENGTH)
-    payload = models.JSONField(null=True, blank=True)
+    payload = PayloadField(null=True, blank=True)
     order = models.IntegerField(default=0)
     kind = models.CharField(max_length=16, default="node")
     has_default = models.BooleanField(default=False)
@@ -233,13 +242,15 @@ class Interrupt(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
-    assignees = AssigneesField(blank=True, default="",
-                               help_text="who may answer (empty: anyone with the role)")
+    assignees = models.TextField(blank=True, default="",
+                                 help_text="who may answer (empty: anyone with the role)")
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    overdue_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="when its deadline passed with no default")
 
     objects = InterruptQuerySet.as_manager()
 
@@ -248,6 +259,18 @@ class Interrupt(models.Model):
 
     def __str__(self) -> str:
         return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"
+
+    def read_instructions(self) -> None:
+        """Assignees, deadline and default from the payload, for a row being created."""
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        if not self.assignees:
+            self.assignees = assignment.from_payload(payload)
+        seconds = payload.get("deadline_s")
+        if (self.deadline_at is None and isinstance(seconds, int | float)
+                and not isinstance(seconds, bool) and 0 <= seconds < 10**9):
+            self.deadline_at = (self.created_at or timezone.now()) + timedelta(seconds=seconds)
+        if not self.has_default and "default" in payload:
+            self.has_default, self.default = True, payload["default"]
 
     @property
     def assigned_users(self) -> list[str]:
@@ -424,6 +447,75 @@ class Event(models.Model):
     def __str__(self) -> str:
         return f"#{self.id} {self.kind}"
 
+
+class WebhookEvent(models.TextChoices):
+    INTERRUPT_CREATED = "interrupt.created"
+    INTERRUPT_ANSWERED = "interrupt.answered"
+    INTERRUPT_OVERDUE = "interrupt.overdue"
+    RUN_COMPLETED = "run.completed"
+    RUN_FAILED = "run.failed"
+
+
+class WebhookQuerySet(models.QuerySet["Webhook"]):
+    def listening_to(self, event: str) -> list[Webhook]:
+        """Active hooks subscribed to ``event`` (the list is JSON: filtered in Python)."""
+        return [hook for hook in self.filter(active=True) if event in hook.events]
+
+
+class Webhook(models.Model):
+    """An outgoing webhook, configured in the admin (``forgeui.webhooks`` sends them)."""
+
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=1000)
+    secret = models.CharField(max_length=200, help_text="key of the X-Forge-Signature HMAC")
+    events = models.JSONField(default=list, blank=True,
+                              help_text=f"any of: {', '.join(WebhookEvent.values)}")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = WebhookQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.name} -> {self.url}"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or being sent) to one webhook: the delivery log."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32, choices=WebhookEvent.choices)
+    event_id = models.BigIntegerField(help_text="the inbox Event it came from")
+    body = models.JSONField()
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices,
+                              default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_code = models.IntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        constraints = [models.UniqueConstraint(fields=["webhook", "event_id"],
+                                               name="forgeui_delivery_once")]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.webhook_id}: {self.status} after {self.attempts}"
+
+
+class NotificationCursor(models.Model):
+    """The last inbox Event handed to webhooks and e-mail: one row, id 1."""
+
+    last_event_id = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"notified up to event {self.last_event_id}"
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):

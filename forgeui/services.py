@@ -11,8 +11,10 @@ forks, cancels and resumes targeted sub-agents; ``auditor`` only reads. Superuse
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
@@ -20,6 +22,7 @@ import jsonschema
 from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -42,10 +45,11 @@ from .models import (
     SteeringNote,
 )
 from .models import Checkpoint as CheckpointRow
-from .roles import Action, allowed, needed_roles
+from .roles import Action, Role, allowed, needed_roles
 from .store import DjangoCheckpointStore
 from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, start_run_task
 
+logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
 BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid"]
@@ -179,6 +183,76 @@ def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -
     except InvalidRequest as exc:
         return BulkOutcome(interrupt_id, "invalid", str(exc))
     return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
+
+
+# -- deadlines (issue 8) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """What the deadline sweep did to one interrupt."""
+
+    interrupt_id: str
+    outcome: Literal["defaulted", "overdue", "skipped"]
+    reason: str
+
+
+def expire_interrupts(now: datetime | None = None) -> list[Expiry]:
+    """Handle every pending interrupt past its deadline (the periodic task calls this).
+
+    With a default it is answered by the system (``user=None``) with that default, through
+    ``answer_interrupt`` like any answer; without one (or when the default fails the
+    answer schema) it is marked overdue and the supervisors are told. Each step is
+    audited with its reason. ``now`` is for tests; it defaults to the clock.
+    """
+    now = now or timezone.now()
+    return [_expire(interrupt, now)
+            for interrupt in Interrupt.objects.overdue(now).select_related("run")[:500]]
+
+
+def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
+    reason = f"deadline {interrupt.deadline_at} passed"
+    if interrupt.has_default:
+        try:
+            answer = answer_interrupt(None, interrupt.pk, interrupt.default)
+        except StaleAnswer:  # someone answered just in time
+            return Expiry(interrupt.pk, "skipped", "answered before the deadline sweep")
+        except InvalidRequest as exc:
+            reason = f"{reason}; its default was refused: {exc}"
+        else:
+            audit(None, "interrupt.expired", object_type="interrupt", object_id=interrupt.pk,
+                  run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+                  detail={"reason": f"{reason}: answered with its default",
+                          "default": interrupt.default, "answer_id": answer.pk})
+            return Expiry(interrupt.pk, "defaulted", reason)
+    return _mark_overdue(interrupt, now, reason)
+
+
+def _mark_overdue(interrupt: Interrupt, now: datetime, reason: str) -> Expiry:
+    with transaction.atomic():
+        marked = Interrupt.objects.overdue(now).filter(pk=interrupt.pk).update(overdue_at=now)
+        if not marked:
+            return Expiry(interrupt.pk, "skipped", "handled by another sweep")
+        _changed(None, "interrupt.overdue", interrupt,
+                 {"reason": f"{reason}; no default: supervisors notified"})
+        transaction.on_commit(partial(notify_supervisors, interrupt.pk, reason))
+    return Expiry(interrupt.pk, "overdue", reason)
+
+
+def notify_supervisors(interrupt_id: str, reason: str) -> None:
+    """E-mail every supervisor with an address; a mail failure is logged, never raised."""
+    addresses = list(get_user_model().objects.filter(
+        groups__name=Role.SUPERVISOR, is_active=True).exclude(email="")
+        .values_list("email", flat=True).distinct())
+    if not addresses:
+        return
+    try:
+        send_mail(f"[forge] interrupt {interrupt_id} is overdue",
+                  f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
+                  f"default answer. Answer or reassign it in the inbox.",
+                  None, addresses)
+    except Exception:
+        logger.exception("could not e-mail supervisors about interrupt %s", interrupt_id)
 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:

@@ -131,14 +131,21 @@ if REDIS_URL:
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
-    TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},
+             "notify": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
     # Workers: `manage.py rqworker --job-class django_tasks_rq.Job default`
     INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
     RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 86_400}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # The web process answers 202 at once; graphs run on its own thread pool.
-    TASKS = {"default": {"BACKEND": "forgeui.backends.ThreadPoolBackend"}}
+    # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
+    TASKS = {"default": {"BACKEND": "forgeui.backends.ThreadPoolBackend"},
+             "notify": {"BACKEND": "forgeui.backends.ThreadPoolBackend",
+                        "OPTIONS": {"WORKERS": 2}}}
+
+# Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
+FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -34,7 +34,9 @@ for alias in DATABASES:
 if DATABASES["default"]["ENGINE"] == DATABASES["postgres"]["ENGINE"]:
     DATABASES["postgres"]["TEST"] = {"MIRROR": "default"}
 
-TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"},
+         "notify": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+FORGE_WEBHOOK_BACKOFF = [0, 0, 0]  # retries without waiting
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 FORGE_GRAPHS = {
     **FORGE_GRAPHS,  # noqa: F405

@@ -6,7 +6,7 @@
  *    changed after it, so a dropped connection never loses an interrupt.
  * 2. The live indicator in the top bar.
  * 3. On a run page, "this tree changed" reloads the tree, unless someone is typing.
- * 4. Ages ("3 minutes") stay current without reloading.
+ * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
  */
@@ -128,6 +128,12 @@
 
   function refreshAges(root) {
     var now = Date.now();
+    (root || document).querySelectorAll("time[data-due]").forEach(function (el) {
+      var due = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(due)) return;
+      var left = (due - now) / 1000;
+      el.textContent = left > 0 ? "due in " + age(Math.max(left, 45)) : "due now";
+    });
     (root || document).querySelectorAll("time[data-age]").forEach(function (el) {
       var then = Date.parse(el.getAttribute("datetime"));
       if (!isNaN(then)) el.textContent = age(Math.max(0, (now - then) / 1000));

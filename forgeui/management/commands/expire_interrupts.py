@@ -1,0 +1,32 @@
+"""``manage.py expire_interrupts``: answer overdue interrupts with their default, or flag them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from forgeui import scheduler, services, webhooks
+
+
+class Command(BaseCommand):
+    help = ("Handle pending interrupts past their deadline: answer those with a default "
+            "(as the system, audited with the reason), mark the others overdue and e-mail "
+            "the supervisors. --loop keeps sweeping and also hands new events to webhooks and "
+            "e-mail (production's scheduler: run one).")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--loop", action="store_true", help="sweep forever")
+        parser.add_argument("--every", type=float, default=None, metavar="SECONDS",
+                            help="seconds between sweeps with --loop (FORGE_SWEEP_SECONDS)")
+
+    def handle(self, *args: Any, loop: bool, every: float | None, **options: Any) -> None:
+        while True:
+            for expiry in services.expire_interrupts():
+                self.stdout.write(f"{expiry.outcome} {expiry.interrupt_id}: {expiry.reason}")
+            if loop:  # production's only scheduler: notifications go out from here too
+                webhooks.fan_out()
+            if not loop:
+                return
+            time.sleep(every or scheduler.interval())

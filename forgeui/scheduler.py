@@ -1,0 +1,50 @@
+"""Periodic work every few seconds: the deadline sweep (``expire_interrupts_task``) and
+handing new inbox events to webhooks and e-mail (``fan_out_task``).
+
+The embedded default has no scheduler process, so the web process runs a daemon thread
+that enqueues the task on its own thread pool (``asgi.py`` starts it when the tasks run
+in-process, which is what ``make run`` serves). In production run one sweeper next to the
+workers: ``manage.py expire_interrupts --loop`` (or ``expire_interrupts`` from cron). Two
+sweepers are harmless: each interrupt is handled by a conditional update or an answer's
+compare-and-set, whichever sweeper gets there first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+_started = threading.Event()
+
+
+def interval() -> float:
+    return float(getattr(settings, "FORGE_SWEEP_SECONDS", 10))
+
+
+def sweep_once() -> None:
+    """One tick: the deadline sweep, then notifications for what changed."""
+    from .tasks import expire_interrupts_task, fan_out_task
+
+    for periodic in (expire_interrupts_task, fan_out_task):
+        try:
+            periodic.enqueue()
+        except Exception:  # the next tick tries again
+            logger.exception("could not enqueue %s", periodic.name)
+
+
+def start_embedded() -> None:
+    """Start the sweeper thread once per process."""
+    if _started.is_set():
+        return
+    _started.set()
+    threading.Thread(target=_loop, name="forge-scheduler", daemon=True).start()
+
+
+def _loop() -> None:
+    stop = threading.Event()
+    while not stop.wait(interval()):
+        sweep_once()
