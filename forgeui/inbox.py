@@ -41,6 +41,7 @@ class InboxFilters:
     namespace: str = ""  # a run-tree path prefix, "supervisor/research_agent"
     sort: Sort = "newest"
     tab: Tab = "all"
+    q: str = ""  # full-text search over payload and run input
 
     @classmethod
     def from_query(cls, query: QueryDict | dict[str, list[str]] | str) -> InboxFilters:
@@ -56,7 +57,7 @@ class InboxFilters:
         sort = sorts.get(first("sort"), "newest")
         tab = next((t for t, _ in TABS if t == first("tab")), "all")
         return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort,
-                   tab)
+                   tab, first("q"))
 
     @property
     def path(self) -> list[str]:
@@ -72,7 +73,8 @@ class InboxFilters:
             found = interrupts.queue_for(viewer)
         else:
             found = interrupts.pending()
-        found = found.of_graph(self.graph).of_sub_agent(self.sub_agent).under_namespace(self.path)
+        found = (found.of_graph(self.graph).of_sub_agent(self.sub_agent)
+                 .under_namespace(self.path).search(self.q))
         if self.sort == "deadline":
             return found.by_deadline()
         return found.by_age(newest_first=self.sort == "newest")
@@ -83,7 +85,14 @@ class InboxFilters:
         return ((not self.graph or interrupt.run.graph == self.graph)
                 and (not self.sub_agent or interrupt.sub_agent_id == self.sub_agent)
                 and list(interrupt.namespace[: len(path)]) == path
-                and self.in_tab(interrupt, viewer))
+                and self.in_tab(interrupt, viewer) and self.mentions(interrupt))
+
+    def mentions(self, interrupt: Interrupt) -> bool:
+        """``q`` for a pushed row: every word in its payload or input (the SQLite rule)."""
+        if not self.q:
+            return True
+        text = (compact(interrupt.payload) + compact(interrupt.run.input)).lower()
+        return all(word.lower() in text for word in self.q.split())
 
     def in_tab(self, interrupt: Interrupt, viewer: Viewer) -> bool:
         pending = interrupt.status == InterruptStatus.PENDING
@@ -99,7 +108,8 @@ class InboxFilters:
 
     def querystring(self, **changes: str) -> str:
         fields = {"graph": self.graph, "sub_agent": self.sub_agent,
-                  "namespace": self.namespace, "sort": self.sort, "tab": self.tab, **changes}
+                  "namespace": self.namespace, "sort": self.sort, "tab": self.tab, "q": self.q,
+                  **changes}
         fields["tab"] = "" if fields["tab"] == "all" else fields["tab"]
         return urlencode({key: value for key, value in fields.items() if value})
 

@@ -14,7 +14,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db import connections, models
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from . import assignment
@@ -185,6 +187,27 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
     def overdue(self, now: datetime) -> InterruptQuerySet:
         """Pending past their deadline and not yet handled (answered by default or flagged)."""
         return self.pending().filter(deadline_at__lte=now, overdue_at__isnull=True)
+
+    def search(self, text: str) -> InterruptQuerySet:
+        """Interrupts whose payload or run input mention ``text`` ("" = all).
+
+        PostgreSQL: full-text search (``websearch`` syntax, English stemming) over both
+        JSON documents as text. Elsewhere (SQLite): every word must appear, ignoring case,
+        in the payload's or the input's JSON text.
+        """
+        text = text.strip()
+        if not text:
+            return self
+        if connections[self.db].vendor == "postgresql":
+            vector = SearchVector(Cast("payload", models.TextField()),
+                                  Cast("run__input", models.TextField()), config="english")
+            query = SearchQuery(text, config="english", search_type="websearch")
+            return self.annotate(search_vector=vector).filter(search_vector=query)
+        found = self
+        for word in text.split():
+            found = found.filter(models.Q(payload__icontains=word)
+                                 | models.Q(run__input__icontains=word))
+        return found
 
     def by_deadline(self) -> InterruptQuerySet:
         """Soonest deadline first; those without one last, oldest first."""

@@ -349,6 +349,7 @@ class BulkFilterIn(Body):
     run_id: Text | None = None
     root_thread_id: Text | None = None
     tab: Literal["assigned", "queue"] | None = None
+    q: Text | None = None
 
     def interrupt_ids(self, found: Any, viewer: Any, limit: int) -> list[str]:
         filters = InterruptFilters(status="pending", **self.model_dump())
@@ -473,6 +474,8 @@ class InterruptFilters(Schema):
     tab: Literal["assigned", "queue", "done"] | None = Field(
         None, description="assigned: pending and assigned to or claimed by me; queue: "
                           "unclaimed that I may answer; done: answered by me")
+    q: Text | None = Field(None, description="search payloads and run inputs (PostgreSQL "
+                                             "full-text; words, \"phrases\", -not)")
 
     def apply(self, found: Any, viewer: Any = None) -> Any:
         if self.tab == "assigned":
@@ -489,7 +492,7 @@ class InterruptFilters(Schema):
             found = found.of_tree(self.root_thread_id)
         prefix = [part for part in (self.namespace or "").split("/") if part]
         return (found.of_graph(self.graph or "").of_sub_agent(self.sub_agent_id or "")
-                .under_namespace(prefix).by_age())
+                .under_namespace(prefix).search(self.q or "").by_age())
 
 
 class AuditFilters(Schema):

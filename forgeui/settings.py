@@ -144,6 +144,13 @@ else:
              "notify": {"BACKEND": "forgeui.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
 
+# Notification e-mail (assignees, overdue interrupts): printed to the console unless
+# production names a backend (EMAIL_BACKEND, EMAIL_HOST, ... as Django reads them).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
+                               if PRODUCTION else "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
+
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
 FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 
