@@ -1,0 +1,377 @@
+"""A production-shaped forge on one machine, for the cluster tests and ``bench/cluster_bench.py``.
+
+``cluster(folder)`` starts a Redis of its own (``redis-server`` on a free port, no
+persistence, so restarting it disturbs nobody else), creates a fresh PostgreSQL database,
+migrates it, adds the demo users with API tokens and a reviewer session, then starts two
+daphne processes and two ``rqworker`` processes with the production environment
+(``DATABASE_URL``, ``REDIS_URL``; ``DEBUG=1`` only so plain http is served). Every process
+runs in a session of its own and is killed by process group on the way out, whatever
+happened. Nothing here imports Django: the test process reads the database with psycopg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[2]
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+GRAPHS = {
+    "transfer": "runtime.examples:transfer",
+    "blocking": "tests.forgeui.graphs:blocking",
+}
+ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
+CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(predicate: Any, timeout: float, what: str, pause: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(pause)
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (an rq work horse runs in a group of its own)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def kill(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process, its group and its children's groups: a crashed machine."""
+    for pid in [*children(process.pid), process.pid]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def stop(process: subprocess.Popen[Any], grace: float = 5) -> None:
+    """SIGTERM the process group, then SIGKILL it and its children after ``grace`` s."""
+    horses = children(process.pid)
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for pid in [*horses, process.pid]:  # a forked rq work horse may linger
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+class Redis:
+    """``redis-server`` on a free port, without persistence; restartable on that port."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port, self.folder = free_port(), folder
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        with (self.folder / "redis.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save",
+                 "", "--appendonly", "no", "--dir", str(self.folder)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(self.up, 10, "redis-server")
+
+    def up(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+    def restart(self, down_for: float = 0.0) -> None:
+        self.stop()
+        time.sleep(down_for)
+        self.start()
+
+
+class Database:
+    """A fresh PostgreSQL database on the server of ``TEST_POSTGRES_URL``."""
+
+    def __init__(self) -> None:
+        parts = urlsplit(POSTGRES_URL)
+        self.server = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
+                       "user": parts.username or "postgres", "password": parts.password}
+        self.name = f"forge_cluster_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self._local = threading.local()
+        self._opened: list[psycopg.Connection[Any]] = []
+
+    @property
+    def url(self) -> str:
+        s = self.server
+        auth = s["user"] + (f":{s['password']}" if s["password"] else "")
+        return f"postgres://{auth}@{s['host']}:{s['port']}/{self.name}"
+
+    def admin(self, sql: str) -> None:
+        with psycopg.connect(dbname="postgres", autocommit=True, **self.server) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+    def create(self) -> None:
+        self.admin(f'CREATE DATABASE "{self.name}"')
+
+    def drop(self) -> None:
+        for conn in self._opened:
+            conn.close()
+        self.admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Run one query on this thread's autocommit connection; its rows."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = psycopg.connect(dbname=self.name, autocommit=True,
+                                                      **self.server)
+            self._opened.append(conn)
+        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+    def value(self, sql: str, *params: Any) -> Any:
+        return self.rows(sql, *params)[0][0]
+
+
+@dataclass
+class Cluster:
+    folder: Path
+    redis: Redis
+    db: Database
+    env: dict[str, str]
+    webs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
+    tokens: dict[str, str] = field(default_factory=dict)
+    cookie: str = ""
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{port}" for port in self.ports]
+
+    def manage(self, *args: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT,
+                              env=env or self.env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stderr[-3000:]}"
+        return done.stdout
+
+    def api(self, url: str, method: str, path: str, body: Any = None,
+            who: str = "supervisor") -> tuple[int, Any]:
+        """One JSON API call with a bearer token: (status, body)."""
+        request = urllib.request.Request(
+            url + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.tokens[who]}",
+                     "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()[:2000].decode(errors="replace")
+
+    def start_run(self, url: str, graph: str, data: Any) -> str:
+        status, body = self.api(url, "POST", "/api/runs", {"graph": graph, "input": data})
+        assert status == 201, (status, body)
+        return str(body["run_id"])
+
+    def answer(self, url: str, interrupt_id: str, value: Any) -> None:
+        status, body = self.api(url, "POST", f"/api/interrupts/{interrupt_id}/resume",
+                                {"value": value}, who="reviewer")
+        assert status == 202, (status, body)
+
+    def pending(self, run_ids: list[str]) -> dict[str, str]:
+        """Pending interrupt id by run id, for the runs given."""
+        return dict(self.db.rows("SELECT run_id, id FROM forgeui_interrupt WHERE status = "
+                                 "'pending' AND run_id = ANY(%s)", run_ids))
+
+    def statuses(self, run_ids: list[str]) -> dict[str, str]:
+        return dict(self.db.rows("SELECT run_id, status FROM forgeui_run WHERE run_id = "
+                                 "ANY(%s)", run_ids))
+
+    def wait_for_status(self, run_ids: list[str], status: str, timeout: float) -> None:
+        wait_until(lambda: list(self.statuses(run_ids).values()).count(status) == len(run_ids),
+                   timeout, f"{len(run_ids)} runs to be {status}", pause=0.1)
+
+    def start_web(self, index: int) -> None:
+        port = self.ports[index]
+        with (self.folder / f"daphne-{index}.log").open("ab") as log:
+            self.webs[index] = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                 "forgeui.asgi:application"], cwd=ROOT, env=self.env, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
+            worker = subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), "rqworker", "--job-class",
+                 "django_tasks_rq.Job", "default"], cwd=ROOT, env=self.env, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        self.workers.append(worker)
+        return worker
+
+    def web_up(self, index: int) -> bool:
+        if self.webs[index].poll() is not None:
+            raise AssertionError(f"daphne {index} exited; see {self.folder}/daphne-{index}.log")
+        try:
+            with urllib.request.urlopen(self.urls[index] + "/healthz", timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def log(self, name: str) -> str:
+        return (self.folder / name).read_text(errors="replace")
+
+
+def environment(database_url: str, redis_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
+               REDIS_URL=redis_url, DEBUG="1", SECRET_KEY="forge-cluster-" + "x" * 40,
+               ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
+               PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
+    return env
+
+
+SESSION = ("from django.conf import settings; from django.contrib.auth.models import User; "
+           "from django.test import Client; c = Client(); "
+           "c.force_login(User.objects.get(username='reviewer')); "
+           "print(c.cookies[settings.SESSION_COOKIE_NAME].value)")
+
+
+@contextlib.contextmanager
+def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
+    """Redis, a fresh database, ``webs`` daphne and ``workers`` rqworker processes."""
+    redis, db = Redis(folder), Database()
+    forge = Cluster(folder, redis, db, environment(db.url, redis.url))
+    created = False
+    try:
+        redis.start()
+        db.create()
+        created = True
+        forge.manage("migrate", "--noinput", "--verbosity", "0")
+        forge.manage("demo", "--no-runs")
+        forge.tokens = {who: forge.manage("create_token", who).strip()
+                        for who in ("supervisor", "reviewer")}
+        forge.cookie = forge.manage("shell", "-c", SESSION).split()[-1]
+        forge.ports = [free_port() for _ in range(webs)]
+        forge.webs = [None] * webs  # type: ignore[list-item]
+        for index in range(webs):
+            forge.start_web(index)
+        for _ in range(workers):
+            forge.start_worker()
+        for index in range(webs):
+            wait_until(lambda i=index: forge.web_up(i), 30, f"daphne {index}")  # type: ignore[misc]
+        yield forge
+    finally:
+        for process in [*forge.webs, *forge.workers]:
+            if process is not None:
+                stop(process)
+        redis.stop()
+        if created:
+            db.drop()
+
+
+class Watcher:
+    """A browser tab's inbox socket: rows seen, last event id, reconnects like forge.js.
+
+    Runs on an event loop thread of its own, so test code stays synchronous.
+    """
+
+    def __init__(self, url: str, cookie: str, reconnect: bool = False) -> None:
+        self.ws_url = url.replace("http://", "ws://") + "/ws/inbox/"
+        self.origin, self.cookie, self.reconnect = url, cookie, reconnect
+        self.seen: set[str] = set()
+        self.cursor = 0
+        self.connects = 0
+        self.connected = threading.Event()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        started = threading.Event()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(started),),
+                                        daemon=True)
+        self._thread.start()
+        started.wait(5)
+
+    async def _main(self, started: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        started.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._follow()
+
+    def saw(self, interrupt_ids: Any) -> bool:
+        with self._lock:
+            return set(interrupt_ids) <= self.seen
+
+    async def _follow(self) -> None:
+        import websockets
+
+        while True:
+            try:
+                async with websockets.connect(
+                        self.ws_url, origin=self.origin, max_size=None,  # type: ignore[arg-type]
+                        additional_headers={"Cookie": f"sessionid={self.cookie}"}) as ws:
+                    await ws.send(json.dumps({"after": self.cursor}))
+                    self.connects += 1
+                    self.connected.set()
+                    async for frame in ws:
+                        self._read(str(frame))
+            except (OSError, websockets.WebSocketException):
+                pass
+            self.connected.clear()
+            if not self.reconnect:
+                return
+            await asyncio.sleep(0.2)
+
+    def _read(self, frame: str) -> None:
+        with self._lock:
+            self.seen.update(ROW.findall(frame))
+            for found in CURSOR.findall(frame):
+                self.cursor = max(self.cursor, int(found))
+
+    def close(self) -> None:
+        if self._loop is not None and self._task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(10)
