@@ -211,7 +211,12 @@ LOGGING: dict[str, Any] = {
     "formatters": {"json": {"()": "forgeui.logs.JsonFormatter"}},
     "filters": {"run": {"()": "forgeui.logs.RunFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["run"]}},
-    "loggers": {"forgeui": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "forgeui": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+        # One line per task state change (the deadline sweep runs every few seconds) is
+        # noise on a console; failures still show.
+        "django_tasks": {"level": os.environ.get("TASKS_LOG_LEVEL", "WARNING")},
+    },
 }
 if FORGE_LOG_FORMAT == "json":
     # On the root logger, so everyone's warnings (django.request, rq) are JSON lines too;
