@@ -65,14 +65,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.django_db(*marker.args, **kwargs), append=False)
 
 
+def require_service(name: str) -> None:
+    """Skip (fail under ``CI=true``) unless ``name`` answers; for module-scoped fixtures,
+    which run before the per-test check below."""
+    if not service_up(name):
+        missing("{} is not reachable on {}:{}".format(name, *address(name)))
+
+
+def missing(message: str) -> None:
+    if in_ci():
+        pytest.fail(f"{message} (CI=true: required)", pytrace=False)
+    pytest.skip(message)
+
+
 @pytest.fixture(autouse=True)
 def _require_services(request: pytest.FixtureRequest) -> None:
     for name in SERVICES:
-        if request.node.get_closest_marker(name) and not service_up(name):
-            message = "{} is not reachable on {}:{}".format(name, *address(name))
-            if in_ci():
-                pytest.fail(f"{message} (CI=true: required)", pytrace=False)
-            pytest.skip(message)
+        if request.node.get_closest_marker(name):
+            require_service(name)
 
 
 @pytest.fixture

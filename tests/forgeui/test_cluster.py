@@ -8,6 +8,7 @@ API with bearer tokens, inbox websockets with a reviewer's session cookie, and
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import missing, require_service
 
 from .cluster import Cluster, Watcher, children, cluster, kill, wait_until
 from .conftest import lines
@@ -24,6 +27,11 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    # Module fixtures run before the per-test service check: check here as well.
+    for name in ("postgres", "redis"):
+        require_service(name)
+    if shutil.which("redis-server") is None:
+        missing("redis-server is not installed (the cluster runs a Redis of its own)")
     with cluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
 
