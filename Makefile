@@ -12,9 +12,9 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 
 # Reinstall only when the dependencies change.
-$(VENV)/.installed: pyproject.toml | $(PYTHON)
+$(VENV)/.installed: pyproject.toml constraints.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	$(PYTHON) -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
