@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -49,6 +50,27 @@ def transfer(calls: Calls, store: InMemoryCheckpointStore) -> DurableExecutor:
         return {"paid_by": answer}
 
     return DurableExecutor(nodes=[("ask", ask), ("pay", pay)], store=store)
+
+
+def race_in_threads(count: int, attempt: Callable[[int], Any]) -> list[Any]:
+    """Run ``attempt(n)`` in ``count`` OS threads released together; result or exception."""
+    barrier = threading.Barrier(count)
+    outcomes: list[Any] = [None] * count
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = attempt(n)
+        except BaseException as exc:
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    return outcomes
 
 
 def split_outcomes(outcomes: list[Any]) -> tuple[list[Any], list[BaseException]]:
@@ -100,22 +122,7 @@ def test_concurrent_resume_sync_from_os_threads() -> None:
     store = InMemoryCheckpointStore()
     ex = transfer(calls, store)
     paused = ex.run_sync(None)
-    barrier = threading.Barrier(RIVALS)
-    outcomes: list[Any] = [None] * RIVALS
-
-    def worker(n: int) -> None:
-        barrier.wait()
-        try:
-            outcomes[n] = ex.resume_sync(paused.thread_id, f"thread-{n}")
-        except BaseException as exc:
-            outcomes[n] = exc
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(RIVALS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not any(t.is_alive() for t in threads)
+    outcomes = race_in_threads(RIVALS, lambda n: ex.resume_sync(paused.thread_id, f"thread-{n}"))
     wins, losses = split_outcomes(outcomes)
     assert len(wins) == 1, outcomes
     assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
@@ -167,23 +174,10 @@ def test_concurrent_answers_to_different_interrupts_from_os_threads() -> None:
     ex = two_approvals(calls, store)
     paused = ex.run_sync(None)
     by_node = pending_by_node(paused)
-    barrier = threading.Barrier(2)
-    errors: list[BaseException] = []
-
-    def answer(node: str, value: str) -> None:
-        barrier.wait()
-        try:
-            ex.resume_sync(paused.thread_id, Command(resume_map={by_node[node].id: value}))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=answer, args=("legal", "L")),
-               threading.Thread(target=answer, args=("finance", "F"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert errors == []
+    answers = [("legal", "L"), ("finance", "F")]
+    outcomes = race_in_threads(2, lambda n: ex.resume_sync(
+        paused.thread_id, Command(resume_map={by_node[answers[n][0]].id: answers[n][1]})))
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
     final = asyncio.run(store.load(paused.thread_id))
     assert final is not None
     assert final.status == "completed", final.status
@@ -272,22 +266,8 @@ def test_concurrent_targeted_resume_sync_of_a_child_from_os_threads() -> None:
     ex = sub_agents(calls, store)
     paused = ex.run_sync(None)
     research = child_interrupts(paused)["research_agent"]
-    barrier = threading.Barrier(RIVALS)
-    outcomes: list[Any] = [None] * RIVALS
-
-    def worker(n: int) -> None:
-        barrier.wait()
-        try:
-            outcomes[n] = ex.resume_targeted_sync(
-                ResumeTarget(research.run_id, interrupt_id=research.id), n)
-        except BaseException as exc:
-            outcomes[n] = exc
-
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(RIVALS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    target = ResumeTarget(research.run_id, interrupt_id=research.id)
+    outcomes = race_in_threads(RIVALS, lambda n: ex.resume_targeted_sync(target, n))
     wins, losses = split_outcomes(outcomes)
     assert len(wins) == 1, outcomes
     assert all(isinstance(e, StaleResumeTarget) for e in losses), losses
