@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from abc import ABC, abstractmethod
 from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -12,7 +13,7 @@ logger = logging.getLogger(__name__)
 W = TypeVar("W", bound="SocketLoopWork")
 
 
-class SocketLoopWork:
+class SocketLoopWork(ABC):
     """Calls ``tick`` every ``interval`` seconds while a socket is registered.
 
     One instance per event loop (daphne has one; each test has its own): see ``of_loop``.
@@ -35,11 +36,12 @@ class SocketLoopWork:
             self.task.cancel()
             self.task = None
 
-    async def start(self) -> None:
+    async def start(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Once, before the first tick."""
 
+    @abstractmethod
     async def tick(self) -> None:
-        raise NotImplementedError
+        """The periodic work."""
 
     async def run(self) -> None:
         await self.start()
