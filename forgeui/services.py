@@ -22,7 +22,6 @@ import jsonschema
 from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -33,6 +32,7 @@ from runtime.errors import AmbiguousResume, StaleResumeTarget
 from . import assignment, registry
 from .events import EventDraft, publish_on_commit
 from .exceptions import AlreadyClaimed, Forbidden, InvalidRequest, NotFound, StaleAnswer
+from .mail import send_quietly
 from .models import (
     Answer,
     AuditEntry,
@@ -244,15 +244,10 @@ def notify_supervisors(interrupt_id: str, reason: str) -> None:
     addresses = list(get_user_model().objects.filter(
         groups__name=Role.SUPERVISOR, is_active=True).exclude(email="")
         .values_list("email", flat=True).distinct())
-    if not addresses:
-        return
-    try:
-        send_mail(f"[forge] interrupt {interrupt_id} is overdue",
-                  f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
-                  f"default answer. Answer or reassign it in the inbox.",
-                  None, addresses)
-    except Exception:
-        logger.exception("could not e-mail supervisors about interrupt %s", interrupt_id)
+    send_quietly(f"[forge] interrupt {interrupt_id} is overdue",
+                 f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
+                 f"default answer. Answer or reassign it in the inbox.",
+                 addresses, about=f"supervisors about interrupt {interrupt_id}")
 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:

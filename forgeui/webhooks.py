@@ -25,12 +25,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from . import assignment
+from .mail import send_quietly
 from .models import (
     DeliveryStatus,
     Event,
@@ -187,16 +187,9 @@ def email_assignees(interrupt_id: str) -> int:
     to = sorted(set(get_user_model().objects.filter(
         Q(username__in=users) | Q(groups__name__in=groups), is_active=True)
         .exclude(email="").values_list("email", flat=True)))
-    if not to:
-        return 0
     question = (interrupt.payload or {}).get("question") if isinstance(
         interrupt.payload, dict) else None
-    try:
-        send_mail(f"[forge] waiting for you: {question or interrupt.node}",
-                  f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} "
-                  f"({interrupt.node}) is assigned to you. Answer it in the inbox.",
-                  None, to)
-    except Exception:
-        logger.exception("could not e-mail the assignees of %s", interrupt_id)
-        return 0
-    return len(to)
+    return send_quietly(f"[forge] waiting for you: {question or interrupt.node}",
+                        f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} "
+                        f"({interrupt.node}) is assigned to you. Answer it in the inbox.",
+                        to, about=f"the assignees of {interrupt_id}")
