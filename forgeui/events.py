@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -88,11 +89,10 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
 
 
 def announce(event_ids: list[int]) -> None:
-    """Group-send each id; a missing or broken channel layer only costs live updates."""
-    for event_id in event_ids:
-        if not group_send(INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id}):
-            logger.error("could not announce inbox events %s", event_ids)
-            return
+    """Group-send each id, in order, without waiting; a missing or broken channel layer
+    only costs live updates (clients also poll the feed)."""
+    if event_ids:
+        _outbox.send(event_ids)
 
 
 # The event loop serving websockets in this process (daphne has one), once a socket opened.
@@ -136,6 +136,59 @@ def _log_failure(message: dict[str, Any], group: str, future: Any) -> None:
     if not future.cancelled() and future.exception() is not None:
         logger.error("could not send %s to group %s: %r", message.get("type"), group,
                      future.exception())
+
+
+class _Outbox:
+    """Event ids waiting to be group-sent, drained in order by one task at a time.
+
+    Waking another thread costs more than the send (a save's commit is about that
+    long), so a save only appends its ids; the loop is woken once per batch, not per id.
+    """
+
+    def __init__(self) -> None:
+        self._ids: deque[int] = deque()
+        self._lock = threading.Lock()
+        self._draining: asyncio.AbstractEventLoop | None = None  # the loop draining
+
+    def send(self, event_ids: list[int]) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        loop = _server_loop
+        if loop is None or not loop.is_running():
+            loop = _announcer.loop()
+        with self._lock:
+            self._ids.extend(event_ids)
+            if self._draining is not None and self._draining.is_running():
+                return  # that drain takes these ids too (a stopped loop's never will)
+            self._draining = loop
+        try:
+            if _runs_in(loop):
+                loop.create_task(self._drain(layer))
+            else:
+                asyncio.run_coroutine_threadsafe(self._drain(layer), loop)
+        except Exception:
+            with self._lock:
+                self._draining = None
+            logger.exception("could not announce inbox events %s", event_ids)
+
+    async def _drain(self, layer: Any) -> None:
+        while True:
+            with self._lock:
+                if not self._ids:
+                    self._draining = None
+                    return
+                batch = list(self._ids)
+                self._ids.clear()
+            for event_id in batch:
+                try:
+                    await layer.group_send(
+                        INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id})
+                except Exception:
+                    logger.exception("could not announce inbox event %s", event_id)
+
+
+_outbox = _Outbox()
 
 
 class _Announcer:
