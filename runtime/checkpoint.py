@@ -6,9 +6,11 @@ This module imports nothing from the executor; stores depend on it, never the re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
+from .errors import CheckpointConflict
 from .types import RunStatus
 
 
@@ -101,3 +103,28 @@ class CheckpointStore(Protocol):
 
         Lets ``resume_targeted`` find a run's tree from nothing but its run id.
         """
+
+
+Change = Callable[[Checkpoint | None], Checkpoint]
+
+
+async def update_latest(store: CheckpointStore, thread_id: str, change: Change) -> Checkpoint:
+    """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new latest
+    on ``CheckpointConflict``; the checkpoint saved.
+
+    ``change`` is plain, fast code (it may run on the store's own thread) and gets a fresh
+    checkpoint each try. A store may offer ``update(thread_id, change)`` doing the same in
+    one trip to its database thread (``DjangoCheckpointStore`` does); the others get this
+    load-and-save loop.
+    """
+    fused = getattr(store, "update", None)
+    if fused is not None:
+        saved: Checkpoint = await fused(thread_id, change)
+        return saved
+    while True:
+        cp = change(await store.load(thread_id))
+        try:
+            await store.save(cp)
+        except CheckpointConflict:
+            continue
+        return cp

@@ -14,8 +14,8 @@ from ._fork import fork_tree
 from ._graph import Graph, Route
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import Checkpoint, CheckpointStore
-from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError, StaleResumeTarget
+from .checkpoint import Checkpoint, CheckpointStore, update_latest
+from .errors import ForgeError, NodeError, ResumeError, StaleResumeTarget
 from .stores.memory import InMemoryCheckpointStore
 from .types import Command, ResumeTarget, RunNode, RunResult
 
@@ -92,8 +92,10 @@ class DurableExecutor:
             input = json_copy(input)
         except NotJSON as exc:
             raise NodeError(self.graph.first, "", f"run input: {exc}") from None
+        # A thread id made here is new: nothing to load (one round trip less per start).
+        existing = (await self.store.load(thread_id)
+                    if self.store is not None and thread_id is not None else None)
         thread_id = thread_id or new_id()
-        existing = await self.store.load(thread_id) if self.store is not None else None
         if existing is not None and existing.status not in FINISHED:
             raise ResumeError(f"thread {thread_id!r} has a {existing.status} run; resume, "
                               f"recover or cancel it before starting another")
@@ -121,11 +123,14 @@ class DurableExecutor:
     async def resume(self, thread_id: str, value_or_command: Any) -> RunResult:
         """Answer the thread's one pending interrupt (or several with ``resume_map``)."""
         command = _as_command(value_or_command)
-        cp = await self._load_thread(thread_id)
-        target = ResumeTarget(cp.run_id) if cp.parent_run_id is not None else None
-        return await self._submit(cp.root_thread_id,
-                                  lambda root: accept_answers(root, target, command),
-                                  loaded=cp)
+        try:
+            # A root thread (the usual case): read, accept and claim in one store update.
+            return await self._submit(thread_id, lambda root: accept_answers(root, None, command),
+                                      root_only=True)
+        except _SubAgentThread as sub:
+            target = ResumeTarget(sub.checkpoint.run_id)
+            return await self._submit(sub.checkpoint.root_thread_id,
+                                      lambda root: accept_answers(root, target, command))
 
     async def resume_targeted(self, target: ResumeTarget, command: Any = None) -> RunResult:
         """Answer one pending interrupt anywhere in the tree, leaving its siblings paused."""
@@ -166,31 +171,30 @@ class DurableExecutor:
             return await self.get_state(thread_id)
 
     async def _submit(self, root_thread: str, accept: Callable[[Checkpoint], Any],
-                      drive: bool = True, loaded: Checkpoint | None = None) -> RunResult:
+                      drive: bool = True, root_only: bool = False) -> RunResult:
         """Record a request on the root with a compare-and-set; apply it if nobody is.
 
-        ``loaded`` is the root as the caller just read it, saving the first load.
+        ``root_only``: raise ``_SubAgentThread`` if ``root_thread`` is a sub-agent's.
         """
-        store = self._require_store()
-        while True:
-            root = loaded if loaded is not None and loaded.thread_id == root_thread \
-                else await store.load(root_thread)
-            loaded = None
+        take_lease = False
+
+        def claim(root: Checkpoint | None) -> Checkpoint:
+            nonlocal take_lease
             if root is None:
                 raise StaleResumeTarget(f"thread {root_thread!r} has no checkpoint",
                                         {"thread_id": root_thread, "run_id": None,
                                          "checkpoint_id": None, "status": None,
                                          "interrupts": []})
+            if root_only and root.parent_run_id is not None:
+                raise _SubAgentThread(root)
             accept(root)
             take_lease = drive and (root.status != "running" or root.lease is None)
             if take_lease:
                 root.status, root.lease = "running", new_id()
             root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
-            try:
-                await store.save(root)
-            except CheckpointConflict:
-                continue
-            break
+            return root
+
+        root = await update_latest(self._require_store(), root_thread, claim)
         if not take_lease:
             return self._result(root)
         execution = RunExecution(self, root, Shared.from_root(root, self), root.id)
@@ -281,6 +285,14 @@ class DurableExecutor:
             output=root.output if root.status == "completed" else None,
             checkpoint_id=root.id,
         )
+
+
+class _SubAgentThread(Exception):
+    """resume() was given a sub-agent's thread: answer through its root instead."""
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        super().__init__(checkpoint.thread_id)
+        self.checkpoint = checkpoint
 
 
 class _NothingToDo(Exception):

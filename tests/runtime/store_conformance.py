@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from runtime import Checkpoint, CheckpointConflict, CheckpointStore
+from runtime.checkpoint import update_latest
 
 
 def make_checkpoint(thread_id: str, parent_id: str | None, **changes: Any) -> Checkpoint:
@@ -130,3 +131,33 @@ class StoreConformance:
             await store.save(cp)
         assert await store.load_run("r-1") == second
         assert await store.load_run("r-2") == other
+
+    async def test_update_latest_retries_a_lost_race_from_the_new_latest(
+        self, store: CheckpointStore,
+    ) -> None:
+        chain = await save_chain(store, "t-upd", 2)
+        seen: list[str | None] = []
+
+        def change(latest: Checkpoint | None) -> Checkpoint:
+            seen.append(latest.id if latest else None)
+            # The first try is built on a checkpoint the thread has moved past.
+            parent = chain[0].id if len(seen) == 1 else seen[-1]
+            return make_checkpoint("t-upd", parent, status="completed")
+
+        saved = await update_latest(store, "t-upd", change)
+        assert seen == [chain[1].id, chain[1].id]
+        assert saved.parent_id == chain[1].id and await store.load("t-upd") == saved
+
+    async def test_update_latest_saves_nothing_when_the_change_refuses(
+        self, store: CheckpointStore,
+    ) -> None:
+        chain = await save_chain(store, "t-refuse", 1)
+
+        def change(latest: Checkpoint | None) -> Checkpoint:
+            raise LookupError(f"no pending interrupt in {latest.id if latest else None}")
+
+        with pytest.raises(LookupError, match=chain[0].id):
+            await update_latest(store, "t-refuse", change)
+        assert [cp.id for cp in await store.list("t-refuse")] == [chain[0].id]
+        with pytest.raises(LookupError, match="None"):
+            await update_latest(store, "t-unknown", change)
