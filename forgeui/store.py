@@ -27,14 +27,18 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
 
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import Change, Checkpoint
 from runtime.errors import CheckpointConflict
 
-from . import fastsql, models
+from . import fastsql, models, savesql
 from .events import EventDraft, announce, write_events
+from .saveplan import SavePlan, plan_save
 from .sync import RUN_UPDATE_FIELDS, run_row, sync_rows, upsert_run
 
 P = ParamSpec("P")
@@ -78,23 +82,86 @@ class DjangoCheckpointStore:
         """The latest checkpoint of run ``run_id``, or None."""
         return await _in_thread(self.load_run_sync)(run_id)
 
+    async def update(self, thread_id: str, change: Change) -> Checkpoint:
+        """``runtime.checkpoint.update_latest`` in one hop to the database thread."""
+        saved: Checkpoint = await _in_thread(self.update_sync)(thread_id, change)
+        return saved
+
     # The sync halves: for tasks, commands and views that are sync already.
+
+    def update_sync(self, thread_id: str, change: Change) -> Checkpoint:
+        while True:
+            cp = change(self.load_sync(thread_id))
+            try:
+                self.save_sync(cp)
+            except CheckpointConflict:
+                continue
+            return cp
+
 
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]
+        plan = plan_save(cp)
         try:
-            with transaction.atomic(using=self.using):
-                if connection.vendor == "postgresql":
-                    self._advance_and_insert(cp, connection)
-                else:
-                    self._insert(cp, self._advance(cp))
-                    upsert_run(cp, self.using)
-                self._record_events(sync_rows(cp, self.using))
+            if plan is None:
+                self._save_reading_rows(cp, connection)
+            elif connection.in_atomic_block or not connection.get_autocommit():
+                # Inside a caller's transaction: a savepoint, announced on its commit.
+                with transaction.atomic(using=self.using):
+                    ids = self._write_planned(plan, connection)
+                if ids:
+                    transaction.on_commit(partial(announce, ids), using=self.using)
+            else:
+                announce(self._write_planned(plan, connection, own_transaction=True))
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
             if conflict is None:
                 raise
             raise conflict from exc
+        if plan is not None:
+            plan.remember()
+
+    def _write_planned(self, plan: SavePlan, connection: Any,
+                       own_transaction: bool = False) -> builtins.list[int]:
+        """The planned save; its event ids. ``own_transaction``: begin and commit here."""
+        cp, now = plan.cp, timezone.now()
+        cp_row, mirrored = _checkpoint_row(cp), run_row(cp)
+        if connection.vendor == "postgresql":
+            # Outside a transaction this one statement is its own: one round trip.
+            sql, params = savesql.postgres_statement(plan, cp_row, mirrored, now, connection)
+            row = _prepared_fetchone(connection, sql, params)
+            if row is None:
+                raise self._lost(cp)
+            return list(row[1])
+        connection.ensure_connection()
+        raw = connection.connection
+        with connection.wrap_database_errors:
+            cursor = raw.cursor()
+            if own_transaction:
+                cursor.execute("BEGIN IMMEDIATE")
+            try:
+                done = savesql.sqlite_writes(plan, cp_row, mirrored, now, cursor, connection)
+                if done is None:
+                    raise self._lost(cp)
+                if own_transaction:
+                    cursor.execute("COMMIT")
+            except BaseException:
+                if own_transaction and raw.in_transaction:
+                    cursor.execute("ROLLBACK")
+                raise
+            finally:
+                cursor.close()
+        return done[1]
+
+    def _save_reading_rows(self, cp: Checkpoint, connection: Any) -> None:
+        """The general save: interrupt rows read back where this process has no record."""
+        with transaction.atomic(using=self.using):
+            if connection.vendor == "postgresql":
+                self._advance_and_insert(cp, connection)
+            else:
+                self._insert(cp, self._advance(cp))
+                upsert_run(cp, self.using)
+            self._record_events(sync_rows(cp, self.using))
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         return _decoded(fastsql.latest_json(models.Checkpoint, "data", "thread", self.using,
@@ -173,6 +240,31 @@ class DjangoCheckpointStore:
         if latest != cp.parent_id or reused:
             return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
         return None
+
+
+def _prepared_fetchone(connection: Any, sql: str, params: builtins.list[Any]) -> Any:
+    """Run ``sql`` as a server-side prepared statement; its first row.
+
+    Django's psycopg cursor binds values client-side and never prepares, so each save
+    would quote ~60 values in Python and be planned afresh. This one binds on the server
+    and prepares once per connection, still through the connection's execute wrappers.
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+            def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+                return cursor.execute(sql, params, prepare=True)
+
+            for wrapper in reversed(connection.execute_wrappers):
+                execute = partial(wrapper, execute)
+            execute(sql, params, False, {"connection": connection,
+                                         "cursor": CursorWrapper(cursor, connection)})
+            return cursor.fetchone()
+    except Exception:
+        if raw.broken or raw.closed:  # lost mid-statement: the next call reconnects
+            connection.close()
+        raise
 
 
 def _advance_params(cp: Checkpoint) -> builtins.list[Any]:

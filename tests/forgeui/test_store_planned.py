@@ -1,0 +1,143 @@
+"""The store's planned save (one statement on PostgreSQL, a burst on SQLite) against its
+reading path, on both databases: the same rows and events, nothing on a lost race, a
+caller's transaction respected, and the values sent as the ORM would send them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connections, transaction
+from django.utils import timezone
+
+from forgeui import fastsql, registry, saveplan, savesql
+from forgeui.events import EVENT_COLUMNS, EventDraft
+from forgeui.models import Checkpoint as CheckpointRow
+from forgeui.models import Event, Interrupt, Run
+from forgeui.store import DjangoCheckpointStore, _checkpoint_row
+from forgeui.sync import run_row
+from runtime import CheckpointConflict, ResumeTarget
+from runtime.checkpoint import Checkpoint
+from tests.runtime.store_conformance import make_checkpoint
+
+
+class PlannedSave:
+    alias = "sqlite"
+
+    @pytest.fixture
+    def store(self, close_worker_connections: None) -> Iterator[DjangoCheckpointStore]:
+        yield DjangoCheckpointStore(self.alias)
+
+    async def snapshot(self, thread_id: str) -> dict[str, Any]:
+        """The rows a thread left, without ids and clock readings."""
+        runs = Run.objects.using(self.alias).of_tree(thread_id).order_by("namespace")
+        interrupts = Interrupt.objects.using(self.alias).of_tree(thread_id).order_by("node")
+        events = Event.objects.using(self.alias).filter(root_thread_id=thread_id).order_by("id")
+        return {
+            "runs": [(r.namespace, r.status, r.sub_agent_id, r.output) async for r in runs],
+            "interrupts": [(i.node, i.status, i.payload, i.answered_at is not None,
+                            i.checkpoint_id != "") async for i in interrupts],
+            "events": [(e.kind, e.interrupt_id != "", e.data.get("status"))
+                       async for e in events],
+        }
+
+    async def supervise(self, store: DjangoCheckpointStore, answered_by_person: bool) -> str:
+        """Two parallel sub-agents: one answered (maybe first by a person), one cancelled."""
+        ex = registry.get_executor("supervisor").with_store(store)
+        result = await ex.run({"topic": "Q4"})
+        research, _ = sorted(result.interrupts, key=lambda i: i.namespace)
+        if answered_by_person:  # the dashboard closed the row before the runtime applied it
+            await Interrupt.objects.using(self.alias).filter(pk=research.id).aupdate(
+                status="answered", answered_at=timezone.now())
+        await ex.resume_targeted(ResumeTarget(research.run_id, interrupt_id=research.id),
+                                 "accept")
+        await ex.cancel(result.thread_id)
+        return result.thread_id
+
+    @pytest.mark.parametrize("answered_by_person", [False, True])
+    async def test_planned_and_reading_saves_leave_the_same_rows(
+        self, store: DjangoCheckpointStore, monkeypatch: pytest.MonkeyPatch,
+        answered_by_person: bool,
+    ) -> None:
+        planned = await self.snapshot(await self.supervise(store, answered_by_person))
+        reading_calls: list[Checkpoint] = []
+        monkeypatch.setattr("forgeui.store.plan_save",
+                            lambda cp: reading_calls.append(cp) and None)
+        reading = await self.snapshot(await self.supervise(store, answered_by_person))
+        assert len(reading_calls) >= 8, "the reading path was not taken"
+        assert planned == reading
+        answered = [e for e in planned["events"] if e[0] == "interrupt.answered"]
+        assert len(answered) == (0 if answered_by_person else 1)
+
+    async def test_a_person_answer_is_never_reported_twice(
+        self, store: DjangoCheckpointStore,
+    ) -> None:
+        thread = await self.supervise(store, answered_by_person=True)
+        rows = await self.snapshot(thread)
+        # The person's answer had no event from the store (the dashboard announces its own);
+        # the runtime's later close moved nothing, so it announced nothing either.
+        assert [k for k, *_ in rows["events"]].count("interrupt.answered") == 0
+        assert [k for k, *_ in rows["events"]].count("interrupt.cancelled") == 1
+        assert sorted(s for _, s, *_ in rows["interrupts"]) == ["answered", "cancelled"]
+
+    async def test_a_lost_compare_and_set_writes_nothing(
+        self, store: DjangoCheckpointStore,
+    ) -> None:
+        first = make_checkpoint("t-plan", None, run_id="r-plan", interrupts=[])
+        await store.save(first)
+        winner = make_checkpoint("t-plan", first.id, run_id="r-plan", status="running")
+        loser = make_checkpoint("t-plan", first.id, run_id="r-plan", status="completed")
+        assert saveplan.plan_save(loser) is not None  # this is the planned path
+        await store.save(winner)
+        events = await Event.objects.using(self.alias).acount()
+        with pytest.raises(CheckpointConflict) as lost:
+            await store.save(loser)
+        assert lost.value.latest == winner.id
+        assert (await Run.objects.using(self.alias).aget(pk="r-plan")).status == "running"
+        assert await Event.objects.using(self.alias).acount() == events
+        assert await CheckpointRow.objects.using(self.alias).filter(
+            thread_id="t-plan").acount() == 2
+
+    def test_inside_a_callers_transaction_a_save_rolls_back_with_it(
+        self, store: DjangoCheckpointStore,
+    ) -> None:
+        first = make_checkpoint("t-outer", None, run_id="r-outer", interrupts=[])
+        store.save_sync(first)
+        events = Event.objects.using(self.alias).count()
+        second = make_checkpoint("t-outer", first.id, run_id="r-outer", status="completed")
+        with pytest.raises(RuntimeError), transaction.atomic(using=self.alias):
+            store.save_sync(second)
+            assert store.load_sync("t-outer").id == second.id  # visible inside
+            raise RuntimeError("the caller changes its mind")
+        assert store.load_sync("t-outer").id == first.id
+        assert Run.objects.using(self.alias).get(pk="r-outer").status == "interrupted"
+        assert Event.objects.using(self.alias).count() == events
+
+
+class TestPlannedSaveOnSQLite(PlannedSave):
+    pytestmark = pytest.mark.django_db(transaction=True, databases=["sqlite"])
+    alias = "sqlite"
+
+
+class TestPlannedSaveOnPostgres(PlannedSave):
+    pytestmark = [pytest.mark.postgres,
+                  pytest.mark.django_db(transaction=True, databases=["postgres"])]
+    alias = "postgres"
+
+
+@pytest.mark.django_db(transaction=True, databases=["sqlite"])
+def test_sqlite_values_are_the_ones_the_orm_would_send() -> None:
+    connection = connections["sqlite"]
+    cp = make_checkpoint("t-val", None, run_id="r-val", metadata={"started_by": None})
+    plan = saveplan.plan_save(cp)
+    assert plan is not None and plan.created
+    now = timezone.now()
+    rows: list[tuple[Any, dict[str, Any]]] = [
+        (CheckpointRow, _checkpoint_row(cp)), (Run, run_row(cp)), (Interrupt, plan.created[0]),
+        (Event, savesql.event_row(EventDraft("run.updated", "r", "t", "", {"a": [1]}), now)),
+    ]
+    for model, values in rows:
+        assert savesql.fast_values(model, values, connection) == fastsql.prepare(
+            model, values, connection), model.__name__
+    assert len(EVENT_COLUMNS) == len(rows[-1][1])
