@@ -14,10 +14,13 @@ for the server. SQLite has no data-modifying CTEs, so it runs them one by one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
+import psycopg
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
 
 _statements: dict[tuple[Any, ...], str] = {}
@@ -128,6 +131,32 @@ def insert_events(model: type[Model], names: tuple[str, ...], rows: int, lock: i
     return _cached(("events", model, names, rows, lock, connection.vendor), build)
 
 
+def prepared_fetchone(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> Any:
+    """Run ``sql`` as a server-side prepared statement; its first row.
+
+    PostgreSQL only. Django's psycopg cursor binds values client-side and never prepares,
+    so a save would quote ~60 values in Python and be planned afresh each time. This
+    binds on the server and prepares once per connection, still through the
+    connection's execute wrappers (what tests and instrumentation hook into).
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    try:
+        with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+            def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+                return cursor.execute(sql, params, prepare=True)
+
+            for wrapper in reversed(connection.execute_wrappers):
+                execute = partial(wrapper, execute)
+            execute(sql, params, False, {"connection": connection,
+                                         "cursor": CursorWrapper(cursor, connection)})
+            return cursor.fetchone()
+    except Exception:
+        if raw.broken or raw.closed:  # lost mid-statement: the next call reconnects
+            connection.close()
+        raise
+
+
 def latest_json(model: type[Model], column: str, where: str, using: str,
                 value: Any) -> Any | None:
     """The JSON ``column`` of the row with the highest ``seq`` where ``where`` = ``value``."""
@@ -140,9 +169,12 @@ def latest_json(model: type[Model], column: str, where: str, using: str,
         return (f"SELECT {_quote(field.column)} FROM {table} WHERE {target} = %s"
                 " ORDER BY seq DESC LIMIT 1")
     sql = _cached(("latest", model, column, where, connection.vendor), build)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value])
-        row = cursor.fetchone()
+    if connection.vendor == "postgresql":
+        row = prepared_fetchone(connection, sql, [value])
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [value])
+            row = cursor.fetchone()
     return None if row is None else field.from_db_value(row[0], None, connection)
 
 

@@ -27,10 +27,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
-import psycopg
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
-from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from runtime.checkpoint import Change, Checkpoint
@@ -129,7 +127,7 @@ class DjangoCheckpointStore:
         if connection.vendor == "postgresql":
             # Outside a transaction this one statement is its own: one round trip.
             sql, params = savesql.postgres_statement(plan, cp_row, mirrored, now, connection)
-            row = _prepared_fetchone(connection, sql, params)
+            row = fastsql.prepared_fetchone(connection, sql, params)
             if row is None:
                 raise self._lost(cp)
             return list(row[1])
@@ -240,31 +238,6 @@ class DjangoCheckpointStore:
         if latest != cp.parent_id or reused:
             return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
         return None
-
-
-def _prepared_fetchone(connection: Any, sql: str, params: builtins.list[Any]) -> Any:
-    """Run ``sql`` as a server-side prepared statement; its first row.
-
-    Django's psycopg cursor binds values client-side and never prepares, so each save
-    would quote ~60 values in Python and be planned afresh. This one binds on the server
-    and prepares once per connection, still through the connection's execute wrappers.
-    """
-    connection.ensure_connection()
-    raw = connection.connection
-    try:
-        with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
-            def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-                return cursor.execute(sql, params, prepare=True)
-
-            for wrapper in reversed(connection.execute_wrappers):
-                execute = partial(wrapper, execute)
-            execute(sql, params, False, {"connection": connection,
-                                         "cursor": CursorWrapper(cursor, connection)})
-            return cursor.fetchone()
-    except Exception:
-        if raw.broken or raw.closed:  # lost mid-statement: the next call reconnects
-            connection.close()
-        raise
 
 
 def _advance_params(cp: Checkpoint) -> builtins.list[Any]:

@@ -21,10 +21,10 @@ from . import fastsql
 from .events import EventDraft
 from .models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
 
-RUN_UPDATE_FIELDS = (
-    "thread_id", "root_thread_id", "parent_run", "graph", "namespace", "sub_agent_id",
-    "status", "output", "error", "latest_checkpoint_id", "updated_at",
-)
+# What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
+# when the row is made (a fork makes new run ids), and leaving them out of the upsert
+# spares their indexes a write per save.
+RUN_UPDATE_FIELDS = ("status", "output", "error", "latest_checkpoint_id", "updated_at")
 
 
 def from_ms(value: Any, default: datetime) -> datetime:
