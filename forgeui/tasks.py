@@ -11,6 +11,7 @@ import logging
 from typing import Any, Literal
 
 from asgiref.sync import async_to_sync
+from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
@@ -94,8 +95,9 @@ def apply_answer(answer: Answer) -> dict[str, Any]:
         except NodeError as exc:  # answered, but the resumed node failed
             Answer.objects.mark_applied(answer_id, f"applied; the run failed: {exc}")
             return {"answer_id": answer_id, "outcome": "applied", "status": "failed"}
-        Answer.objects.mark_applied(answer_id, "applied")
-        audit_applied(answer, result)
+        with transaction.atomic():  # nobody sees an applied answer without its audit row
+            Answer.objects.mark_applied(answer_id, "applied")
+            audit_applied(answer, result)
         return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
     raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
 

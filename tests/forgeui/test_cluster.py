@@ -91,6 +91,10 @@ def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
         list(clients.map(lambda n: forge.answer(urls[n % 2], pending[run_ids[n]], {"n": n}),
                          range(RUNS)))
     forge.wait_for_status(run_ids, "completed", 150)
+    # A task marks its answer applied (with the audit row) just after the run completes.
+    wait_until(lambda: forge.db.rows(
+        "SELECT count(*) FROM forgeui_answer WHERE interrupt_id = ANY(%s) AND applied_at "
+        "IS NOT NULL", list(pending.values()))[0][0] == RUNS, 30, "every answer marked applied")
 
     outputs = dict(forge.db.rows("SELECT run_id, output FROM forgeui_run "
                                  "WHERE run_id = ANY(%s)", run_ids))
