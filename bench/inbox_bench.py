@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -45,12 +46,19 @@ def configure(folder: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DEBUG="0", LOG_LEVEL="WARNING",
                DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}", PYTHONPATH=str(ROOT),
-               ALLOWED_HOSTS="127.0.0.1,localhost,testserver")
+               ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
+               # Production settings over plain HTTP on loopback, with static files
+               # collected into the bench's own folder (whitenoise serves the manifest).
+               SECURE_SSL_REDIRECT="0", STATIC_ROOT=str(folder / "static"))
+    env.setdefault("SECRET_KEY", secrets.token_urlsafe(40))
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("collectstatic", interactive=False, verbosity=0)
     return env
 
 
