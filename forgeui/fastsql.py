@@ -24,6 +24,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
 
 _statements: dict[tuple[Any, ...], str] = {}
+NEVER = 2**31  # a prepare threshold no query reaches
 
 
 def _cached(key: tuple[Any, ...], build: Callable[[], str]) -> str:
@@ -141,6 +142,10 @@ def prepared_fetchone(connection: BaseDatabaseWrapper, sql: str, params: Sequenc
     """
     connection.ensure_connection()
     raw = connection.connection
+    if raw.prepare_threshold is None:
+        # Django turns psycopg's preparing off (None), which also ignores prepare=True.
+        # A threshold never reached keeps it off for everything but these statements.
+        raw.prepare_threshold = NEVER
     try:
         with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
             def execute(sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:

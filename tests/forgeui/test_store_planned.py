@@ -141,3 +141,20 @@ def test_sqlite_values_are_the_ones_the_orm_would_send() -> None:
         assert savesql.fast_values(model, values, connection) == fastsql.prepare(
             model, values, connection), model.__name__
     assert len(EVENT_COLUMNS) == len(rows[-1][1])
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_postgres_saves_and_loads_are_prepared_once_per_connection() -> None:
+    store = DjangoCheckpointStore("postgres")
+    chain = [make_checkpoint("t-prep", None, run_id="r-prep", interrupts=[])]
+    store.save_sync(chain[0])
+    for _ in range(4):
+        chain.append(make_checkpoint("t-prep", chain[-1].id, run_id="r-prep", interrupts=[]))
+        store.save_sync(chain[-1])
+        assert store.load_sync("t-prep").id == chain[-1].id  # type: ignore[union-attr]
+    with connections["postgres"].cursor() as cursor:  # the same session as the store's
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert sum(s.startswith("WITH moved AS (UPDATE") for s in prepared) == 1, prepared
+    assert sum(s.startswith('SELECT "data"') for s in prepared) == 1, prepared
