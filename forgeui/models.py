@@ -69,7 +69,9 @@ class Checkpoint(models.Model):
     """One saved point of a thread; ``data`` is the whole runtime checkpoint."""
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="checkpoints")
+    # No index of its own: the (thread, seq) constraint's index leads with it.
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="checkpoints",
+                               db_index=False)
     seq = models.PositiveBigIntegerField(help_text="position in the thread, from 1")
     run_id = models.CharField(max_length=ID_LENGTH)
     parent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")

@@ -37,8 +37,9 @@ def recreate_prefix_indexes(apps: Any, schema_editor: Any) -> None:
         model = apps.get_model("forgeui", model_name)
         for field in model._meta.local_fields:
             sql = schema_editor._create_like_index_sql(model, field)
-            if sql is not None:
-                schema_editor.execute(sql)
+            if sql is not None:  # a later migration's reverse may have made it already
+                schema_editor.execute(
+                    str(sql).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
 
 
 class Migration(migrations.Migration):
