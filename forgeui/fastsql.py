@@ -34,31 +34,31 @@ def _cached(key: tuple[Any, ...], build: Callable[[], str]) -> str:
     return sql
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
     return connections["default"].ops.quote_name(name)
 
 
-def _columns(model: type[Model], names: Sequence[str]) -> list[str]:
-    return [_quote(model._meta.get_field(n).column) for n in names]
+def columns(model: type[Model], names: Sequence[str]) -> list[str]:
+    return [quote(model._meta.get_field(n).column) for n in names]
 
 
-def _casts(model: type[Model], names: Sequence[str], connection: BaseDatabaseWrapper) -> str:
+def casts(model: type[Model], names: Sequence[str], connection: BaseDatabaseWrapper) -> str:
     """Typed placeholders, for values read through a ``SELECT`` rather than ``VALUES``."""
     fields = [model._meta.get_field(n) for n in names]
     return ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
 
 
-def _upsert_tail(model: type[Model], conflict: str, update: Sequence[str]) -> str:
-    target = _quote(model._meta.get_field(conflict).column)
-    sets = ", ".join(f"{c} = excluded.{c}" for c in _columns(model, update))
+def upsert_tail(model: type[Model], conflict: str, update: Sequence[str]) -> str:
+    target = quote(model._meta.get_field(conflict).column)
+    sets = ", ".join(f"{c} = excluded.{c}" for c in columns(model, update))
     return f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
 
 
-def _insert_sql(model: type[Model], names: tuple[str, ...], conflict: str | None,
+def insert_sql(model: type[Model], names: tuple[str, ...], conflict: str | None,
                 update: tuple[str, ...]) -> str:
-    sql = (f"INSERT INTO {_quote(model._meta.db_table)} "
-           f"({', '.join(_columns(model, names))}) VALUES ({', '.join(['%s'] * len(names))})")
-    return sql + (_upsert_tail(model, conflict, update) if conflict is not None else "")
+    sql = (f"INSERT INTO {quote(model._meta.db_table)} "
+           f"({', '.join(columns(model, names))}) VALUES ({', '.join(['%s'] * len(names))})")
+    return sql + (upsert_tail(model, conflict, update) if conflict is not None else "")
 
 
 def prepare(model: type[Model], values: dict[str, Any],
@@ -75,7 +75,7 @@ def insert(model: type[Model], values: dict[str, Any], using: str,
     connection = connections[using]
     names, update = tuple(values), tuple(update)
     sql = _cached(("insert", model, names, conflict, update, connection.vendor),
-                  lambda: _insert_sql(model, names, conflict, update))
+                  lambda: insert_sql(model, names, conflict, update))
     with connection.cursor() as cursor:
         cursor.execute(sql, prepare(model, values, connection))
 
@@ -83,9 +83,9 @@ def insert(model: type[Model], values: dict[str, Any], using: str,
 def advance_sql(table: str, first: bool) -> str:
     """The compare-and-set on the thread row, returning the new checkpoint's position."""
     if first:
-        return (f"INSERT INTO {_quote(table)} (thread_id, latest_checkpoint_id, seq)"
+        return (f"INSERT INTO {quote(table)} (thread_id, latest_checkpoint_id, seq)"
                 " VALUES (%s, %s, 1) RETURNING seq")
-    return (f"UPDATE {_quote(table)} SET latest_checkpoint_id = %s, seq = seq + 1"
+    return (f"UPDATE {quote(table)} SET latest_checkpoint_id = %s, seq = seq + 1"
             " WHERE thread_id = %s AND latest_checkpoint_id = %s RETURNING seq")
 
 
@@ -102,13 +102,13 @@ def advance_and_insert(advance: str, checkpoint: tuple[type[Model], tuple[str, .
         run_model, run_names, conflict, update = run
         return (
             f"WITH moved AS ({advance}), "
-            f"saved AS (INSERT INTO {_quote(cp_model._meta.db_table)} "
-            f"({', '.join(_columns(cp_model, (*cp_names, 'seq')))}) "
-            f"SELECT {_casts(cp_model, cp_names, connection)}, moved.seq FROM moved), "
-            f"mirrored AS (INSERT INTO {_quote(run_model._meta.db_table)} "
-            f"({', '.join(_columns(run_model, run_names))}) "
-            f"SELECT {_casts(run_model, run_names, connection)} FROM moved"
-            f"{_upsert_tail(run_model, conflict, update)}) "
+            f"saved AS (INSERT INTO {quote(cp_model._meta.db_table)} "
+            f"({', '.join(columns(cp_model, (*cp_names, 'seq')))}) "
+            f"SELECT {casts(cp_model, cp_names, connection)}, moved.seq FROM moved), "
+            f"mirrored AS (INSERT INTO {quote(run_model._meta.db_table)} "
+            f"({', '.join(columns(run_model, run_names))}) "
+            f"SELECT {casts(run_model, run_names, connection)} FROM moved"
+            f"{upsert_tail(run_model, conflict, update)}) "
             "SELECT seq FROM moved"
         )
     return _cached(("advance", advance, checkpoint, run), build)
@@ -118,16 +118,16 @@ def insert_events(model: type[Model], names: tuple[str, ...], rows: int, lock: i
                   connection: BaseDatabaseWrapper) -> str:
     """``rows`` rows, ids returned in row order; ``lock`` (PostgreSQL) is taken first."""
     def build() -> str:
-        table = _quote(model._meta.db_table)
-        columns = ", ".join(_columns(model, names))
+        table = quote(model._meta.db_table)
+        listed = ", ".join(columns(model, names))
         if lock is None:
             values = ", ".join([f"({', '.join(['%s'] * len(names))})"] * rows)
-            return f"INSERT INTO {table} ({columns}) VALUES {values} RETURNING id"
+            return f"INSERT INTO {table} ({listed}) VALUES {values} RETURNING id"
         # The lock's one row joins every value row, so it is held before any id is drawn.
         selects = " UNION ALL ".join(
-            [f"SELECT {_casts(model, names, connection)}"] * rows)
+            [f"SELECT {casts(model, names, connection)}"] * rows)
         return (f"WITH ordered AS MATERIALIZED (SELECT pg_advisory_xact_lock({lock:d})) "
-                f"INSERT INTO {table} ({columns}) SELECT v.* FROM ordered, ({selects}) AS v "
+                f"INSERT INTO {table} ({listed}) SELECT v.* FROM ordered, ({selects}) AS v "
                 "RETURNING id")
     return _cached(("events", model, names, rows, lock, connection.vendor), build)
 
@@ -169,9 +169,9 @@ def latest_json(model: type[Model], column: str, where: str, using: str,
     field = model._meta.get_field(column)
 
     def build() -> str:
-        table = _quote(model._meta.db_table)
-        target = _quote(model._meta.get_field(where).column)
-        return (f"SELECT {_quote(field.column)} FROM {table} WHERE {target} = %s"
+        table = quote(model._meta.db_table)
+        target = quote(model._meta.get_field(where).column)
+        return (f"SELECT {quote(field.column)} FROM {table} WHERE {target} = %s"
                 " ORDER BY seq DESC LIMIT 1")
     sql = _cached(("latest", model, column, where, connection.vendor), build)
     if connection.vendor == "postgresql":
@@ -190,10 +190,10 @@ def update(model: type[Model], values: dict[str, Any], pks: Sequence[Any], using
     names, tests = tuple(values), tuple(where)
 
     def build() -> str:
-        sets = ", ".join(f"{c} = %s" for c in _columns(model, names))
-        pk = f"{_quote(model._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))})"
-        conditions = " AND ".join([pk, *(f"{c} = %s" for c in _columns(model, tests))])
-        return f"UPDATE {_quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
+        sets = ", ".join(f"{c} = %s" for c in columns(model, names))
+        pk = f"{quote(model._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))})"
+        conditions = " AND ".join([pk, *(f"{c} = %s" for c in columns(model, tests))])
+        return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
     sql = _cached(("update", model, names, len(pks), tests, connection.vendor), build)
     params = [*prepare(model, values, connection), *pks, *prepare(model, where, connection)]
     with connection.cursor() as cursor:

@@ -47,11 +47,11 @@ def event_row(draft: EventDraft, now: Any) -> Row:
 
 
 def _table(model: type[Model]) -> str:
-    return fastsql._quote(model._meta.db_table)
+    return fastsql.quote(model._meta.db_table)
 
 
 def _cols(model: type[Model], names: Sequence[str]) -> str:
-    return ", ".join(fastsql._columns(model, names))
+    return ", ".join(fastsql.columns(model, names))
 
 
 # -- PostgreSQL: one statement ----------------------------------------------------------
@@ -91,18 +91,18 @@ def postgres_statement(plan: SavePlan, cp_row: Row, run_row: Row, now: Any,
 
 def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tuple[str, ...],
                   connection: BaseDatabaseWrapper) -> str:
-    casts = fastsql._casts
     moved = "EXISTS (SELECT 1 FROM moved)"
     parts = [
         f"moved AS ({fastsql.advance_sql(Thread._meta.db_table, plan.cp.parent_id is None)})",
         f"saved AS (INSERT INTO {_table(Checkpoint)} ({_cols(Checkpoint, (*cp_row, 'seq'))}) "
-        f"SELECT {casts(Checkpoint, tuple(cp_row), connection)}, moved.seq FROM moved)",
+        f"SELECT {fastsql.casts(Checkpoint, tuple(cp_row), connection)}, moved.seq FROM moved)",
         f"mirrored AS (INSERT INTO {_table(Run)} ({_cols(Run, tuple(run_row))}) "
-        f"SELECT {casts(Run, tuple(run_row), connection)} FROM moved"
-        f"{fastsql._upsert_tail(Run, 'run_id', RUN_UPDATE_FIELDS)})",
+        f"SELECT {fastsql.casts(Run, tuple(run_row), connection)} FROM moved"
+        f"{fastsql.upsert_tail(Run, 'run_id', RUN_UPDATE_FIELDS)})",
     ]
     if plan.created:
-        rows = ", ".join([f"({casts(Interrupt, created_names, connection)})"] * len(plan.created))
+        one = f"({fastsql.casts(Interrupt, created_names, connection)})"
+        rows = ", ".join([one] * len(plan.created))
         parts.append(f"created AS (INSERT INTO {_table(Interrupt)} "
                      f"({_cols(Interrupt, created_names)}) SELECT v.* FROM moved, "
                      f"(VALUES {rows}) AS v ON CONFLICT DO NOTHING)")
@@ -114,7 +114,7 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
         parts.append(f"closed{i} AS (UPDATE {_table(Interrupt)} SET status = %s, "
                      f"answered_at = CAST(%s AS {answered_at}) WHERE id = %s AND status = %s "
                      f"AND {moved} RETURNING 1)")
-    row = f"SELECT {casts(Event, EVENT_COLUMNS, connection)}"
+    row = f"SELECT {fastsql.casts(Event, EVENT_COLUMNS, connection)}"
     selects = [row] * len(plan.events)
     selects += [f"{row} WHERE EXISTS (SELECT 1 FROM closed{i})" for i in range(len(plan.closing))]
     if plan.run_event is not None:
@@ -178,10 +178,10 @@ def sqlite_writes(plan: SavePlan, cp_row: Row, run_row: Row, now: Any, cursor: A
     if moved is None:
         return None
     seq = int(moved[0])
-    cursor.execute(_sqlite(("sq-cp", tuple(cp_row)), lambda: fastsql._insert_sql(
+    cursor.execute(_sqlite(("sq-cp", tuple(cp_row)), lambda: fastsql.insert_sql(
         Checkpoint, (*cp_row, "seq"), None, ())),
         [*fast_values(Checkpoint, cp_row, connection), seq])
-    cursor.execute(_sqlite(("sq-run", tuple(run_row)), lambda: fastsql._insert_sql(
+    cursor.execute(_sqlite(("sq-run", tuple(run_row)), lambda: fastsql.insert_sql(
         Run, tuple(run_row), "run_id", RUN_UPDATE_FIELDS)), fast_values(Run, run_row, connection))
     if plan.created:
         names = tuple(plan.created[0])
