@@ -339,12 +339,17 @@ def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 # -- timeline and audit -----------------------------------------------------------------
 
-@require_GET
-@requires(Action.READ)
-def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
+def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
     entries = timeline.entries(thread_id)
     if not entries:
         raise Http404(f"no thread {thread_id!r}")
+    return entries
+
+
+@require_GET
+@requires(Action.READ)
+def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
+    entries = _timeline_or_404(thread_id)
     runs_here = Run.objects.filter(thread_id=thread_id).order_by("created_at")
     children = Run.objects.filter(parent_run__in=runs_here).order_by("created_at")
     context = {"thread_id": thread_id, "entries": entries, "run": runs_here.first(),
@@ -355,9 +360,7 @@ def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
 @require_GET
 @requires(Action.READ)
 def thread_export(request: HttpRequest, thread_id: str) -> JsonResponse:
-    entries = timeline.entries(thread_id)
-    if not entries:
-        raise Http404(f"no thread {thread_id!r}")
+    entries = _timeline_or_404(thread_id)
     body = {"thread_id": thread_id, "checkpoints": [entry.as_dict() for entry in entries]}
     return download(body, f"timeline-{thread_id}.json")
 

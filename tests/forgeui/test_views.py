@@ -37,6 +37,12 @@ def start(users: dict[str, User], graph: str, data: Any = None) -> list[Interrup
     return list(Interrupt.objects.of_tree(run.thread_id).pending().by_age())
 
 
+def start_supervisor(users: dict[str, User]) -> tuple[Interrupt, Interrupt]:
+    """A supervisor run, paused at its research and writer sub-agents' interrupts."""
+    pending = {i.sub_agent_id: i for i in start(users, "supervisor")}
+    return pending["research_agent"], pending["writer_agent"]
+
+
 def text(response: Any) -> str:
     return response.content.decode()
 
@@ -261,9 +267,7 @@ def test_an_answer_form_is_generated_from_the_answer_schema(
 
 def test_declared_actions_become_buttons_with_their_arguments(
         clients: dict[str, Client], users: dict[str, User]) -> None:
-    pending = start(users, "supervisor")
-    research = next(i for i in pending if i.sub_agent_id == "research_agent")
-    writer = next(i for i in pending if i.sub_agent_id == "writer_agent")
+    research, writer = start_supervisor(users)
     client = clients["reviewer"]
     page = text(client.get(f"/interrupts/{research.pk}/"))
     for action in ("accept", "ignore", "respond", "edit"):
@@ -325,9 +329,7 @@ def test_unknown_ids_are_404(clients: dict[str, Client]) -> None:
 
 def test_a_supervisor_answers_one_sub_agent_and_its_sibling_stays_pending(
         clients: dict[str, Client], users: dict[str, User]) -> None:
-    pending = start(users, "supervisor")
-    research = next(i for i in pending if i.sub_agent_id == "research_agent")
-    writer = next(i for i in pending if i.sub_agent_id == "writer_agent")
+    research, writer = start_supervisor(users)
     client = clients["supervisor"]
     page = text(client.get(f"/runs/{research.run_id}/"))
     for path in ("supervisor", "supervisor/research_agent", "supervisor/writer_agent"):
@@ -343,9 +345,7 @@ def test_a_supervisor_answers_one_sub_agent_and_its_sibling_stays_pending(
 
 def test_steering_and_cancelling_one_child_leave_the_sibling_alone(
         clients: dict[str, Client], users: dict[str, User]) -> None:
-    pending = start(users, "supervisor")
-    research = next(i for i in pending if i.sub_agent_id == "research_agent")
-    writer = next(i for i in pending if i.sub_agent_id == "writer_agent")
+    research, writer = start_supervisor(users)
     client = clients["supervisor"]
     response = client.post(f"/runs/{writer.run_id}/steer/", {"text": "short"}, **HTMX)
     assert response.status_code == 200 and "Steering note recorded" in text(response)

@@ -369,14 +369,19 @@ async def test_answered_interrupt_is_stale() -> None:
     assert_latest(info.value)
 
 
-async def test_answered_interrupt_of_a_still_running_child_is_stale() -> None:
-    """The child asked twice; the first id is answered, the run is still paused."""
+async def child_asking_twice() -> tuple[DurableExecutor, RunResult]:
+    """A parent whose one sub-agent asks two questions in a row, paused at the first."""
     def twice(x: Any, ctx: NodeContext) -> Any:
         return [ctx.interrupt(1), ctx.interrupt(2)]
 
     child = DurableExecutor(nodes=[("twice", twice)], name="child")
     ex = DurableExecutor(nodes=[("child", child)], name="parent")
-    paused = await ex.run(None)
+    return ex, await ex.run(None)
+
+
+async def test_answered_interrupt_of_a_still_running_child_is_stale() -> None:
+    """The child asked twice; the first id is answered, the run is still paused."""
+    ex, paused = await child_asking_twice()
     first = paused.interrupts[0]
     again = await ex.resume_targeted(target(first, interrupt_id=first.id), "a")
     second = again.interrupts[0]
@@ -509,12 +514,7 @@ async def test_steering_a_grandchild_by_namespace() -> None:
 
 
 async def test_expected_checkpoint_id_of_a_child() -> None:
-    def twice(x: Any, ctx: NodeContext) -> Any:
-        return [ctx.interrupt(1), ctx.interrupt(2)]
-
-    child = DurableExecutor(nodes=[("twice", twice)], name="child")
-    ex = DurableExecutor(nodes=[("child", child)], name="parent")
-    paused = await ex.run(None)
+    ex, paused = await child_asking_twice()
     first = paused.interrupts[0]
     again = await ex.resume_targeted(
         target(first), Command(resume="a", expected_checkpoint_id=first.checkpoint_id))
