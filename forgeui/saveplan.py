@@ -36,8 +36,9 @@ class Closing:
 
 @dataclass(slots=True)
 class SavePlan:
-    """The rows and events of one save; ``events`` are written whatever the closings do,
-    each closing's own event only if it moved its row, ``run_event`` per ``run_event_if``."""
+    """The rows and events of one save. ``events`` are written whatever the closings do;
+    each closing's own event only if it moved its row; ``run_event`` always, or with
+    ``run_event_always`` False only if some closing moved its row."""
 
     cp: Checkpoint
     created: list[dict[str, Any]] = field(default_factory=list)  # Interrupt rows, by column

@@ -96,7 +96,6 @@ class DjangoCheckpointStore:
                 continue
             return cp
 
-
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]
         plan = plan_save(cp)

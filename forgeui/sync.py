@@ -77,8 +77,9 @@ class _SyncedIds:
     """Interrupt ids (pending, resolved) as of recently saved checkpoints, by id.
 
     The next save of a thread finds what changed since its parent without reading the
-    rows back. Only committed checkpoints can be parents, so an entry is never wrong; a
-    miss (another process saved the parent, or it aged out) reads the rows instead.
+    rows back (``saveplan.plan_save``). Only committed checkpoints can be parents, so an
+    entry is never wrong; a miss (another process saved the parent, or it aged out)
+    reads the rows instead.
     """
 
     def __init__(self, size: int = 10_000) -> None:
@@ -103,33 +104,11 @@ synced_ids = _SyncedIds()
 
 
 def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
+    """The reading path: what the rows say decides (``saveplan`` decides without them)."""
     pending = [i["id"] for i in cp.interrupts]
     resolved = [r["id"] for r in cp.resolved]
-    before = synced_ids.get(cp.parent_id)
-    if before is None:
-        drafts = sync_interrupts_from_rows(cp, pending, resolved, using)
-    else:
-        drafts = sync_interrupts_since(cp, before, using)
+    drafts = sync_interrupts_from_rows(cp, pending, resolved, using)
     synced_ids.put(cp.id, pending, resolved)
-    return drafts
-
-
-def sync_interrupts_since(cp: Checkpoint, before: tuple[frozenset[str], frozenset[str]],
-                          using: str) -> list[EventDraft]:
-    """The same as reading the rows back, knowing which ids the parent had synced."""
-    was_pending, was_resolved = before
-    new = [i for i in cp.interrupts if i["id"] not in was_pending | was_resolved]
-    drafts = create_pending(cp, new, using)
-    still = [i["id"] for i in cp.interrupts if i["id"] in was_pending]
-    if still:
-        fastsql.update(Interrupt, {"checkpoint_id": cp.id}, still, using)
-    for data in cp.resolved:
-        if data["id"] in was_resolved:
-            continue
-        if data["id"] in was_pending:
-            drafts.extend(resolve(cp, data, exists=True, using=using))
-        else:
-            drafts.extend(sync_interrupts_from_rows(cp, [], [data["id"]], using))
     return drafts
 
 
