@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
@@ -152,7 +152,7 @@ class _Outbox:
 
     def send(self, event_ids: list[int]) -> None:
         layer = get_channel_layer()
-        if layer is None:
+        if layer is None or _nobody_listens(layer):
             return
         loop = _server_loop
         if loop is None or not loop.is_running():
@@ -189,6 +189,14 @@ class _Outbox:
 
 
 _outbox = _Outbox()
+
+
+def _nobody_listens(layer: Any) -> bool:
+    """The in-memory layer reaches only this process's sockets: when none has joined the
+    inbox group there is nobody to tell, and no thread need wake (the embedded default's
+    runs would pay that on every save). A socket that joins later catches up from the
+    ``Event`` table, after joining. Other layers reach other processes: always send."""
+    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(INBOX_GROUP)
 
 
 class _Announcer:

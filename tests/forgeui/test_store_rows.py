@@ -11,7 +11,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, connections, transaction
 
-from forgeui import registry
+from forgeui import events, registry
 from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE, EventDraft, write_events
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Event, Interrupt, Run
@@ -29,6 +29,12 @@ def store(close_worker_connections: None) -> Iterator[DjangoCheckpointStore]:
 
 def executor(graph: str, store: DjangoCheckpointStore) -> DurableExecutor:
     return registry.get_executor(graph).with_store(store)
+
+
+def serve_from_this_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group messages go to this test's loop, as they go to daphne's once a socket opened:
+    the in-memory layer's queues wake only the loop they belong to."""
+    monkeypatch.setattr(events, "_server_loop", asyncio.get_running_loop())
 
 
 async def test_a_pause_becomes_run_and_interrupt_rows(store: DjangoCheckpointStore) -> None:
@@ -72,8 +78,9 @@ async def test_answering_and_cancelling_close_the_rows(store: DjangoCheckpointSt
 
 
 async def test_events_follow_commits_in_order_and_reach_the_inbox_group(
-    store: DjangoCheckpointStore,
+    store: DjangoCheckpointStore, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    serve_from_this_loop(monkeypatch)
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(INBOX_GROUP, channel)
@@ -85,6 +92,33 @@ async def test_events_follow_commits_in_order_and_reach_the_inbox_group(
     received = [await layer.receive(channel) for _ in events]
     assert received == [{"type": INBOX_MESSAGE_TYPE, "event_id": e.id} for e in events]
     assert [e.id async for e in Event.objects.after(events[0].id)] == [e.id for e in events[1:]]
+
+
+async def test_with_nobody_in_the_inbox_group_saves_wake_no_thread(
+    store: DjangoCheckpointStore, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In-memory layer, no socket joined: no loop is woken to tell nobody, but the events
+    are written (a socket that joins later catches up from them)."""
+    serve_from_this_loop(monkeypatch)
+    layer = get_channel_layer()
+    monkeypatch.setattr(layer, "groups", {})
+    drains: list[int] = []
+    drain = events._Outbox._drain
+
+    def counted(outbox: events._Outbox, layer: object) -> object:
+        drains.append(1)
+        return drain(outbox, layer)
+
+    monkeypatch.setattr(events._Outbox, "_drain", counted)
+    quiet = await executor("transfer", store).run({})
+    assert drains == []
+    assert await Event.objects.filter(root_thread_id=quiet.thread_id).acount() == 3
+    channel = await layer.new_channel()
+    await layer.group_add(INBOX_GROUP, channel)
+    heard = await executor("transfer", store).run({})
+    assert drains
+    first = await Event.objects.filter(root_thread_id=heard.thread_id).order_by("id").afirst()
+    assert await layer.receive(channel) == {"type": INBOX_MESSAGE_TYPE, "event_id": first.id}
 
 
 async def test_a_lost_compare_and_set_writes_no_rows(store: DjangoCheckpointStore) -> None:
