@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
-from runtime.checkpoint import Change, Checkpoint
+from runtime.checkpoint import Change, Checkpoint, update_latest_blocking
 from runtime.errors import CheckpointConflict
 
 from . import fastsql, models, savesql
@@ -85,16 +85,16 @@ class DjangoCheckpointStore:
         saved: Checkpoint = await _in_thread(self.update_sync)(thread_id, change)
         return saved
 
+    async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
+        """``BlockingStore``: run ``fn`` where the sync halves may be called (the thread
+        the ORM calls above run in); the executor runs lone sync steps there."""
+        result: T = await _in_thread(fn)()
+        return result
+
     # The sync halves: for tasks, commands and views that are sync already.
 
     def update_sync(self, thread_id: str, change: Change) -> Checkpoint:
-        while True:
-            cp = change(self.load_sync(thread_id))
-            try:
-                self.save_sync(cp)
-            except CheckpointConflict:
-                continue
-            return cp
+        return update_latest_blocking(self, thread_id, change)
 
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]

@@ -12,13 +12,14 @@ import asyncio
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from . import _tree
 from ._graph import NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import Checkpoint, CheckpointStore
+from .checkpoint import BlockingStore, Checkpoint, CheckpointStore
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .signal import InterruptSignal
@@ -55,13 +56,15 @@ class Shared:
         return {k: v for k, v in self.inbox.items() if k not in self.consumed}
 
     @classmethod
-    def from_root(cls, root: Checkpoint, executor: DurableExecutor) -> Shared:
+    def from_root(cls, root: Checkpoint, executor: DurableExecutor,
+                  loop: asyncio.AbstractEventLoop | None = None) -> Shared:
+        """``loop``: the tree's event loop, when not called from it."""
         return cls(
             store=executor.store,
             lease=root.lease or new_id(),
             durability=executor.durability,
             sync_nodes=executor.sync_nodes,
-            loop=asyncio.get_running_loop(),
+            loop=loop or asyncio.get_running_loop(),
             inbox=dict(root.answers),
             cancels=set(root.cancels),
             steering=list(root.steering),
@@ -93,6 +96,10 @@ class RunExecution:
         self._lock = asyncio.Lock()
         self._parallel = False  # several tasks in this step: sync nodes go to threads
         self._inline_sync_node = False
+        self._on_store_thread = False  # a node is running in drive_on_store_thread
+        store = shared.store
+        self._blocking: BlockingStore | None = (
+            store if isinstance(store, BlockingStore) else None)
 
     @property
     def is_root(self) -> bool:
@@ -100,14 +107,32 @@ class RunExecution:
 
     # -- the loop -------------------------------------------------------------------
 
-    async def drive(self) -> None:
-        """Run tasks until the run completes, pauses, is cancelled or fails."""
+    async def drive(self, save_first: bool = False,
+                    begun: NodeError | bool = False) -> None:
+        """Run tasks until the run completes, pauses, is cancelled or fails.
+
+        ``save_first``: save the run as it stands before anything runs (a new run).
+        ``begun``: what ``drive_on_store_thread`` returned, when the caller began there.
+        """
+        if await self._stopped(begun):
+            return
+        if save_first and not self._fits_store_thread(self._runnable()):
+            await self.save("running")
+            save_first = False
         while True:
             if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
                 await self._cancel_run()
                 return
             self._apply_inbox()
-            runnable = [t for t in self.cp.tasks if t["status"] == "pending"]
+            runnable = self._runnable()
+            if self._fits_store_thread(runnable):
+                assert self._blocking is not None
+                stop = await self._blocking.call_in_store_thread(
+                    partial(self.drive_on_store_thread, save_first))
+                save_first = False
+                if await self._stopped(stop):
+                    return
+                continue
             if runnable:
                 await self._run_step_tasks(runnable)
                 continue
@@ -115,12 +140,70 @@ class RunExecution:
                 if not self.dirty or await self.save("interrupted"):
                     return
                 continue
-            await self._advance()
+            failure = self._route()
+            if failure is not None:
+                await self._fail(failure)
             if not self.cp.tasks:
                 await self.save("completed")
                 return
             if self.shared.durability == "sync":
                 await self.save("running")
+
+    async def _stopped(self, stop: NodeError | bool) -> bool:
+        """Act on ``drive_on_store_thread``'s outcome: True when the drive is over."""
+        if isinstance(stop, NodeError):
+            await self._fail(stop)
+        return stop is True
+
+    def drive_on_store_thread(self, save_first: bool = False) -> NodeError | bool:
+        """``drive`` for a chain of lone sync steps, run on a ``BlockingStore``'s thread.
+
+        Each step is saved before the next starts, exactly as ``drive`` does; only the
+        trips between the event loop and the database thread are saved. Returns True when
+        the run is saved paused or ended, the ``NodeError`` to record when a node or route
+        failed, False at work the loop must do (a cancel, a sub-agent, an async node, a
+        parallel step).
+        """
+        if save_first:
+            self._save_here("running")
+        while True:
+            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
+                return False
+            self._apply_inbox()
+            runnable = self._runnable()
+            if runnable:
+                if not self._fits_store_thread(runnable):
+                    return False
+                failure = self._run_here(runnable[0])
+                self.dirty = True
+                if failure is not None:
+                    return failure
+                continue
+            if any(t["status"] == "interrupted" for t in self.cp.tasks):
+                if not self.dirty or self._save_here("interrupted"):
+                    return True
+                continue
+            failure = self._route()
+            if failure is not None:
+                return failure
+            if not self.cp.tasks:
+                self._save_here("completed")
+                return True
+            if self.shared.durability == "sync":
+                self._save_here("running")
+
+    def _runnable(self) -> list[dict[str, Any]]:
+        return [t for t in self.cp.tasks if t["status"] == "pending"]
+
+    def _fits_store_thread(self, runnable: list[dict[str, Any]]) -> bool:
+        """One sync task, nothing else of the tree running: it may run on the store's
+        thread, which, like a worker thread, may block and may use Django's ORM."""
+        if self._blocking is None or len(runnable) != 1:
+            return False
+        if self.parent is not None and self.parent._parallel:
+            return False
+        spec = self.graph.nodes[runnable[0]["node"]]
+        return spec.child is None and not spec.is_async
 
     async def _run_step_tasks(self, runnable: list[dict[str, Any]]) -> None:
         # Inside a parallel step of an ancestor, sync nodes must not block the shared loop.
@@ -141,16 +224,20 @@ class RunExecution:
     async def _guarded(self, task: dict[str, Any]) -> NodeError | None:
         try:
             await self._run_task(task)
-        except NodeError as exc:
-            return exc
-        except ForgeError as exc:
-            if isinstance(exc, CheckpointConflict | ResumeError):
-                raise
-            return NodeError(task["node"], task["id"], str(exc))
-        except Exception as exc:  # a node's own failure, reported with its node and task
-            error = NodeError(task["node"], task["id"], f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-            return error
+        except Exception as exc:
+            return _node_error(task, exc)
+        return None
+
+    def _run_here(self, task: dict[str, Any]) -> NodeError | None:
+        """``_guarded`` for one sync task on the store's thread."""
+        self._parallel = False
+        self._on_store_thread = True
+        try:
+            self._run_sync_task(task)
+        except Exception as exc:
+            return _node_error(task, exc)
+        finally:
+            self._on_store_thread = False
         return None
 
     async def _fail(self, error: NodeError) -> NoReturn:
@@ -163,9 +250,7 @@ class RunExecution:
 
     async def _run_task(self, task: dict[str, Any]) -> None:
         spec = self.graph.nodes[task["node"]]
-        if task["node"] in self.graph.before and "before" not in task:
-            payload = {"kind": "before", "node": task["node"], "input": task["input"]}
-            self._pause(task, payload, 0, "before")
+        if self._pauses_before(task):
             return
         if spec.child is not None:
             await self._run_child(task, spec)
@@ -176,6 +261,30 @@ class RunExecution:
         except InterruptSignal as signal:
             self._pause(task, signal.payload, signal.order, "node", signal)
             return
+        self._settle(task, output)
+
+    def _run_sync_task(self, task: dict[str, Any]) -> None:
+        """``_run_task`` for a sync node, called in the thread it is in."""
+        spec = self.graph.nodes[task["node"]]
+        if self._pauses_before(task):
+            return
+        ctx = NodeContext(self, task)
+        try:
+            output = spec.fn(*_node_args(spec, json_copy(task["input"]), ctx))
+        except InterruptSignal as signal:
+            self._pause(task, signal.payload, signal.order, "node", signal)
+            return
+        self._settle(task, output)
+
+    def _pauses_before(self, task: dict[str, Any]) -> bool:
+        """Pause at an ``interrupt_before`` breakpoint not yet answered."""
+        if task["node"] not in self.graph.before or "before" in task:
+            return False
+        payload = {"kind": "before", "node": task["node"], "input": task["input"]}
+        self._pause(task, payload, 0, "before")
+        return True
+
+    def _settle(self, task: dict[str, Any], output: Any) -> None:
         try:
             output = json_copy(output)
         except NotJSON as exc:
@@ -192,7 +301,7 @@ class RunExecution:
         self._complete(task, output)
 
     async def _call(self, spec: NodeSpec, node_input: Any, ctx: NodeContext) -> Any:
-        args = (node_input, ctx) if spec.wants_ctx else (node_input,)
+        args = _node_args(spec, node_input, ctx)
         if spec.is_async:
             return await spec.fn(*args)
         if self._parallel or self.shared.sync_nodes == "thread":
@@ -349,15 +458,16 @@ class RunExecution:
 
     # -- advancing ------------------------------------------------------------------
 
-    async def _advance(self) -> None:
-        """Every task of the step has ended: route to the next step's tasks."""
+    def _route(self) -> NodeError | None:
+        """Every task of the step has ended: route to the next step's tasks (or the
+        error that a failing route is recorded as, nothing changed)."""
         incoming: dict[str, dict[str, Any]] = {}
         for task in self.cp.tasks:
             try:
                 nxt = self.graph.successors(task["node"], task.get("output"),
                                             NodeContext(self, task))
             except Exception as exc:
-                await self._fail(NodeError(task["node"], task["id"], f"route failed: {exc}"))
+                return NodeError(task["node"], task["id"], f"route failed: {exc}")
             for name in nxt:
                 incoming.setdefault(name, {})[task["node"]] = task.get("output")
         self.cp.step += 1
@@ -369,12 +479,21 @@ class RunExecution:
         if not self.cp.tasks:
             self.cp.output = self.cp.history[-1]["output"] if self.cp.history else None
         self.dirty = True
+        return None
 
     # -- saving ---------------------------------------------------------------------
 
     async def record_once(self, key: str, result: Any) -> None:
         self.cp.once[key] = result
         await self.save("running")
+
+    def record_once_blocking(self, key: str, result: Any) -> None:
+        """``record_once`` for a sync node, in whichever thread it runs: saved on return."""
+        if self._on_store_thread:
+            self.cp.once[key] = result
+            self._save_here("running")
+            return
+        self.run_blocking(self.record_once(key, result))
 
     def check_can_block(self) -> None:
         """Refuse a sync ``once`` from an async node before it calls anything."""
@@ -411,15 +530,44 @@ class RunExecution:
                 try:
                     await store.save(self.cp)
                 except CheckpointConflict:
-                    if not self.is_root or not await self._merge_latest(store):
+                    if not self.is_root or not self._merge(await store.load(self.cp.thread_id)):
                         raise
-                    if status == "interrupted" and self._has_new_work():
-                        self.cp.status, self.cp.lease = "running", self.shared.lease
+                    if self._goes_on(status):
                         return False
                     continue
-                self.base = self.cp.id
-                self.dirty = False
+                self._saved()
                 return True
+
+    def _save_here(self, status: RunStatus) -> bool:
+        """``save`` with the blocking twins, on the store's thread (the tree's other
+        coroutines are idle: ``_fits_store_thread``)."""
+        assert self._blocking is not None
+        self.cp.status = status
+        self.cp.lease = self.shared.lease if status == "running" else None
+        while True:
+            self._stamp()
+            try:
+                self._blocking.save_sync(self.cp)
+            except CheckpointConflict:
+                if not self.is_root or not self._merge(
+                        self._blocking.load_sync(self.cp.thread_id)):
+                    raise
+                if self._goes_on(status):
+                    return False
+                continue
+            self._saved()
+            return True
+
+    def _goes_on(self, status: RunStatus) -> bool:
+        """After a merge: answers for a run about to pause mean it must go on instead."""
+        if status == "interrupted" and self._has_new_work():
+            self.cp.status, self.cp.lease = "running", self.shared.lease
+            return True
+        return False
+
+    def _saved(self) -> None:
+        self.base = self.cp.id
+        self.dirty = False
 
     def _stamp(self) -> None:
         cp = self.cp
@@ -440,9 +588,8 @@ class RunExecution:
         cp.node = (cp.interrupts[0]["node"] if cp.interrupts
                    else cp.history[-1]["node"] if cp.history else None)
 
-    async def _merge_latest(self, store: CheckpointStore) -> bool:
+    def _merge(self, latest: Checkpoint | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""
-        latest = await store.load(self.cp.thread_id)
         if latest is None or latest.lease != self.shared.lease:
             return False
         for iid, entry in latest.answers.items():
@@ -459,3 +606,21 @@ class RunExecution:
         return bool(open_ids & self.shared.unapplied().keys()) \
             or self.cp.run_id in self.shared.cancels \
             or any(rid in self.shared.cancels for rid in self.cp.children)
+
+
+def _node_args(spec: NodeSpec, node_input: Any, ctx: NodeContext) -> tuple[Any, ...]:
+    return (node_input, ctx) if spec.wants_ctx else (node_input,)
+
+
+def _node_error(task: dict[str, Any], exc: Exception) -> NodeError:
+    """A node's failure, reported with its node and task; a lost lease or a bad resume
+    is no node's failure and propagates."""
+    if isinstance(exc, NodeError):
+        return exc
+    if isinstance(exc, CheckpointConflict | ResumeError):
+        raise exc
+    if isinstance(exc, ForgeError):
+        return NodeError(task["node"], task["id"], str(exc))
+    error = NodeError(task["node"], task["id"], f"{type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error

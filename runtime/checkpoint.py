@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .errors import CheckpointConflict
 from .types import RunStatus
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -105,6 +107,25 @@ class CheckpointStore(Protocol):
         """
 
 
+@runtime_checkable
+class BlockingStore(Protocol):
+    """A store whose database calls block a thread of its own (``DjangoCheckpointStore``).
+
+    Optional, beside ``CheckpointStore``. The executor runs a chain of lone sync steps on
+    that thread with the blocking twins below, saving after each step as always, so the
+    chain costs one trip from the event loop instead of one per save.
+    """
+
+    def save_sync(self, cp: Checkpoint) -> None:
+        """``save``, blocking; call it only from ``call_in_store_thread``."""
+
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
+        """``load``, blocking; call it only from ``call_in_store_thread``."""
+
+    async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the thread where the blocking twins may be called."""
+
+
 Change = Callable[[Checkpoint | None], Checkpoint]
 
 
@@ -125,6 +146,17 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
         cp = change(await store.load(thread_id))
         try:
             await store.save(cp)
+        except CheckpointConflict:
+            continue
+        return cp
+
+
+def update_latest_blocking(store: BlockingStore, thread_id: str, change: Change) -> Checkpoint:
+    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
+    while True:
+        cp = change(store.load_sync(thread_id))
+        try:
+            store.save_sync(cp)
         except CheckpointConflict:
             continue
         return cp

@@ -90,7 +90,7 @@ class NodeContext:
         if key in recorded:
             return json_copy(recorded[key])
         result = self._checked(key, fn())
-        self._execution.run_blocking(self._execution.record_once(key, result))
+        self._execution.record_once_blocking(key, result)
         return result
 
     async def once_async(self, key: str, fn: Callable[[], Any | Awaitable[Any]]) -> Any:

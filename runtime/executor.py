@@ -14,7 +14,13 @@ from ._fork import fork_tree
 from ._graph import Graph, Route
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import Checkpoint, CheckpointStore, update_latest
+from .checkpoint import (
+    BlockingStore,
+    Checkpoint,
+    CheckpointStore,
+    update_latest,
+    update_latest_blocking,
+)
 from .errors import ForgeError, NodeError, ResumeError, StaleResumeTarget
 from .stores.memory import InMemoryCheckpointStore
 from .types import Command, ResumeTarget, RunNode, RunResult
@@ -46,7 +52,8 @@ class DurableExecutor:
     a list of names (parallel tasks) or ``END``. ``durability="sync"`` saves after every
     step; ``"exit"`` only at pauses, side effects and the end. Sync nodes run inline when
     alone in their step and in threads when parallel; ``sync_nodes="thread"`` always uses
-    a thread (for nodes that block the loop or use Django's ORM).
+    a thread (for nodes that block the loop or use Django's ORM). With a ``BlockingStore``
+    a lone sync node runs on the store's thread, between its step's saves.
     """
 
     def __init__(
@@ -113,9 +120,7 @@ class DurableExecutor:
         )
         execution = RunExecution(self, cp, Shared.from_root(cp, self),
                                  existing.id if existing else None)
-        if self.durability == "sync":
-            await execution.save("running")
-        await execution.drive()
+        await execution.drive(save_first=self.durability == "sync")
         return self._result(execution.cp)
 
     # -- answering ------------------------------------------------------------------
@@ -194,7 +199,24 @@ class DurableExecutor:
             root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
             return root
 
-        root = await update_latest(self._require_store(), root_thread, claim)
+        store = self._require_store()
+        if isinstance(store, BlockingStore) and drive:
+            # Claim and go on as far as lone sync steps reach, in one trip to its thread.
+            loop = asyncio.get_running_loop()
+
+            def claim_and_begin() -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+                root = update_latest_blocking(store, root_thread, claim)
+                if not take_lease:
+                    return root, None, False
+                execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
+                return root, execution, execution.drive_on_store_thread()
+
+            root, begun, stop = await store.call_in_store_thread(claim_and_begin)
+            if begun is None:
+                return self._result(root)
+            await begun.drive(begun=stop)
+            return self._result(begun.cp)
+        root = await update_latest(store, root_thread, claim)
         if not take_lease:
             return self._result(root)
         execution = RunExecution(self, root, Shared.from_root(root, self), root.id)

@@ -18,6 +18,12 @@ class InMemoryCheckpointStore:
         self._lock = threading.Lock()  # callers may run loops in several threads
 
     async def save(self, cp: Checkpoint) -> None:
+        self.save_sync(cp)
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        return self.load_sync(thread_id)
+
+    def save_sync(self, cp: Checkpoint) -> None:
         text = cp.to_json()  # serialise before taking the lock: a bad value changes nothing
         with self._lock:
             chain = self._threads.setdefault(cp.thread_id, [])
@@ -28,7 +34,7 @@ class InMemoryCheckpointStore:
             self._by_id[cp.id] = text
             self._runs[cp.run_id] = cp.id
 
-    async def load(self, thread_id: str) -> Checkpoint | None:
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
         chain = self._threads.get(thread_id)
         return Checkpoint.from_json(self._by_id[chain[-1]]) if chain else None
 
