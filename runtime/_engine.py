@@ -19,7 +19,7 @@ from . import _tree
 from ._graph import NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import BlockingStore, Checkpoint, CheckpointStore
+from .checkpoint import BlockingStore, Checkpoint, CheckpointStore, as_blocking
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .signal import InterruptSignal
@@ -98,8 +98,7 @@ class RunExecution:
         self._inline_sync_node = False
         self._on_store_thread = False  # a node is running in drive_on_store_thread
         store = shared.store
-        self._blocking: BlockingStore | None = (
-            store if isinstance(store, BlockingStore) else None)
+        self._blocking: BlockingStore | None = as_blocking(store)
 
     @property
     def is_root(self) -> bool:

@@ -126,6 +126,19 @@ class BlockingStore(Protocol):
         """Run ``fn`` on the thread where the blocking twins may be called."""
 
 
+_blocking_types: dict[type, bool] = {}
+
+
+def as_blocking(store: object) -> BlockingStore | None:
+    """``store`` if it is a ``BlockingStore``, else None (decided once per type: a
+    protocol ``isinstance`` costs tens of microseconds)."""
+    kind = type(store)
+    blocking = _blocking_types.get(kind)
+    if blocking is None:
+        blocking = _blocking_types[kind] = isinstance(store, BlockingStore)
+    return store if blocking else None  # type: ignore[return-value]
+
+
 Change = Callable[[Checkpoint | None], Checkpoint]
 
 

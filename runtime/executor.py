@@ -15,9 +15,9 @@ from ._graph import Graph, Route
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
-    BlockingStore,
     Checkpoint,
     CheckpointStore,
+    as_blocking,
     update_latest,
     update_latest_blocking,
 )
@@ -200,18 +200,19 @@ class DurableExecutor:
             return root
 
         store = self._require_store()
-        if isinstance(store, BlockingStore) and drive:
+        blocking = as_blocking(store)
+        if blocking is not None and drive:
             # Claim and go on as far as lone sync steps reach, in one trip to its thread.
             loop = asyncio.get_running_loop()
 
             def claim_and_begin() -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-                root = update_latest_blocking(store, root_thread, claim)
+                root = update_latest_blocking(blocking, root_thread, claim)
                 if not take_lease:
                     return root, None, False
                 execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
                 return root, execution, execution.drive_on_store_thread()
 
-            root, begun, stop = await store.call_in_store_thread(claim_and_begin)
+            root, begun, stop = await blocking.call_in_store_thread(claim_and_begin)
             if begun is None:
                 return self._result(root)
             await begun.drive(begun=stop)
