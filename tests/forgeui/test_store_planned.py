@@ -137,10 +137,13 @@ def test_sqlite_values_are_the_ones_the_orm_would_send() -> None:
         (CheckpointRow, _checkpoint_row(cp)), (Run, run_row(cp)), (Interrupt, plan.created[0]),
         (Event, savesql.event_row(EventDraft("run.updated", "r", "t", "", {"a": [1]}), now)),
     ]
+    elsewhere = savesql.event_row(EventDraft("run.updated"),
+                                  now.astimezone(timezone.get_fixed_timezone(90)))
+    rows.append((Event, elsewhere))  # not UTC: the shortcut must hand over to the ORM's way
     for model, values in rows:
         assert savesql.fast_values(model, values, connection) == fastsql.prepare(
             model, values, connection), model.__name__
-    assert len(EVENT_COLUMNS) == len(rows[-1][1])
+    assert len(EVENT_COLUMNS) == len(rows[-2][1])
 
 
 @pytest.mark.postgres
