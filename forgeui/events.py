@@ -1,6 +1,7 @@
 """The inbox feed: event rows with monotonic ids, announced on a channel-layer group.
 
-Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_id": N}``; a
+Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_ids": [N, ...]}``
+(ids in order: what one drain of the outbox found, often the events of one save); a
 reconnecting client reads ``Event.objects.after(last_id)``, so ids must become visible in
 id order: ``write_events`` serialises event writers until they commit (SQLite's write
 lock from ``BEGIN IMMEDIATE``; an advisory lock on PostgreSQL, taken by the insert
@@ -180,12 +181,12 @@ class _Outbox:
                     return
                 batch = list(self._ids)
                 self._ids.clear()
-            for event_id in batch:
-                try:
-                    await layer.group_send(
-                        INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE, "event_id": event_id})
-                except Exception:
-                    logger.exception("could not announce inbox event %s", event_id)
+            # One message per batch: each socket then sends one frame for all of it.
+            try:
+                await layer.group_send(INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE,
+                                                     "event_ids": batch})
+            except Exception:
+                logger.exception("could not announce inbox events %s", batch)
 
 
 _outbox = _Outbox()

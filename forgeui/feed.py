@@ -168,9 +168,12 @@ class EventFeed(SocketLoopWork):
         missed, self.floor = await database_sync_to_async(unheard_events)(
             self.floor, set(self.heard), self.SETTLE_SECONDS)
         self.heard = {i for i in self.heard if i > self.floor}
+        # One event at a time, every socket in turn: a whole batch per socket held the
+        # database thread long enough for the sockets' own queues to overflow (the Redis
+        # layer then drops their oldest messages).
         for event_id in missed:
             for consumer in list(self.sockets):
-                await consumer.inbox_event({"event_id": event_id})
+                await consumer.inbox_event({"event_ids": [event_id]})
 
 
 def feed() -> EventFeed:

@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels import consumer as consumer_module
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from forgeui import services
+from forgeui import events, services
 from forgeui.asgi import application
+from forgeui.events import EventDraft
 from forgeui.models import Event, Interrupt
 from forgeui.origins import same_origin
 
@@ -31,6 +33,7 @@ HOST = "localhost:8000"  # in ALLOWED_HOSTS of the settings the application was 
 ORIGIN = f"http://{HOST}"
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)" class="row')
 DELETED = re.compile(r'<tr id="int-([0-9a-f]+)" hx-swap-oob="delete">')
+ANY_ROW = re.compile(r'<tr[^>]* id="int-([0-9a-f]+)"')  # added or replaced
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
 
 
@@ -99,6 +102,7 @@ async def caught_up(socket: WebsocketCommunicator, after: int = 0) -> str:
 start_run = sync_to_async(services.start_run)
 answer = sync_to_async(services.answer_interrupt)
 last_event = sync_to_async(Event.objects.last_id)
+publish = sync_to_async(events.publish)
 
 
 @sync_to_async
@@ -232,11 +236,8 @@ async def test_a_namespace_filter_matches_the_run_tree_path(
     pending = await started(users, "supervisor")
     writer = next(i for i in pending if i.sub_agent_id == "writer_agent")
     seen: set[str] = set()
-    for _ in range(6):  # one frame per event of the run
-        try:
-            seen.update(ROW.findall(await frame(socket, 1)))
-        except TimeoutError:
-            break
+    while not await socket.receive_nothing(timeout=1):  # a frame per batch of the run's events
+        seen.update(ROW.findall(await frame(socket, 1)))
     assert seen == {writer.pk}
 
 
@@ -269,6 +270,33 @@ async def test_events_no_layer_message_announced_still_arrive_within_a_second(
     text = await frame_with(socket, ROW, wait=3)
     assert ROW.search(text).group(1) == pending.pk
     assert loop.time() - begun < 1.5
+
+
+async def test_live_events_that_show_a_page_nothing_send_it_nothing(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No frame for what a page does not show; its cursor goes out with the next frame.
+    Inbox events skip channels' per-message hop to close stale connections."""
+    hops: list[int] = []
+    close_old = consumer_module.aclose_old_connections
+
+    async def counted() -> None:
+        hops.append(1)
+        await close_old()
+
+    monkeypatch.setattr(consumer_module, "aclose_old_connections", counted)
+    socket, _, _ = await connect(cookies["reviewer"])
+    await caught_up(socket, await last_event())
+    hops.clear()
+    await publish([EventDraft("run.updated", "no-such-run", "no-such-thread")])
+    assert await socket.receive_nothing(timeout=1)  # it shows nothing: no frame
+    [shown] = await started(users)
+    frames = []
+    while not await socket.receive_nothing(timeout=1):
+        frames.append(await frame(socket))
+    assert frames and all(set(ANY_ROW.findall(text)) == {shown.pk} for text in frames)
+    assert int(CURSOR.search(frames[-1]).group(1)) == await last_event()
+    assert hops == []
 
 
 async def test_catching_up_from_the_current_cursor_sends_nothing_new(
