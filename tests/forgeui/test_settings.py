@@ -16,7 +16,8 @@ db = s.DATABASES["default"]
 print(json.dumps({"engine": db["ENGINE"], "name": str(db["NAME"]),
                   "options": db.get("OPTIONS", {}), "layer": s.CHANNEL_LAYERS["default"],
                   "tasks": s.TASKS["default"]["BACKEND"], "graphs": s.FORGE_GRAPHS,
-                  "debug": s.DEBUG, "hosts": s.ALLOWED_HOSTS, "apps": s.INSTALLED_APPS}))
+                  "debug": s.DEBUG, "hosts": s.ALLOWED_HOSTS, "apps": s.INSTALLED_APPS,
+                  "conn_max_age": db.get("CONN_MAX_AGE", 0)}))
 """
 
 
@@ -33,6 +34,7 @@ def test_embedded_defaults() -> None:
     assert found["name"] == str(ROOT / "db.sqlite3")
     assert "journal_mode=WAL" in found["options"]["init_command"]
     assert found["options"]["timeout"] > 0
+    assert found["conn_max_age"] is None  # kept open per thread
     assert found["layer"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert found["tasks"] == "forgeui.backends.ThreadPoolBackend"
     assert found["graphs"]["transfer"] == "runtime.examples:transfer"
@@ -47,6 +49,7 @@ def test_production_services_from_the_environment() -> None:
         FORGE_GRAPHS='{"mine": "tests.forgeui.graphs:race"}',
     )
     assert found["engine"] == "django.db.backends.postgresql" and found["name"] == "forge"
+    assert found["conn_max_age"] == 0
     assert found["layer"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
     assert found["layer"]["CONFIG"]["hosts"] == ["redis://cache.internal:6379/2"]
     assert found["tasks"] == "django_tasks_rq.RQBackend"
