@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
-from runtime.checkpoint import Change, Checkpoint, update_latest_blocking
+from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict
 
 from . import fastsql, models, savesql
@@ -80,11 +80,6 @@ class DjangoCheckpointStore:
         """The latest checkpoint of run ``run_id``, or None."""
         return await _in_thread(self.load_run_sync)(run_id)
 
-    async def update(self, thread_id: str, change: Change) -> Checkpoint:
-        """``runtime.checkpoint.update_latest`` in one hop to the database thread."""
-        saved: Checkpoint = await _in_thread(self.update_sync)(thread_id, change)
-        return saved
-
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """``BlockingStore``: run ``fn`` where the sync halves may be called (the thread
         the ORM calls above run in); the executor runs lone sync steps there."""
@@ -92,9 +87,6 @@ class DjangoCheckpointStore:
         return result
 
     # The sync halves: for tasks, commands and views that are sync already.
-
-    def update_sync(self, thread_id: str, change: Change) -> Checkpoint:
-        return update_latest_blocking(self, thread_id, change)
 
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]

@@ -97,8 +97,7 @@ class RunExecution:
         self._parallel = False  # several tasks in this step: sync nodes go to threads
         self._inline_sync_node = False
         self._on_store_thread = False  # a node is running in drive_on_store_thread
-        store = shared.store
-        self._blocking: BlockingStore | None = as_blocking(store)
+        self._blocking: BlockingStore | None = as_blocking(shared.store)
 
     @property
     def is_root(self) -> bool:

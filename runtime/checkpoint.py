@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .errors import CheckpointConflict
@@ -146,15 +147,14 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
     """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new latest
     on ``CheckpointConflict``; the checkpoint saved.
 
-    ``change`` is plain, fast code (it may run on the store's own thread) and gets a fresh
-    checkpoint each try. A store may offer ``update(thread_id, change)`` doing the same in
-    one trip to its database thread (``DjangoCheckpointStore`` does); the others get this
-    load-and-save loop.
+    ``change`` is plain, fast code (it runs on the store's own thread when the store is a
+    ``BlockingStore``: then the whole loop is one trip there) and gets a fresh checkpoint
+    each try.
     """
-    fused = getattr(store, "update", None)
-    if fused is not None:
-        saved: Checkpoint = await fused(thread_id, change)
-        return saved
+    blocking = as_blocking(store)
+    if blocking is not None:
+        return await blocking.call_in_store_thread(
+            partial(update_latest_blocking, blocking, thread_id, change))
     while True:
         cp = change(await store.load(thread_id))
         try:

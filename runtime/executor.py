@@ -201,27 +201,26 @@ class DurableExecutor:
 
         store = self._require_store()
         blocking = as_blocking(store)
+        loop = asyncio.get_running_loop()
+
+        def claim_and_begin() -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+            """On the store's thread: claim, then go on as far as lone sync steps reach."""
+            assert blocking is not None
+            root = update_latest_blocking(blocking, root_thread, claim)
+            if not take_lease:
+                return root, None, False
+            execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
+            return root, execution, execution.drive_on_store_thread()
+
         if blocking is not None and drive:
-            # Claim and go on as far as lone sync steps reach, in one trip to its thread.
-            loop = asyncio.get_running_loop()
-
-            def claim_and_begin() -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-                root = update_latest_blocking(blocking, root_thread, claim)
-                if not take_lease:
-                    return root, None, False
-                execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
-                return root, execution, execution.drive_on_store_thread()
-
-            root, begun, stop = await blocking.call_in_store_thread(claim_and_begin)
-            if begun is None:
-                return self._result(root)
-            await begun.drive(begun=stop)
-            return self._result(begun.cp)
-        root = await update_latest(store, root_thread, claim)
-        if not take_lease:
+            root, execution, begun = await blocking.call_in_store_thread(claim_and_begin)
+        else:
+            root, begun = await update_latest(store, root_thread, claim), False
+            execution = (RunExecution(self, root, Shared.from_root(root, self), root.id)
+                         if take_lease else None)
+        if execution is None:
             return self._result(root)
-        execution = RunExecution(self, root, Shared.from_root(root, self), root.id)
-        await execution.drive()
+        await execution.drive(begun=begun)
         return self._result(execution.cp)
 
     # -- reading and forking --------------------------------------------------------
