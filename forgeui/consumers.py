@@ -94,8 +94,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def inbox_event(self, message: dict[str, Any]) -> None:
         """``events.publish`` announced a committed change (or ``EventFeed`` found one)."""
         ids = [int(event_id) for event_id in message["event_ids"]]
-        for event_id in ids:
-            feed().hear(event_id)
+        feed().hear(ids)
         found = [await snapshots.get(event_id) for event_id in ids]
         await self.push(found, max(ids), quiet_if_empty=True)
 
@@ -126,7 +125,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         parts = self.tree_parts(found) if self.tree else self.row_parts(found)
         self.cursor = max(self.cursor, last)
         if not parts and (self.tree or quiet_if_empty):
-            return  # a run page hears only about its own tree
+            return  # a run page hears only about its own tree; see quiet_if_empty
         cursor = oob_cursor(self.cursor, "tree-changed" if self.tree else "inbox-cursor")
         for start in range(0, max(len(parts), 1), ROWS_PER_FRAME):
             await self.send(text_data="".join(parts[start:start + ROWS_PER_FRAME]) + cursor)

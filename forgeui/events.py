@@ -17,6 +17,7 @@ import asyncio
 import logging
 import threading
 from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -90,8 +91,8 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
 
 
 def announce(event_ids: list[int]) -> None:
-    """Group-send each id, in order, without waiting; a missing or broken channel layer
-    only costs live updates (clients also poll the feed)."""
+    """Tell the inbox group about these ids, in order, without waiting; a missing or
+    broken channel layer only costs live updates (``feed.EventFeed`` polls the table)."""
     if event_ids:
         _outbox.send(event_ids)
 
@@ -117,20 +118,27 @@ def group_send(group: str, message: dict[str, Any]) -> bool:
     layer = get_channel_layer()
     if layer is None:
         return True
-    loop = _server_loop
-    if loop is None or not loop.is_running():
-        loop = _announcer.loop()
     try:
-        if _runs_in(loop):
-            task = loop.create_task(layer.group_send(group, message))
-            task.add_done_callback(partial(_log_failure, message, group))
-        else:
-            future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
-            future.add_done_callback(partial(_log_failure, message, group))
+        started = _start(_sending_loop(), layer.group_send(group, message))
+        started.add_done_callback(partial(_log_failure, message, group))
     except Exception:
         logger.exception("could not send %s to group %s", message.get("type"), group)
         return False
     return True
+
+
+def _sending_loop() -> asyncio.AbstractEventLoop:
+    """The server's loop while it runs (the in-memory layer's queues belong to it), else
+    the announcer's."""
+    loop = _server_loop
+    return loop if loop is not None and loop.is_running() else _announcer.loop()
+
+
+def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on ``loop`` from any thread, without waiting; its task or future."""
+    if _runs_in(loop):
+        return loop.create_task(coro)
+    return asyncio.run_coroutine_threadsafe(coro, loop)
 
 
 def _log_failure(message: dict[str, Any], group: str, future: Any) -> None:
@@ -155,19 +163,14 @@ class _Outbox:
         layer = get_channel_layer()
         if layer is None or _nobody_listens(layer):
             return
-        loop = _server_loop
-        if loop is None or not loop.is_running():
-            loop = _announcer.loop()
+        loop = _sending_loop()
         with self._lock:
             self._ids.extend(event_ids)
             if self._draining is not None and self._draining.is_running():
                 return  # that drain takes these ids too (a stopped loop's never will)
             self._draining = loop
         try:
-            if _runs_in(loop):
-                loop.create_task(self._drain(layer))
-            else:
-                asyncio.run_coroutine_threadsafe(self._drain(layer), loop)
+            _start(loop, self._drain(layer))
         except Exception:
             with self._lock:
                 self._draining = None

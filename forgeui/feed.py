@@ -156,8 +156,8 @@ class EventFeed(SocketLoopWork):
         self.heard: set[int] = set()
         self.floor: int | None = None
 
-    def hear(self, event_id: int) -> None:
-        self.heard.add(event_id)
+    def hear(self, event_ids: list[int]) -> None:
+        self.heard.update(event_ids)
 
     async def start(self) -> None:
         if self.floor is None:
