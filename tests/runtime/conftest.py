@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from runtime import DurableExecutor
 from tests.runtime.store_thread import StoreThreadMemoryStore
 
 KINDS = ("memory", "store-thread")
@@ -29,4 +30,7 @@ def store_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
                     getattr(module, "InMemoryCheckpointStore", None) is not None and \
                     name != "tests.runtime.store_thread":
                 monkeypatch.setattr(module, "InMemoryCheckpointStore", StoreThreadMemoryStore)
+        # Else this variant would quietly repeat the plain one.
+        assert isinstance(DurableExecutor([("a", lambda data: data)]).store,
+                          StoreThreadMemoryStore)
     yield kind
