@@ -7,14 +7,16 @@ compare-and-set writes nothing and returns no row. The event rows take the order
 (``events.EVENT_ORDER_LOCK``) before drawing ids, and hold it until the commit.
 
 SQLite runs in-process, so a round trip costs nothing but Python: the same writes are a
-few statements on the raw connection, with values adapted the way the ORM would
-(``fast_values``; a test holds them equal to ``fastsql.prepare``).
+few statements on the raw connection. On both, values are adapted the way the ORM would,
+with each column's adapter looked up once (``fast_values``; a test holds them equal to
+``fastsql.prepare``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +32,7 @@ from django.db.models import (
     Model,
     TextField,
 )
+from psycopg.types.json import Jsonb
 
 from . import fastsql
 from .events import EVENT_COLUMNS, EVENT_ORDER_LOCK, EventDraft
@@ -41,6 +44,18 @@ Row = dict[str, Any]
 _AS_IS = (CharField, TextField, IntegerField, BooleanField, ForeignKey)
 _statements: dict[tuple[Any, ...], str] = {}
 _adapters: dict[tuple[Any, ...], list[Callable[[Any], Any]]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class DumpedJson:
+    """A JSON column's value already dumped (the checkpoint's, which the store also
+    remembers: ``recent``), sent as it is rather than dumped again."""
+
+    text: str
+
+
+def _as_is(text: str) -> str:
+    return text
 
 
 def event_row(draft: EventDraft, now: Any) -> Row:
@@ -71,7 +86,7 @@ def postgres_statement(plan: SavePlan, cp_row: Row, run_row: Row, now: Any,
     if sql is None:
         sql = _statements[shape] = _postgres_sql(plan, cp_row, run_row, created_names,
                                                  connection)
-    prep = fastsql.prepare
+    prep = fast_values
     params: list[Any] = [cp.thread_id, cp.id] if first else [cp.id, cp.thread_id, cp.parent_id]
     params += prep(Checkpoint, cp_row, connection) + prep(Run, run_row, connection)
     for row in plan.created:
@@ -134,11 +149,12 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
     return f"WITH {', '.join(parts)} SELECT moved.seq, {ids} FROM moved"
 
 
-# -- SQLite: a few statements on the raw connection -------------------------------------
+# -- Values, as the ORM would send them --------------------------------------------
 
 def fast_values(model: type[Model], values: Row, connection: BaseDatabaseWrapper) -> list[Any]:
-    """``fastsql.prepare`` for SQLite, with each column's adapter looked up once."""
-    key = (model, tuple(values))
+    """``fastsql.prepare``, with each column's adapter looked up once (and ``DumpedJson``
+    taken as it is)."""
+    key = (connection.alias, model, tuple(values))
     adapters = _adapters.get(key)
     if adapters is None:
         adapters = _adapters[key] = [_adapter(model._meta.get_field(name), connection)
@@ -149,8 +165,17 @@ def fast_values(model: type[Model], values: Row, connection: BaseDatabaseWrapper
 def _adapter(field: Any, connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     if isinstance(field, JSONField):
         encoder = field.encoder
-        return lambda v: None if v is None else json.dumps(v, cls=encoder)
+        if connection.vendor == "postgresql":
+            adapt_json = connection.ops.adapt_json_value
+            return lambda v: None if v is None else Jsonb(v.text, dumps=_as_is) \
+                if type(v) is DumpedJson else adapt_json(v, encoder)
+        return lambda v: None if v is None else v.text if type(v) is DumpedJson \
+            else json.dumps(v, cls=encoder)
     if isinstance(field, DateTimeField):
+        if connection.vendor == "postgresql":
+            # psycopg sends an aware datetime as it is (so does the ORM); others the ORM's way.
+            return lambda v: v if type(v) is datetime and v.tzinfo is not None else (
+                field.get_db_prep_save(v, connection=connection))
         return _datetime_adapter(connection)
     if isinstance(field, _AS_IS):
         # Strings, numbers, booleans and ids go to sqlite3 as they are; others are
@@ -169,6 +194,8 @@ def _datetime_adapter(connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     return lambda v: str(v.replace(tzinfo=None)) if type(v) is datetime and v.tzinfo is UTC \
         else adapt(v)
 
+
+# -- SQLite: a few statements on the raw connection -------------------------------------
 
 def _sqlite(key: tuple[Any, ...], build: Callable[[], str]) -> str:
     sql = _statements.get(key)

@@ -36,7 +36,9 @@ from runtime.errors import CheckpointConflict
 
 from . import fastsql, models, savesql
 from .events import EventDraft, announce, write_events
+from .recent import recent_checkpoints
 from .saveplan import SavePlan, plan_save
+from .savesql import DumpedJson
 from .sync import RUN_UPDATE_FIELDS, run_row, sync_rows, upsert_run
 
 P = ParamSpec("P")
@@ -91,30 +93,47 @@ class DjangoCheckpointStore:
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]
         plan = plan_save(cp)
+        committed: str | None = None  # the checkpoint's JSON, if committed here
         try:
             if plan is None:
                 self._save_reading_rows(cp, connection)
             elif connection.in_atomic_block or not connection.get_autocommit():
                 # Inside a caller's transaction: a savepoint, announced on its commit.
                 with transaction.atomic(using=self.using):
-                    ids = self._write_planned(plan, connection)
+                    ids = self._write_planned(plan, connection, DumpedJson(cp.to_json()))
                 if ids:
                     transaction.on_commit(partial(announce, ids), using=self.using)
             else:
-                announce(self._write_planned(plan, connection, own_transaction=True))
+                data = DumpedJson(cp.to_json())
+                announce(self._write_planned(plan, connection, data, own_transaction=True))
+                committed = data.text
         except IntegrityError as exc:
+            recent_checkpoints.forget(self.using, cp.thread_id)
             conflict = self._conflict_behind(cp)
             if conflict is None:
                 raise
             raise conflict from exc
+        except CheckpointConflict:
+            recent_checkpoints.forget(self.using, cp.thread_id)
+            raise
+        if committed is None:
+            recent_checkpoints.forget(self.using, cp.thread_id)
+        else:
+            recent_checkpoints.put(self.using, cp.thread_id, committed)
         if plan is not None:
             plan.remember()
 
-    def _write_planned(self, plan: SavePlan, connection: Any,
+    def recent_sync(self, thread_id: str) -> Checkpoint | None:
+        """``BlockingStore``: the thread's checkpoint as this process last committed it,
+        if remembered (``recent``): a guess for a compare-and-set, no database call."""
+        text = recent_checkpoints.get(self.using, thread_id)
+        return None if text is None else Checkpoint.from_json(text)
+
+    def _write_planned(self, plan: SavePlan, connection: Any, data: DumpedJson,
                        own_transaction: bool = False) -> builtins.list[int]:
         """The planned save; its event ids. ``own_transaction``: begin and commit here."""
         cp, now = plan.cp, timezone.now()
-        cp_row, mirrored = _checkpoint_row(cp), run_row(cp)
+        cp_row, mirrored = _checkpoint_row(cp, data), run_row(cp)
         if connection.vendor == "postgresql":
             # Outside a transaction this one statement is its own: one round trip.
             sql, params = savesql.postgres_statement(plan, cp_row, mirrored, now, connection)
@@ -164,6 +183,7 @@ class DjangoCheckpointStore:
         return [Checkpoint.from_dict(data) for data in rows]
 
     def delete_sync(self, thread_id: str) -> None:
+        recent_checkpoints.forget(self.using, thread_id)
         with transaction.atomic(using=self.using):
             models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
             models.Thread.objects.using(self.using).filter(pk=thread_id).delete()
@@ -237,13 +257,14 @@ def _advance_params(cp: Checkpoint) -> builtins.list[Any]:
     return [cp.id, cp.thread_id, cp.parent_id]
 
 
-def _checkpoint_row(cp: Checkpoint) -> dict[str, Any]:
-    """The checkpoint row's values but ``seq``, which the compare-and-set decides."""
+def _checkpoint_row(cp: Checkpoint, data: Any = None) -> dict[str, Any]:
+    """The checkpoint row's values but ``seq``, which the compare-and-set decides
+    (``data``: the checkpoint as already dumped, if it is)."""
     return {
         "id": cp.id, "thread": cp.thread_id, "run_id": cp.run_id,
         "parent_id": cp.parent_id or "", "node": cp.node or "", "status": cp.status,
         "step": cp.step, "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
-        "data": cp.to_dict(),
+        "data": cp.to_dict() if data is None else data,
     }
 
 

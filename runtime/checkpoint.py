@@ -123,6 +123,15 @@ class BlockingStore(Protocol):
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         """``load``, blocking; call it only from ``call_in_store_thread``."""
 
+    def recent_sync(self, thread_id: str) -> Checkpoint | None:
+        """The thread's latest checkpoint as this process last saved it, if the store
+        remembers one (a fresh copy each call), else None; no database call.
+
+        Another process may have saved since, so it is only a guess for a
+        compare-and-set (``update_latest_blocking``): a resume of a run this process
+        paused skips the read.
+        """
+
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the thread where the blocking twins may be called."""
 
@@ -165,7 +174,25 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
 
 
 def update_latest_blocking(store: BlockingStore, thread_id: str, change: Change) -> Checkpoint:
-    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
+    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread.
+
+    First on the store's recent copy, if it has one: the compare-and-set proves it was
+    the latest. If it was not, or ``change`` refuses it (a stale copy can look like a
+    run in another state), ``change`` decides again on what ``load_sync`` says.
+    """
+    guess = store.recent_sync(thread_id)
+    if guess is not None:
+        try:
+            cp: Checkpoint | None = change(guess)
+        except Exception:
+            cp = None
+        if cp is not None:
+            try:
+                store.save_sync(cp)
+            except CheckpointConflict:
+                pass
+            else:
+                return cp
     while True:
         cp = change(store.load_sync(thread_id))
         try:

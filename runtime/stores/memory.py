@@ -38,6 +38,10 @@ class InMemoryCheckpointStore:
         chain = self._threads.get(thread_id)
         return Checkpoint.from_json(self._by_id[chain[-1]]) if chain else None
 
+    def recent_sync(self, thread_id: str) -> Checkpoint | None:
+        """Nothing to guess: ``load_sync`` is as cheap as a memory of it would be."""
+        return None
+
     async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
         text = self._by_id.get(checkpoint_id)
         return Checkpoint.from_json(text) if text is not None else None

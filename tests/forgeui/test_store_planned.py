@@ -4,12 +4,14 @@ caller's transaction respected, and the values sent as the ORM would send them."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connections, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from forgeui import fastsql, registry, saveplan, savesql
 from forgeui.events import EVENT_COLUMNS, EventDraft
@@ -126,9 +128,17 @@ class TestPlannedSaveOnPostgres(PlannedSave):
     alias = "postgres"
 
 
-@pytest.mark.django_db(transaction=True, databases=["sqlite"])
-def test_sqlite_values_are_the_ones_the_orm_would_send() -> None:
-    connection = connections["sqlite"]
+def sent(value: Any) -> Any:
+    """What a prepared value puts on the wire: a ``Jsonb`` by the JSON it dumps to."""
+    if isinstance(value, Jsonb):
+        return ("jsonb", json.loads((value.dumps or json.dumps)(value.obj)))
+    return value
+
+
+@pytest.mark.parametrize("alias", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
+def test_values_are_the_ones_the_orm_would_send(alias: str) -> None:
+    connection = connections[alias]
     cp = make_checkpoint("t-val", None, run_id="r-val", metadata={"started_by": None})
     plan = saveplan.plan_save(cp)
     assert plan is not None and plan.created
@@ -141,9 +151,19 @@ def test_sqlite_values_are_the_ones_the_orm_would_send() -> None:
                                   now.astimezone(timezone.get_fixed_timezone(90)))
     rows.append((Event, elsewhere))  # not UTC: the shortcut must hand over to the ORM's way
     for model, values in rows:
-        assert savesql.fast_values(model, values, connection) == fastsql.prepare(
-            model, values, connection), model.__name__
+        fast = savesql.fast_values(model, values, connection)
+        assert [sent(v) for v in fast] == [sent(v) for v in fastsql.prepare(
+            model, values, connection)], model.__name__
     assert len(EVENT_COLUMNS) == len(rows[-2][1])
+    # The checkpoint's JSON, dumped once (the store remembers it too), goes as it is.
+    row = _checkpoint_row(cp, savesql.DumpedJson(cp.to_json()))
+    assert list(row)[-1] == "data"
+    dumped = savesql.fast_values(CheckpointRow, row, connection)
+    orm = fastsql.prepare(CheckpointRow, _checkpoint_row(cp), connection)
+    assert [sent(v) for v in dumped[:-1]] == [sent(v) for v in orm[:-1]]
+    said = [sent(v) if alias == "postgres" else ("jsonb", json.loads(v))
+            for v in (dumped[-1], orm[-1])]
+    assert said[0] == said[1] == ("jsonb", cp.to_dict())
 
 
 @pytest.mark.postgres

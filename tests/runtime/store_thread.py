@@ -13,18 +13,33 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from runtime import InMemoryCheckpointStore
+from runtime.checkpoint import Checkpoint
 
 T = TypeVar("T")
 STORE_THREAD = "memory-store"
 
 
 class StoreThreadMemoryStore(InMemoryCheckpointStore):
-    """Counts its trips to the store thread (``trips``)."""
+    """Counts its trips to the store thread (``trips``) and its reads (``loads``), and
+    remembers what it saved last per thread (``recent_sync``), as the Django store does."""
 
     def __init__(self) -> None:
         super().__init__()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=STORE_THREAD)
-        self.trips = 0
+        self.trips = self.loads = 0
+        self.recent: dict[str, str] = {}
+
+    def save_sync(self, cp: Checkpoint) -> None:
+        super().save_sync(cp)
+        self.recent[cp.thread_id] = cp.to_json()
+
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
+        self.loads += 1
+        return super().load_sync(thread_id)
+
+    def recent_sync(self, thread_id: str) -> Checkpoint | None:
+        text = self.recent.get(thread_id)
+        return None if text is None else Checkpoint.from_json(text)
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         self.trips += 1

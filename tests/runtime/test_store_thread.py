@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from runtime import END, DurableExecutor, InMemoryCheckpointStore, NodeContext, NodeError
+from runtime import (
+    END,
+    DurableExecutor,
+    InMemoryCheckpointStore,
+    NodeContext,
+    NodeError,
+    ResumeError,
+)
 from tests.runtime.helpers import Calls, checkpoints
 from tests.runtime.store_thread import STORE_THREAD, StoreThreadMemoryStore
 
@@ -144,3 +151,57 @@ async def test_a_failing_route_on_the_store_thread_fails_the_run_with_its_node()
         await ex.run({}, thread_id="r")
     assert failed.value.node == "a"
     assert [c.status for c in await checkpoints(store, "r")] == ["running", "failed"]
+
+
+def two_approvals(store: Any) -> DurableExecutor:
+    def ask(name: str) -> Any:
+        return lambda data, ctx: {**data, name: ctx.interrupt(f"{name}?")}
+
+    return DurableExecutor([("first", ask("first")), ("second", ask("second"))],
+                           store=store, name="two")
+
+
+async def test_a_resume_of_a_run_this_store_paused_starts_from_its_copy_without_a_read() -> None:
+    store = StoreThreadMemoryStore()
+    ex = two_approvals(store)
+    await ex.run({}, thread_id="t")
+    store.loads = 0
+    result = await ex.resume("t", "yes")
+    assert (result.status, store.loads) == ("interrupted", 0)
+    assert [i.node for i in result.interrupts] == ["second"]
+
+
+async def test_a_stale_copy_loses_the_compare_and_set_and_the_answer_goes_to_the_latest() -> None:
+    store = StoreThreadMemoryStore()
+    ex = two_approvals(store)
+    paused = await ex.run({}, thread_id="t")
+    stale = store.recent["t"]  # paused at "first"; then another process answers it
+    await ex.resume("t", "one")
+    store.recent["t"], store.loads = stale, 0
+    done = await ex.resume("t", "two")
+    assert (done.status, done.output, store.loads) == (
+        "completed", {"first": "one", "second": "two"}, 1)
+    assert paused.checkpoint_id in [c.id for c in await checkpoints(store, "t")]
+
+
+async def test_a_stale_copy_that_the_change_refuses_is_decided_again_on_the_latest() -> None:
+    store = StoreThreadMemoryStore()
+    ex = two_approvals(store)
+    await ex.run({}, thread_id="t")
+    first, *_ = await checkpoints(store, "t")
+    assert (first.status, first.interrupts) == ("running", [])  # nothing to answer there
+    store.recent["t"], store.loads = first.to_json(), 0
+    result = await ex.resume("t", "one")
+    assert ([i.node for i in result.interrupts], store.loads) == (["second"], 1)
+
+
+async def test_a_refusal_on_the_latest_still_reaches_the_caller() -> None:
+    store = StoreThreadMemoryStore()
+    ex = two_approvals(store)
+    await ex.run({}, thread_id="t")
+    await ex.resume("t", "one")
+    await ex.resume("t", "two")
+    before, store.loads = await checkpoints(store, "t"), 0
+    with pytest.raises(ResumeError):
+        await ex.resume("t", "three")  # completed: on the copy and on the latest alike
+    assert store.loads == 1 and await checkpoints(store, "t") == before
