@@ -4,7 +4,8 @@ The workload of ``runtime_vs_langgraph.py`` (phases A: start to the interrupt, B
 to the end), on SQLite (WAL, synchronous=FULL) and on PostgreSQL, beside LangGraph's
 ``SqliteSaver`` / ``PostgresSaver`` and beside the raw limit: single-row
 insert-and-commit rate of the same database. Every completed step is checkpointed
-(``durability="sync"``), so crash safety is not traded for speed.
+(``durability="sync"``), so crash safety is not traded for speed. Each side's
+checkpoints and commits per finished run are counted too (``commits_per_run``).
 
 Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. Forge and
 LangGraph take turns (``--rounds``, 5 by default), so load from anything else on the
@@ -62,9 +63,11 @@ def raw_commit_rate(kind: str, target: str, n: int = 2000) -> float:
 
 
 Phases = Callable[[int, str], tuple[float, float, int]]
+# Installs a statement callback on the side's SQLite connection (None removes it).
+Trace = Callable[[Callable[[str], None] | None], None]
 
 
-def forge_runner() -> Phases:
+def forge_runner() -> tuple[Phases, Trace]:
     """Runs ``n`` starts then ``n`` resumes on the Django store: (A secs, B secs, saved)."""
     import django
 
@@ -94,10 +97,19 @@ def forge_runner() -> Phases:
         saved = len(await ex.store.list(paused[0].thread_id))  # type: ignore[union-attr]
         return a, b, saved
 
-    return lambda n, _tag: asyncio.run(phases(n))
+    def trace(callback: Callable[[str], None] | None) -> None:
+        from django.db import connection
+
+        def install() -> None:  # on the store's thread, whose connection saves
+            connection.ensure_connection()
+            connection.connection.set_trace_callback(callback)
+
+        asyncio.run(ex.store.call_in_store_thread(install))  # type: ignore[union-attr]
+
+    return (lambda n, _tag: asyncio.run(phases(n))), trace
 
 
-def langgraph_runner(kind: str, target: str, stack: ExitStack) -> Phases:
+def langgraph_runner(kind: str, target: str, stack: ExitStack) -> tuple[Phases, Trace]:
     from langgraph.types import Command
     from runtime_vs_langgraph import langgraph_graph
 
@@ -108,7 +120,9 @@ def langgraph_runner(kind: str, target: str, stack: ExitStack) -> Phases:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         saver: Any = SqliteSaver(conn)
+        trace: Trace = conn.set_trace_callback
     else:
+        trace = _no_trace
         from langgraph.checkpoint.postgres import PostgresSaver
 
         saver = stack.enter_context(PostgresSaver.from_conn_string(target))
@@ -127,10 +141,41 @@ def langgraph_runner(kind: str, target: str, stack: ExitStack) -> Phases:
         assert all(r["done"] and r["answer"] == "yes" for r in results)
         return a, b, len(list(graph.get_state_history(cfg[0])))
 
-    return phases
+    return phases, trace
 
 
-def alternate(sides: dict[str, Phases], n: int, rounds: int) -> dict[str, dict[str, float]]:
+def _no_trace(callback: Callable[[str], None] | None) -> None:
+    """PostgreSQL sides are counted by transaction ids instead."""
+
+
+def commits_per_run(kind: str, phases: Phases, trace: Trace, n: int = 20) -> float:
+    """Commits that wrote, per run (start plus resume), counted on a pass of its own so
+    the counting costs the timed rounds nothing. SQLite: ``COMMIT`` statements seen by
+    the connection's trace callback. PostgreSQL: transaction ids drawn (only a
+    transaction that writes draws one; the two readings draw one each)."""
+    if kind == "sqlite":
+        commits = [0]
+
+        def seen(sql: str) -> None:
+            if sql.lstrip().upper().startswith("COMMIT"):
+                commits[0] += 1
+
+        trace(seen)
+        try:
+            phases(n, "commits")
+        finally:
+            trace(None)
+        return commits[0] / n
+    import psycopg
+
+    with psycopg.connect(PG_BENCH, autocommit=True) as conn:
+        before = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
+        phases(n, "commits")
+        after = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
+    return (after - before - 1) / n
+
+
+def alternate(sides: dict[str, Phases], n: int, rounds: int) -> dict[str, dict[str, Any]]:
     """Each side runs ``n`` threads in ``rounds`` turns, taking turns, so both meet the
     same load from anything else on the machine; rates are over the summed times."""
     totals = {name: [0.0, 0.0, 0] for name in sides}
@@ -155,9 +200,12 @@ def child(kind: str, n: int, rounds: int) -> None:
         os.environ["DATABASE_URL"] = PG_BENCH
         lg_target = raw_target = PG_BENCH
     with ExitStack() as stack:
-        sides = {"forge": forge_runner(),
-                 "langgraph": langgraph_runner(kind, lg_target, stack)}
-        result: dict[str, Any] = alternate(sides, n, rounds)
+        runners = {"forge": forge_runner(),
+                   "langgraph": langgraph_runner(kind, lg_target, stack)}
+        result: dict[str, Any] = alternate(
+            {name: phases for name, (phases, _) in runners.items()}, n, rounds)
+        for name, (phases, trace) in runners.items():
+            result[name]["commits_per_run"] = commits_per_run(kind, phases, trace)
     result["raw_commits_per_s"] = raw_commit_rate(kind, raw_target)
     print(json.dumps(result))
 
@@ -192,7 +240,7 @@ def profile(kind: str, n: int) -> None:
 
     store._in_thread = profiled  # type: ignore[assignment]
     t0 = time.perf_counter()
-    a, b, saved = forge_runner()(n, "")
+    a, b, saved = forge_runner()[0](n, "")
     result = {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
     total = time.perf_counter() - t0
     print(json.dumps(result))
@@ -239,6 +287,8 @@ def main() -> None:
                   f"  {unit}")
         print(f"checkpoints per finished run: forge {f['checkpoints_per_run']:.0f}, "
               f"langgraph {lg['checkpoints_per_run']:.0f}")
+        print(f"commits that wrote, per finished run: forge {f['commits_per_run']:.1f}, "
+              f"langgraph {lg['commits_per_run']:.1f}")
 
 
 if __name__ == "__main__":
