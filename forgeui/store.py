@@ -93,7 +93,9 @@ class DjangoCheckpointStore:
     def save_sync(self, cp: Checkpoint) -> None:
         connection = connections[self.using]
         plan = plan_save(cp)
-        committed: str | None = None  # the checkpoint's JSON, if committed here
+        # Until a commit here says otherwise, this process's copy of the thread may be
+        # stale (lost race, failure, a caller's transaction that may roll back).
+        recent_checkpoints.forget(self.using, cp.thread_id)
         try:
             if plan is None:
                 self._save_reading_rows(cp, connection)
@@ -106,20 +108,12 @@ class DjangoCheckpointStore:
             else:
                 data = DumpedJson(cp.to_json())
                 announce(self._write_planned(plan, connection, data, own_transaction=True))
-                committed = data.text
+                recent_checkpoints.put(self.using, cp.thread_id, data.text)
         except IntegrityError as exc:
-            recent_checkpoints.forget(self.using, cp.thread_id)
             conflict = self._conflict_behind(cp)
             if conflict is None:
                 raise
             raise conflict from exc
-        except CheckpointConflict:
-            recent_checkpoints.forget(self.using, cp.thread_id)
-            raise
-        if committed is None:
-            recent_checkpoints.forget(self.using, cp.thread_id)
-        else:
-            recent_checkpoints.put(self.using, cp.thread_id, committed)
         if plan is not None:
             plan.remember()
 
