@@ -88,6 +88,12 @@ class DjangoCheckpointStore:
         result: T = await _in_thread(fn)()
         return result
 
+    def can_block_here(self) -> bool:
+        """``BlockingStore``: a sync caller's thread may save on its own connection, but
+        not inside the caller's transaction: a run that goes on in an event loop saves
+        from another thread, which that transaction's locks and snapshot would stall."""
+        return not connections[self.using].in_atomic_block
+
     # The sync halves: for tasks, commands and views that are sync already.
 
     def save_sync(self, cp: Checkpoint) -> None:

@@ -43,7 +43,8 @@ class Shared:
     lease: str
     durability: Durability
     sync_nodes: SyncNodes
-    loop: asyncio.AbstractEventLoop
+    # The tree's event loop; None while a sync caller drives it with no loop (``drive_here``).
+    loop: asyncio.AbstractEventLoop | None
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)
     cancels: set[str] = field(default_factory=set)
     steering: list[dict[str, Any]] = field(default_factory=list)
@@ -57,14 +58,14 @@ class Shared:
 
     @classmethod
     def from_root(cls, root: Checkpoint, executor: DurableExecutor,
-                  loop: asyncio.AbstractEventLoop | None = None) -> Shared:
-        """``loop``: the tree's event loop, when not called from it."""
+                  loop: asyncio.AbstractEventLoop | None) -> Shared:
+        """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
         return cls(
             store=executor.store,
             lease=root.lease or new_id(),
             durability=executor.durability,
             sync_nodes=executor.sync_nodes,
-            loop=loop or asyncio.get_running_loop(),
+            loop=loop,
             inbox=dict(root.answers),
             cancels=set(root.cancels),
             steering=list(root.steering),
@@ -112,6 +113,8 @@ class RunExecution:
         ``save_first``: save the run as it stands before anything runs (a new run).
         ``begun``: what ``drive_on_store_thread`` returned, when the caller began there.
         """
+        if self.shared.loop is None:  # a sync caller began here (``drive_here``)
+            self.shared.loop = asyncio.get_running_loop()
         if await self._stopped(begun):
             return
         if save_first and not self._fits_store_thread(self._runnable()):
@@ -507,6 +510,8 @@ class RunExecution:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            # A worker thread of the tree's loop: the loop exists (``drive`` set it).
+            assert self.shared.loop is not None
             return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
         # An inline sync node blocks the tree's loop, so nothing else of this run moves:
         # saving on a side loop is safe, and the save is done before once() returns.

@@ -132,8 +132,16 @@ class BlockingStore(Protocol):
         paused skips the read.
         """
 
+    def load_run_sync(self, run_id: str) -> Checkpoint | None:
+        """``load_run``, blocking; call it only from ``call_in_store_thread``."""
+
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the thread where the blocking twins may be called."""
+
+    def can_block_here(self) -> bool:
+        """May the calling thread, which runs no event loop, call the blocking twins
+        itself? Then the executor's ``*_sync`` methods run lone sync steps right there,
+        with no event loop and no trip to another thread (as LangGraph's ``invoke``)."""
 
 
 _blocking_types: dict[type, bool] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from . import _tree
@@ -15,6 +16,7 @@ from ._graph import Graph, Route
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
+    BlockingStore,
     Checkpoint,
     CheckpointStore,
     as_blocking,
@@ -34,9 +36,7 @@ def _as_command(value: Any) -> Command:
 
 
 def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not _loop_running():
         return asyncio.run(coro)
     coro.close()
     raise ForgeError("the *_sync methods are for code without a running event loop; await "
@@ -95,20 +95,35 @@ class DurableExecutor:
 
         ``run_id`` lets a caller that queues the run hand out its id before it starts.
         """
-        try:
-            input = json_copy(input)
-        except NotJSON as exc:
-            raise NodeError(self.graph.first, "", f"run input: {exc}") from None
+        input = self._run_input(input)
         # A thread id made here is new: nothing to load (one round trip less per start).
         existing = (await self.store.load(thread_id)
                     if self.store is not None and thread_id is not None else None)
+        taken = (run_id is not None and self.store is not None
+                 and await self.store.load_run(run_id) is not None)
+        execution = self._new_run(input, thread_id, existing, run_id, taken, metadata,
+                                  asyncio.get_running_loop())
+        await execution.drive(save_first=self.durability == "sync")
+        return self._result(execution.cp)
+
+    def _run_input(self, input: Any) -> Any:
+        try:
+            return json_copy(input)
+        except NotJSON as exc:
+            raise NodeError(self.graph.first, "", f"run input: {exc}") from None
+
+    def _new_run(self, input: Any, thread_id: str | None, existing: Checkpoint | None,
+                 run_id: str | None, taken: bool, metadata: dict[str, Any] | None,
+                 loop: asyncio.AbstractEventLoop | None) -> RunExecution:
+        """The execution of a new run, once the thread's latest checkpoint (``existing``)
+        and whether ``run_id`` is ``taken`` are known."""
         thread_id = thread_id or new_id()
         if existing is not None and existing.status not in FINISHED:
             raise ResumeError(f"thread {thread_id!r} has a {existing.status} run; resume, "
                               f"recover or cancel it before starting another")
         if existing is not None and existing.parent_run_id is not None:
             raise ResumeError(f"thread {thread_id!r} belongs to a sub-agent")
-        if run_id is not None and self.store is not None and await self.store.load_run(run_id):
+        if taken:
             raise ResumeError(f"run id {run_id!r} is already taken")
         run_id = run_id or new_id()
         cp = Checkpoint(
@@ -118,10 +133,8 @@ class DurableExecutor:
             tasks=[new_task(run_id, 0, self.graph.first, input)], lease=new_id(),
             once=dict(existing.once) if existing else {}, metadata=dict(metadata or {}),
         )
-        execution = RunExecution(self, cp, Shared.from_root(cp, self),
-                                 existing.id if existing else None)
-        await execution.drive(save_first=self.durability == "sync")
-        return self._result(execution.cp)
+        return RunExecution(self, cp, Shared.from_root(cp, self, loop),
+                            existing.id if existing else None)
 
     # -- answering ------------------------------------------------------------------
 
@@ -130,26 +143,22 @@ class DurableExecutor:
         command = _as_command(value_or_command)
         try:
             # A root thread (the usual case): read, accept and claim in one store update.
-            return await self._submit(thread_id, lambda root: accept_answers(root, None, command),
-                                      root_only=True)
+            return await self._submit(_answer(thread_id, None, command, root_only=True))
         except _SubAgentThread as sub:
-            target = ResumeTarget(sub.checkpoint.run_id)
-            return await self._submit(sub.checkpoint.root_thread_id,
-                                      lambda root: accept_answers(root, target, command))
+            return await self._submit(_answer_sub_agent(sub, command))
 
     async def resume_targeted(self, target: ResumeTarget, command: Any = None) -> RunResult:
         """Answer one pending interrupt anywhere in the tree, leaving its siblings paused."""
         command = _as_command(command)
         root_thread = await self._root_thread_of_run(target.run_id)
-        return await self._submit(root_thread, lambda root: accept_answers(root, target, command))
+        return await self._submit(_answer(root_thread, target, command))
 
     async def steer(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Record a steering note for one run; nodes read it as ``ctx.steering``."""
         root_thread = await self._root_thread_of_run(target.run_id)
-        notes: list[dict[str, Any]] = []
-        await self._submit(root_thread, lambda root: notes.append(accept_note(root, target, text)),
-                           drive=False)
-        return notes[-1]
+        claim = _Claim(root_thread, lambda root: accept_note(root, target, text), drive=False)
+        await self._submit(claim)
+        return claim.accepted  # type: ignore[no-any-return]
 
     async def cancel(self, target: str | ResumeTarget) -> RunResult:
         """Cancel a root run (by thread id) or one sub-agent run and all below it."""
@@ -159,7 +168,8 @@ class DurableExecutor:
             root_thread = cp.root_thread_id
         else:
             run_target, root_thread = target, await self._root_thread_of_run(target.run_id)
-        return await self._submit(root_thread, lambda root: accept_cancel(root, run_target))
+        return await self._submit(_Claim(root_thread, lambda root: accept_cancel(root,
+                                                                                 run_target)))
 
     async def recover(self, thread_id: str) -> RunResult:
         """Go on with a run whose executor died (``running``) or whose node failed."""
@@ -171,57 +181,54 @@ class DurableExecutor:
                 raise _NothingToDo
 
         try:
-            return await self._submit(thread_id, take_over)
+            return await self._submit(_Claim(thread_id, take_over))
         except _NothingToDo:
             return await self.get_state(thread_id)
 
-    async def _submit(self, root_thread: str, accept: Callable[[Checkpoint], Any],
-                      drive: bool = True, root_only: bool = False) -> RunResult:
-        """Record a request on the root with a compare-and-set; apply it if nobody is.
-
-        ``root_only``: raise ``_SubAgentThread`` if ``root_thread`` is a sub-agent's.
-        """
-        take_lease = False
-
-        def claim(root: Checkpoint | None) -> Checkpoint:
-            nonlocal take_lease
-            if root is None:
-                raise StaleResumeTarget(f"thread {root_thread!r} has no checkpoint",
-                                        {"thread_id": root_thread, "run_id": None,
-                                         "checkpoint_id": None, "status": None,
-                                         "interrupts": []})
-            if root_only and root.parent_run_id is not None:
-                raise _SubAgentThread(root)
-            accept(root)
-            take_lease = drive and (root.status != "running" or root.lease is None)
-            if take_lease:
-                root.status, root.lease = "running", new_id()
-            root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
-            return root
-
+    async def _submit(self, claim: _Claim) -> RunResult:
+        """Record a request on the root with a compare-and-set; apply it if nobody is."""
         store = self._require_store()
         blocking = as_blocking(store)
-        loop = asyncio.get_running_loop()
-
-        def claim_and_begin() -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-            """On the store's thread: claim, then go on as far as lone sync steps reach."""
-            assert blocking is not None
-            root = update_latest_blocking(blocking, root_thread, claim)
-            if not take_lease:
-                return root, None, False
-            execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
-            return root, execution, execution.drive_on_store_thread()
-
-        if blocking is not None and drive:
-            root, execution, begun = await blocking.call_in_store_thread(claim_and_begin)
+        if blocking is not None and claim.drive:
+            root, execution, begun = await blocking.call_in_store_thread(partial(
+                self._claim_and_begin, blocking, claim, asyncio.get_running_loop()))
         else:
-            root, begun = await update_latest(store, root_thread, claim), False
-            execution = (RunExecution(self, root, Shared.from_root(root, self), root.id)
-                         if take_lease else None)
+            root, begun = await update_latest(store, claim.root_thread, claim), False
+            execution = (RunExecution(self, root, Shared.from_root(
+                root, self, asyncio.get_running_loop()), root.id)
+                if claim.take_lease else None)
         if execution is None:
             return self._result(root)
         await execution.drive(begun=begun)
         return self._result(execution.cp)
+
+    def _submit_here(self, blocking: BlockingStore, claim: _Claim) -> RunResult:
+        """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
+        claim, then drive right here; an event loop starts only for work that needs one."""
+        root, execution, begun = self._claim_and_begin(blocking, claim, None)
+        if execution is None:
+            return self._result(root)
+        if begun is not True:
+            asyncio.run(execution.drive(begun=begun))
+        return self._result(execution.cp)
+
+    def _claim_and_begin(self, blocking: BlockingStore, claim: _Claim,
+                         loop: asyncio.AbstractEventLoop | None,
+                         ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+        """Where the blocking twins may be called: claim, then go on as far as lone sync
+        steps reach (``drive_on_store_thread``)."""
+        root = update_latest_blocking(blocking, claim.root_thread, claim)
+        if not claim.take_lease:
+            return root, None, False
+        execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
+        return root, execution, execution.drive_on_store_thread()
+
+    def _blocking_here(self) -> BlockingStore | None:
+        """The store, if this sync caller may call its blocking twins on its own thread."""
+        blocking = as_blocking(self.store)
+        if blocking is None or _loop_running() or not blocking.can_block_here():
+            return None
+        return blocking
 
     # -- reading and forking --------------------------------------------------------
 
@@ -253,14 +260,45 @@ class DurableExecutor:
 
     # -- sync twins, for scripts and sync views -------------------------------------
 
-    def run_sync(self, input: Any, thread_id: str | None = None, **kw: Any) -> RunResult:
-        return _run_sync(self.run(input, thread_id, **kw))
+    # With a store that lets this thread block on it (``BlockingStore.can_block_here``),
+    # lone sync steps run right here with no event loop, as LangGraph's ``invoke`` does;
+    # an event loop starts only for what needs one (async nodes, parallel steps,
+    # sub-agents). Otherwise each twin runs its async method under ``asyncio.run``.
+
+    def run_sync(self, input: Any, thread_id: str | None = None, *,
+                 metadata: dict[str, Any] | None = None, run_id: str | None = None,
+                 ) -> RunResult:
+        blocking = self._blocking_here()
+        if blocking is None:
+            return _run_sync(self.run(input, thread_id, metadata=metadata, run_id=run_id))
+        input = self._run_input(input)
+        existing = blocking.load_sync(thread_id) if thread_id is not None else None
+        taken = run_id is not None and blocking.load_run_sync(run_id) is not None
+        execution = self._new_run(input, thread_id, existing, run_id, taken, metadata, None)
+        begun = execution.drive_on_store_thread(save_first=self.durability == "sync")
+        if begun is not True:
+            asyncio.run(execution.drive(begun=begun))
+        return self._result(execution.cp)
 
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:
-        return _run_sync(self.resume(thread_id, value_or_command))
+        blocking = self._blocking_here()
+        if blocking is None:
+            return _run_sync(self.resume(thread_id, value_or_command))
+        command = _as_command(value_or_command)
+        try:
+            return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
+        except _SubAgentThread as sub:
+            return self._submit_here(blocking, _answer_sub_agent(sub, command))
 
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
-        return _run_sync(self.resume_targeted(target, command))
+        blocking = self._blocking_here()
+        if blocking is None:
+            return _run_sync(self.resume_targeted(target, command))
+        root = blocking.load_run_sync(target.run_id)
+        if root is None:
+            raise _unknown_run(target.run_id)
+        return self._submit_here(blocking, _answer(root.root_thread_id, target,
+                                                   _as_command(command)))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None) -> str:
         return _run_sync(self.fork(thread_id, checkpoint_id))
@@ -292,9 +330,7 @@ class DurableExecutor:
     async def _root_thread_of_run(self, run_id: str) -> str:
         cp = await self._require_store().load_run(run_id)
         if cp is None:
-            raise StaleResumeTarget(f"run {run_id!r} is unknown",
-                                    {"thread_id": None, "run_id": run_id, "checkpoint_id": None,
-                                     "status": None, "interrupts": []})
+            raise _unknown_run(run_id)
         return cp.root_thread_id
 
     @staticmethod
@@ -307,6 +343,62 @@ class DurableExecutor:
             output=root.output if root.status == "completed" else None,
             checkpoint_id=root.id,
         )
+
+
+class _Claim:
+    """A request's change to the root's latest checkpoint (``update_latest``'s ``change``):
+    accept it, take the tree's lease if nobody holds it, and become the next checkpoint.
+
+    ``drive``: apply the tree afterwards (False for a note); ``root_only``: raise
+    ``_SubAgentThread`` if ``root_thread`` is a sub-agent's. ``accepted`` is what
+    ``accept`` returned, ``take_lease`` whether this request is to apply the tree.
+    """
+
+    def __init__(self, root_thread: str, accept: Callable[[Checkpoint], Any],
+                 drive: bool = True, root_only: bool = False) -> None:
+        self.root_thread, self.accept = root_thread, accept
+        self.drive, self.root_only = drive, root_only
+        self.accepted: Any = None
+        self.take_lease = False
+
+    def __call__(self, root: Checkpoint | None) -> Checkpoint:
+        if root is None:
+            raise StaleResumeTarget(f"thread {self.root_thread!r} has no checkpoint",
+                                    {"thread_id": self.root_thread, "run_id": None,
+                                     "checkpoint_id": None, "status": None, "interrupts": []})
+        if self.root_only and root.parent_run_id is not None:
+            raise _SubAgentThread(root)
+        self.accepted = self.accept(root)
+        self.take_lease = self.drive and (root.status != "running" or root.lease is None)
+        if self.take_lease:
+            root.status, root.lease = "running", new_id()
+        root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
+        return root
+
+
+def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
+            root_only: bool = False) -> _Claim:
+    return _Claim(root_thread, lambda root: accept_answers(root, target, command),
+                  root_only=root_only)
+
+
+def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Claim:
+    """``resume`` was given a sub-agent's thread: answer that run through its root."""
+    return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
+
+
+def _unknown_run(run_id: str) -> StaleResumeTarget:
+    return StaleResumeTarget(f"run {run_id!r} is unknown",
+                             {"thread_id": None, "run_id": run_id, "checkpoint_id": None,
+                              "status": None, "interrupts": []})
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class _SubAgentThread(Exception):

@@ -56,5 +56,9 @@ class InMemoryCheckpointStore:
             self._runs = {r: c for r, c in self._runs.items() if c in self._by_id}
 
     async def load_run(self, run_id: str) -> Checkpoint | None:
+        return self.load_run_sync(run_id)
+
+    def load_run_sync(self, run_id: str) -> Checkpoint | None:
         checkpoint_id = self._runs.get(run_id)
-        return await self.load_by_id(checkpoint_id) if checkpoint_id else None
+        text = self._by_id.get(checkpoint_id) if checkpoint_id else None
+        return Checkpoint.from_json(text) if text is not None else None

@@ -21,13 +21,18 @@ STORE_THREAD = "memory-store"
 
 class StoreThreadMemoryStore(InMemoryCheckpointStore):
     """Counts its trips to the store thread (``trips``) and its reads (``loads``), and
-    remembers what it saved last per thread (``recent_sync``), as the Django store does."""
+    remembers what it saved last per thread (``recent_sync``), as the Django store does.
+    ``blocks_here``: sync callers may call the blocking twins on their own thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, blocks_here: bool = True) -> None:
         super().__init__()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=STORE_THREAD)
         self.trips = self.loads = 0
         self.recent: dict[str, str] = {}
+        self.blocks_here = blocks_here
+
+    def can_block_here(self) -> bool:
+        return self.blocks_here
 
     def save_sync(self, cp: Checkpoint) -> None:
         super().save_sync(cp)
