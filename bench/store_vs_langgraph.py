@@ -7,9 +7,13 @@ insert-and-commit rate of the same database. Every completed step is checkpointe
 (``durability="sync"``), so crash safety is not traded for speed. Each side's
 checkpoints and commits per finished run are counted too (``commits_per_run``).
 
-Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. Forge and
-LangGraph take turns (``--rounds``, 5 by default), so load from anything else on the
-machine falls on both. ``--profile sqlite`` (or ``postgres``) runs only forge's phases
+Forge runs twice: through its async API (``await ex.resume``) and through the sync twins
+(``ex.resume_sync``), which run lone sync steps on the caller's thread with no event loop,
+as LangGraph's ``invoke`` (the call measured on its side) does.
+
+Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. The sides take
+turns (``--rounds``, 5 by default), so load from anything else on the machine falls on
+all of them. ``--profile sqlite`` (or ``postgres``) runs only forge's phases
 under cProfile and prints the top functions. Each database runs in its own subprocess
 (Django settings are per process); PostgreSQL uses the database ``forge_bench`` on
 127.0.0.1, created fresh.
@@ -67,8 +71,11 @@ Phases = Callable[[int, str], tuple[float, float, int]]
 Trace = Callable[[Callable[[str], None] | None], None]
 
 
-def forge_runner() -> tuple[Phases, Trace]:
-    """Runs ``n`` starts then ``n`` resumes on the Django store: (A secs, B secs, saved)."""
+def forge_runner() -> tuple[Phases, Phases, Trace]:
+    """Runs ``n`` starts then ``n`` resumes on the Django store: (A secs, B secs, saved),
+    through the async API (``await ex.run``) and through its sync twins (``ex.run_sync``,
+    which run lone sync steps on the caller's thread with no event loop, as LangGraph's
+    ``invoke`` does)."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
@@ -97,16 +104,27 @@ def forge_runner() -> tuple[Phases, Trace]:
         saved = len(await ex.store.list(paused[0].thread_id))  # type: ignore[union-attr]
         return a, b, saved
 
+    def sync_phases(n: int, _tag: str) -> tuple[float, float, int]:
+        t0 = time.perf_counter()
+        paused = [ex.run_sync({"amount": i}) for i in range(n)]
+        a = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        done = [ex.resume_sync(r.thread_id, "yes") for r in paused]
+        b = time.perf_counter() - t0
+        assert all(d.output["done"] and d.output["answer"] == "yes" for d in done)
+        return a, b, len(ex.store.list_sync(paused[0].thread_id))  # type: ignore[union-attr]
+
     def trace(callback: Callable[[str], None] | None) -> None:
         from django.db import connection
 
-        def install() -> None:  # on the store's thread, whose connection saves
+        def install() -> None:  # on a thread whose connection saves
             connection.ensure_connection()
             connection.connection.set_trace_callback(callback)
 
+        install()  # this thread's: the sync twins save on it
         asyncio.run(ex.store.call_in_store_thread(install))  # type: ignore[union-attr]
 
-    return (lambda n, _tag: asyncio.run(phases(n))), trace
+    return (lambda n, _tag: asyncio.run(phases(n))), sync_phases, trace
 
 
 def langgraph_runner(kind: str, target: str, stack: ExitStack) -> tuple[Phases, Trace]:
@@ -200,7 +218,8 @@ def child(kind: str, n: int, rounds: int) -> None:
         os.environ["DATABASE_URL"] = PG_BENCH
         lg_target = raw_target = PG_BENCH
     with ExitStack() as stack:
-        runners = {"forge": forge_runner(),
+        forge_async, forge_sync, forge_trace = forge_runner()
+        runners = {"forge": (forge_async, forge_trace), "forge_sync": (forge_sync, forge_trace),
                    "langgraph": langgraph_runner(kind, lg_target, stack)}
         result: dict[str, Any] = alternate(
             {name: phases for name, (phases, _) in runners.items()}, n, rounds)
@@ -240,7 +259,7 @@ def profile(kind: str, n: int) -> None:
 
     store._in_thread = profiled  # type: ignore[assignment]
     t0 = time.perf_counter()
-    a, b, saved = forge_runner()[0](n, "")
+    a, b, saved = forge_runner()[0](n, "")  # the async API: its trips are profiled
     result = {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
     total = time.perf_counter() - t0
     print(json.dumps(result))
@@ -278,17 +297,20 @@ def main() -> None:
                    "--rounds", str(args.rounds)]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        f, lg = r["forge"], r["langgraph"]
+        f, fs, lg = r["forge"], r["forge_sync"], r["langgraph"]
         print(f"\n{kind}: {args.threads} threads, raw insert+commit "
               f"{r['raw_commits_per_s']:,.0f}/s")
-        print(f"{'phase':<6}{'forge':>10}{'langgraph':>12}{'ratio':>8}")
+        print(f"{'phase':<6}{'forge':>8}{'ratio':>7}{'forge sync':>12}{'ratio':>7}"
+              f"{'langgraph':>11}")
         for phase, unit in (("A", "starts/s"), ("B", "resumes/s")):
-            print(f"{phase:<6}{f[phase]:>10,.0f}{lg[phase]:>12,.0f}{f[phase] / lg[phase]:>7.1f}x"
-                  f"  {unit}")
-        print(f"checkpoints per finished run: forge {f['checkpoints_per_run']:.0f}, "
-              f"langgraph {lg['checkpoints_per_run']:.0f}")
-        print(f"commits that wrote, per finished run: forge {f['commits_per_run']:.1f}, "
-              f"langgraph {lg['commits_per_run']:.1f}")
+            print(f"{phase:<6}{f[phase]:>8,.0f}{f[phase] / lg[phase]:>6.1f}x"
+                  f"{fs[phase]:>12,.0f}{fs[phase] / lg[phase]:>6.1f}x{lg[phase]:>11,.0f}  {unit}")
+        print("forge: await ex.run / ex.resume; forge sync: ex.run_sync / ex.resume_sync "
+              "(no event loop, as LangGraph's invoke)")
+        print(f"checkpoints per finished run: forge {f['checkpoints_per_run']:.0f} "
+              f"(sync {fs['checkpoints_per_run']:.0f}), langgraph {lg['checkpoints_per_run']:.0f}")
+        print(f"commits that wrote, per finished run: forge {f['commits_per_run']:.1f} "
+              f"(sync {fs['commits_per_run']:.1f}), langgraph {lg['commits_per_run']:.1f}")
 
 
 if __name__ == "__main__":
