@@ -7,9 +7,11 @@ insert-and-commit rate of the same database. Every completed step is checkpointe
 (``durability="sync"``), so crash safety is not traded for speed. Each side's
 checkpoints and commits per finished run are counted too (``commits_per_run``).
 
-Forge runs twice: through its async API (``await ex.resume``) and through the sync twins
-(``ex.resume_sync``), which run lone sync steps on the caller's thread with no event loop,
-as LangGraph's ``invoke`` (the call measured on its side) does.
+Each side runs twice, sync API against sync API and async against async: forge's
+``ex.run_sync`` / ``ex.resume_sync`` (lone sync steps on the caller's thread, no event
+loop) against LangGraph's ``graph.invoke`` on ``SqliteSaver`` / ``PostgresSaver``, and
+``await ex.run`` / ``await ex.resume`` against ``await graph.ainvoke`` on
+``AsyncSqliteSaver`` / ``AsyncPostgresSaver``.
 
 Run: ``.venv/bin/python bench/store_vs_langgraph.py [--threads 300]``. The sides take
 turns (``--rounds``, 5 by default), so load from anything else on the machine falls on
@@ -31,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +164,56 @@ def langgraph_runner(kind: str, target: str, stack: ExitStack) -> tuple[Phases, 
     return phases, trace
 
 
+def langgraph_async_runner(kind: str, target: str, stack: ExitStack) -> tuple[Phases, Trace]:
+    """LangGraph's async API (``await graph.ainvoke``) on its async savers, the peer of
+    forge's async API: ``AsyncSqliteSaver`` (aiosqlite) and ``AsyncPostgresSaver``."""
+    from langgraph.types import Command
+    from runtime_vs_langgraph import langgraph_graph
+
+    loop = asyncio.new_event_loop()  # the savers bind to the loop they were made on
+    stack.callback(loop.close)
+    opened = AsyncExitStack()
+    stack.callback(lambda: loop.run_until_complete(opened.aclose()))
+    trace: Trace = _no_trace
+    if kind == "sqlite":
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async def saver_of() -> Any:
+            conn = await opened.enter_async_context(aiosqlite.connect(target))
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA synchronous=FULL")
+            return AsyncSqliteSaver(conn)
+
+        saver = loop.run_until_complete(saver_of())
+        trace = lambda callback: loop.run_until_complete(  # noqa: E731
+            saver.conn.set_trace_callback(callback))
+    else:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async def saver_of() -> Any:
+            made = await opened.enter_async_context(AsyncPostgresSaver.from_conn_string(target))
+            await made.setup()
+            return made
+
+        saver = loop.run_until_complete(saver_of())
+    graph = langgraph_graph(saver)
+
+    async def phases(n: int, tag: str) -> tuple[float, float, int]:
+        cfg = [{"configurable": {"thread_id": f"lga{tag}-{i}"}} for i in range(n)]
+        t0 = time.perf_counter()
+        for i in range(n):
+            await graph.ainvoke({"amount": i}, cfg[i])
+        a = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        results = [await graph.ainvoke(Command(resume="yes"), c) for c in cfg]
+        b = time.perf_counter() - t0
+        assert all(r["done"] and r["answer"] == "yes" for r in results)
+        return a, b, len([s async for s in graph.aget_state_history(cfg[0])])
+
+    return (lambda n, tag: loop.run_until_complete(phases(n, tag))), trace
+
+
 def _no_trace(callback: Callable[[str], None] | None) -> None:
     """PostgreSQL sides are counted by transaction ids instead."""
 
@@ -214,13 +266,15 @@ def child(kind: str, n: int, rounds: int) -> None:
         folder = tempfile.mkdtemp(prefix="forge-bench-")
         os.environ["DATABASE_URL"] = f"sqlite:///{folder}/forge.sqlite3"
         lg_target, raw_target = f"{folder}/langgraph.sqlite3", f"{folder}/raw.sqlite3"
+        lga_target = f"{folder}/langgraph-async.sqlite3"
     else:
         os.environ["DATABASE_URL"] = PG_BENCH
-        lg_target = raw_target = PG_BENCH
+        lg_target = lga_target = raw_target = PG_BENCH
     with ExitStack() as stack:
         forge_async, forge_sync, forge_trace = forge_runner()
         runners = {"forge": (forge_async, forge_trace), "forge_sync": (forge_sync, forge_trace),
-                   "langgraph": langgraph_runner(kind, lg_target, stack)}
+                   "langgraph": langgraph_runner(kind, lg_target, stack),
+                   "langgraph_async": langgraph_async_runner(kind, lga_target, stack)}
         result: dict[str, Any] = alternate(
             {name: phases for name, (phases, _) in runners.items()}, n, rounds)
         for name, (phases, trace) in runners.items():
@@ -297,20 +351,22 @@ def main() -> None:
                    "--rounds", str(args.rounds)]
         out = subprocess.run(command, check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        f, fs, lg = r["forge"], r["forge_sync"], r["langgraph"]
         print(f"\n{kind}: {args.threads} threads, raw insert+commit "
               f"{r['raw_commits_per_s']:,.0f}/s")
-        print(f"{'phase':<6}{'forge':>8}{'ratio':>7}{'forge sync':>12}{'ratio':>7}"
-              f"{'langgraph':>11}")
+        print(f"{'':<14}{'forge':>8}{'langgraph':>11}{'ratio':>7}   "
+              f"{'forge':>8}{'langgraph':>11}{'ratio':>7}")
+        print(f"{'':<14}{'sync: run_sync / invoke':^26}   {'async: run / ainvoke':^26}")
         for phase, unit in (("A", "starts/s"), ("B", "resumes/s")):
-            print(f"{phase:<6}{f[phase]:>8,.0f}{f[phase] / lg[phase]:>6.1f}x"
-                  f"{fs[phase]:>12,.0f}{fs[phase] / lg[phase]:>6.1f}x{lg[phase]:>11,.0f}  {unit}")
-        print("forge: await ex.run / ex.resume; forge sync: ex.run_sync / ex.resume_sync "
-              "(no event loop, as LangGraph's invoke)")
-        print(f"checkpoints per finished run: forge {f['checkpoints_per_run']:.0f} "
-              f"(sync {fs['checkpoints_per_run']:.0f}), langgraph {lg['checkpoints_per_run']:.0f}")
-        print(f"commits that wrote, per finished run: forge {f['commits_per_run']:.1f} "
-              f"(sync {fs['commits_per_run']:.1f}), langgraph {lg['commits_per_run']:.1f}")
+            cells = []
+            for mine, peer in (("forge_sync", "langgraph"), ("forge", "langgraph_async")):
+                f, lg = r[mine][phase], r[peer][phase]
+                cells.append(f"{f:>8,.0f}{lg:>11,.0f}{f / lg:>6.1f}x")
+            print(f"{phase} {unit:<12}{cells[0]}   {cells[1]}")
+        for figure, label in (("checkpoints_per_run", "checkpoints per finished run"),
+                              ("commits_per_run", "commits that wrote, per finished run")):
+            print(f"{label}: " + ", ".join(f"{side} {r[side][figure]:.1f}" for side in
+                                           ("forge_sync", "forge", "langgraph",
+                                            "langgraph_async")))
 
 
 if __name__ == "__main__":
