@@ -92,7 +92,8 @@ class DjangoCheckpointStore:
         """``BlockingStore``: a sync caller's thread may save on its own connection, but
         not inside the caller's transaction: a run that goes on in an event loop saves
         from another thread, which that transaction's locks and snapshot would stall."""
-        return not connections[self.using].in_atomic_block
+        connection = connections[self.using]
+        return not connection.in_atomic_block and connection.get_autocommit()
 
     # The sync halves: for tasks, commands and views that are sync already.
 

@@ -61,6 +61,12 @@ class SyncHere:
         assert store.can_block_here()
         with transaction.atomic(using=self.alias):
             assert not store.can_block_here()
+        transaction.set_autocommit(False, using=self.alias)
+        try:
+            assert not store.can_block_here()
+        finally:
+            transaction.rollback(using=self.alias)
+            transaction.set_autocommit(True, using=self.alias)
         assert store.can_block_here()
 
 
