@@ -13,6 +13,7 @@ from runtime import (
     DurableExecutor,
     ForgeError,
     InMemoryCheckpointStore,
+    Interrupt,
     NodeContext,
     ResumeError,
     ResumeTarget,
@@ -89,13 +90,18 @@ def test_once_runs_once_and_is_saved_before_the_node_goes_on() -> None:
         "interrupted", {"receipt": "receipt-1", "ok": True}, 1, 0)
 
 
-def test_a_targeted_resume_answers_one_sub_agent() -> None:
-    store = StoreThreadMemoryStore()
-    ex = mixed_graph(store, Calls())
+def paused_in_the_child(ex: DurableExecutor) -> Interrupt:
+    """Walk the mixed graph with sync calls until its sub-agent asks."""
     result = ex.run_sync({"x": 1})
     while result.interrupts[0].node != "child_step":
         result = ex.resume_sync(result.thread_id, "go")
     (child,) = result.interrupts
+    return child
+
+
+def test_a_targeted_resume_answers_one_sub_agent() -> None:
+    ex = mixed_graph(StoreThreadMemoryStore(), Calls())
+    child = paused_in_the_child(ex)
     done = ex.resume_targeted_sync(ResumeTarget(child.run_id), "from the child")
     assert (done.status, done.output) == ("completed", {"child": "from the child"})
     with pytest.raises(StaleResumeTarget, match="is unknown"):
@@ -105,11 +111,9 @@ def test_a_targeted_resume_answers_one_sub_agent() -> None:
 def test_a_sub_agents_thread_given_to_resume_sync_is_answered_through_its_root() -> None:
     store = StoreThreadMemoryStore()
     ex = mixed_graph(store, Calls())
-    result = ex.run_sync({"x": 1})
-    while result.interrupts[0].node != "child_step":
-        result = ex.resume_sync(result.thread_id, "go")
-    child_thread = asyncio.run(store.load_run(result.interrupts[0].run_id)).thread_id  # type: ignore[union-attr]
-    done = ex.resume_sync(child_thread, "via the child's thread")
+    child = store.load_run_sync(paused_in_the_child(ex).run_id)
+    assert child is not None and child.parent_run_id is not None
+    done = ex.resume_sync(child.thread_id, "via the child's thread")
     assert done.output == {"child": "via the child's thread"}
 
 
