@@ -92,8 +92,7 @@ class DjangoCheckpointStore:
         """``BlockingStore``: a sync caller's thread may save on its own connection, but
         not inside the caller's transaction: a run that goes on in an event loop saves
         from another thread, which that transaction's locks and snapshot would stall."""
-        connection = connections[self.using]
-        return not connection.in_atomic_block and connection.get_autocommit()
+        return not _in_callers_transaction(connections[self.using])
 
     # The sync halves: for tasks, commands and views that are sync already.
 
@@ -106,8 +105,8 @@ class DjangoCheckpointStore:
         try:
             if plan is None:
                 self._save_reading_rows(cp, connection)
-            elif connection.in_atomic_block or not connection.get_autocommit():
-                # Inside a caller's transaction: a savepoint, announced on its commit.
+            elif _in_callers_transaction(connection):
+                # A savepoint, announced on the caller's commit.
                 with transaction.atomic(using=self.using):
                     ids = self._write_planned(plan, connection, DumpedJson(cp.to_json()))
                 if ids:
@@ -250,6 +249,11 @@ class DjangoCheckpointStore:
         if latest != cp.parent_id or reused:
             return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
         return None
+
+
+def _in_callers_transaction(connection: Any) -> bool:
+    """A caller's ``atomic`` block, or autocommit turned off: its commit is not ours."""
+    return bool(connection.in_atomic_block or not connection.get_autocommit())
 
 
 def _advance_params(cp: Checkpoint) -> builtins.list[Any]:

@@ -113,7 +113,7 @@ class RunExecution:
         ``save_first``: save the run as it stands before anything runs (a new run).
         ``begun``: what ``drive_on_store_thread`` returned, when the caller began there.
         """
-        if self.shared.loop is None:  # a sync caller began here (``drive_here``)
+        if self.shared.loop is None:  # a sync caller began with no loop (``drive_here``)
             self.shared.loop = asyncio.get_running_loop()
         if await self._stopped(begun):
             return
@@ -149,6 +149,14 @@ class RunExecution:
                 return
             if self.shared.durability == "sync":
                 await self.save("running")
+
+    def drive_here(self, save_first: bool = False) -> None:
+        """``drive`` for a sync caller whose thread may block on the store
+        (``BlockingStore.can_block_here``): lone sync steps run right here with no event
+        loop; one starts only for the work that needs it."""
+        begun = self.drive_on_store_thread(save_first)
+        if begun is not True:
+            asyncio.run(self.drive(begun=begun))
 
     async def _stopped(self, stop: NodeError | bool) -> bool:
         """Act on ``drive_on_store_thread``'s outcome: True when the drive is over."""

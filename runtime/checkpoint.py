@@ -114,14 +114,16 @@ class BlockingStore(Protocol):
 
     Optional, beside ``CheckpointStore``. The executor runs a chain of lone sync steps on
     that thread with the blocking twins below, saving after each step as always, so the
-    chain costs one trip from the event loop instead of one per save.
+    chain costs one trip from the event loop instead of one per save. The twins may be
+    called only there (``call_in_store_thread``), or on a sync caller's thread that
+    ``can_block_here`` allows.
     """
 
     def save_sync(self, cp: Checkpoint) -> None:
-        """``save``, blocking; call it only from ``call_in_store_thread``."""
+        """``save``, blocking."""
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
-        """``load``, blocking; call it only from ``call_in_store_thread``."""
+        """``load``, blocking."""
 
     def recent_sync(self, thread_id: str) -> Checkpoint | None:
         """The thread's latest checkpoint as this process last saved it, if the store
@@ -133,7 +135,7 @@ class BlockingStore(Protocol):
         """
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        """``load_run``, blocking; call it only from ``call_in_store_thread``."""
+        """``load_run``, blocking."""
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the thread where the blocking twins may be called."""

@@ -204,19 +204,19 @@ class DurableExecutor:
 
     def _submit_here(self, blocking: BlockingStore, claim: _Claim) -> RunResult:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
-        claim, then drive right here; an event loop starts only for work that needs one."""
-        root, execution, begun = self._claim_and_begin(blocking, claim, None)
-        if execution is None:
+        claim, then drive right here (``RunExecution.drive_here``)."""
+        root = update_latest_blocking(blocking, claim.root_thread, claim)
+        if not claim.take_lease:
             return self._result(root)
-        if begun is not True:
-            asyncio.run(execution.drive(begun=begun))
+        execution = RunExecution(self, root, Shared.from_root(root, self, None), root.id)
+        execution.drive_here()
         return self._result(execution.cp)
 
     def _claim_and_begin(self, blocking: BlockingStore, claim: _Claim,
-                         loop: asyncio.AbstractEventLoop | None,
+                         loop: asyncio.AbstractEventLoop,
                          ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-        """Where the blocking twins may be called: claim, then go on as far as lone sync
-        steps reach (``drive_on_store_thread``)."""
+        """On the store's thread: claim, then go on as far as lone sync steps reach
+        (``drive_on_store_thread``); the loop does the rest."""
         root = update_latest_blocking(blocking, claim.root_thread, claim)
         if not claim.take_lease:
             return root, None, False
@@ -275,9 +275,7 @@ class DurableExecutor:
         existing = blocking.load_sync(thread_id) if thread_id is not None else None
         taken = run_id is not None and blocking.load_run_sync(run_id) is not None
         execution = self._new_run(input, thread_id, existing, run_id, taken, metadata, None)
-        begun = execution.drive_on_store_thread(save_first=self.durability == "sync")
-        if begun is not True:
-            asyncio.run(execution.drive(begun=begun))
+        execution.drive_here(save_first=self.durability == "sync")
         return self._result(execution.cp)
 
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:

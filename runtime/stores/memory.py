@@ -43,8 +43,7 @@ class InMemoryCheckpointStore:
         return None
 
     async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
-        text = self._by_id.get(checkpoint_id)
-        return Checkpoint.from_json(text) if text is not None else None
+        return self._decoded(checkpoint_id)
 
     async def list(self, thread_id: str) -> list[Checkpoint]:
         return [Checkpoint.from_json(self._by_id[i]) for i in self._threads.get(thread_id, [])]
@@ -59,6 +58,8 @@ class InMemoryCheckpointStore:
         return self.load_run_sync(run_id)
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        checkpoint_id = self._runs.get(run_id)
+        return self._decoded(self._runs.get(run_id))
+
+    def _decoded(self, checkpoint_id: str | None) -> Checkpoint | None:
         text = self._by_id.get(checkpoint_id) if checkpoint_id else None
         return Checkpoint.from_json(text) if text is not None else None
