@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg._queries
 import pytest
 from django.db import connections, transaction
 from django.utils import timezone
@@ -181,3 +182,33 @@ def test_postgres_saves_and_loads_are_prepared_once_per_connection() -> None:
         prepared = [row[0] for row in cursor.fetchall()]
     assert sum(s.startswith("WITH moved AS (UPDATE") for s in prepared) == 1, prepared
     assert sum(s.startswith('SELECT "data"') for s in prepared) == 1, prepared
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_postgres_save_statements_are_converted_once_past_psycopgs_cache_limits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start's save (interrupt and event rows) is over psycopg's 4 KB / 50 values limit
+    for caching its placeholder conversion; the store's cursor keeps it all the same."""
+    assert fastsql.SaveCursor is not psycopg.Cursor, "this psycopg hides PostgresQuery"
+    converted: list[bytes] = []
+    convert = psycopg._queries._query2pg_nocache
+
+    def counting(query: bytes, encoding: str) -> Any:
+        converted.append(query)
+        return convert(query, encoding)
+
+    monkeypatch.setattr(psycopg._queries, "_query2pg_nocache", counting)
+    store = DjangoCheckpointStore("postgres")
+    for i in range(3):
+        cp = make_checkpoint(f"t-conv{i}", None, run_id=f"r-conv{i}",
+                             metadata={"started_by": None})
+        plan = saveplan.plan_save(cp)
+        assert plan is not None and plan.created and plan.events
+        store.save_sync(cp)
+        assert store.load_sync(f"t-conv{i}") == cp
+    saves = [q for q in converted if q.startswith(b"WITH moved AS")]
+    assert len(saves) == 1, [q[:60] for q in converted]
+    limits = psycopg._queries  # why psycopg would have converted it on every save
+    assert (len(saves[0]) > limits.MAX_CACHED_STATEMENT_LENGTH
+            or saves[0].count(b"%s") > limits.MAX_CACHED_STATEMENT_PARAMS)
