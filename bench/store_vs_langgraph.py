@@ -360,7 +360,7 @@ def main() -> None:
             cells = []
             for mine, peer in (("forge_sync", "langgraph"), ("forge", "langgraph_async")):
                 f, lg = r[mine][phase], r[peer][phase]
-                cells.append(f"{f:>8,.0f}{lg:>11,.0f}{f / lg:>6.1f}x")
+                cells.append(f"{f:>8,.0f}{lg:>11,.0f}{f / lg:>6.2f}x")
             print(f"{phase} {unit:<12}{cells[0]}   {cells[1]}")
         for figure, label in (("checkpoints_per_run", "checkpoints per finished run"),
                               ("commits_per_run", "commits that wrote, per finished run")):
