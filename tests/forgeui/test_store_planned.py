@@ -199,6 +199,7 @@ def test_postgres_save_statements_are_converted_once_past_psycopgs_cache_limits(
         return convert(query, encoding)
 
     monkeypatch.setattr(psycopg._queries, "_query2pg_nocache", counting)
+    monkeypatch.setattr(fastsql, "_converted", {})  # as if new: other tests filled it
     store = DjangoCheckpointStore("postgres")
     for i in range(3):
         cp = make_checkpoint(f"t-conv{i}", None, run_id=f"r-conv{i}",
