@@ -194,9 +194,7 @@ class DurableExecutor:
                 self._claim_and_begin, blocking, claim, asyncio.get_running_loop()))
         else:
             root, begun = await update_latest(store, claim.root_thread, claim), False
-            execution = (RunExecution(self, root, Shared.from_root(
-                root, self, asyncio.get_running_loop()), root.id)
-                if claim.take_lease else None)
+            execution = self._execution(root, claim, asyncio.get_running_loop())
         if execution is None:
             return self._result(root)
         await execution.drive(begun=begun)
@@ -206,9 +204,9 @@ class DurableExecutor:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
         claim, then drive right here (``RunExecution.drive_here``)."""
         root = update_latest_blocking(blocking, claim.root_thread, claim)
-        if not claim.take_lease:
+        execution = self._execution(root, claim, None)
+        if execution is None:
             return self._result(root)
-        execution = RunExecution(self, root, Shared.from_root(root, self, None), root.id)
         execution.drive_here()
         return self._result(execution.cp)
 
@@ -218,10 +216,16 @@ class DurableExecutor:
         """On the store's thread: claim, then go on as far as lone sync steps reach
         (``drive_on_store_thread``); the loop does the rest."""
         root = update_latest_blocking(blocking, claim.root_thread, claim)
+        execution = self._execution(root, claim, loop)
+        return root, execution, execution is not None and execution.drive_on_store_thread()
+
+    def _execution(self, root: Checkpoint, claim: _Claim,
+                   loop: asyncio.AbstractEventLoop | None) -> RunExecution | None:
+        """The execution that applies the tree, if ``claim`` took its lease (else someone
+        else is applying it, or the request was only a note)."""
         if not claim.take_lease:
-            return root, None, False
-        execution = RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
-        return root, execution, execution.drive_on_store_thread()
+            return None
+        return RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
 
     def _blocking_here(self) -> BlockingStore | None:
         """The store, if this sync caller may call its blocking twins on its own thread."""
