@@ -34,7 +34,7 @@ from django.db.models import (
 )
 from psycopg.types.json import Jsonb
 
-from . import fastsql
+from . import fastsql, unwaited
 from .events import EVENT_COLUMNS, EVENT_ORDER_LOCK, EventDraft
 from .models import Checkpoint, Event, Interrupt, InterruptStatus, Run, Thread
 from .saveplan import SavePlan
@@ -74,18 +74,20 @@ def _cols(model: type[Model], names: Sequence[str]) -> str:
 # -- PostgreSQL: one statement ----------------------------------------------------------
 
 def postgres_statement(plan: SavePlan, cp_row: Row, run_row: Row, now: Any,
-                       connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
-    """The save as one statement; it returns ``(seq, event ids)``, or no row if lost."""
+                       connection: BaseDatabaseWrapper, unwait: bool = False,
+                       ) -> tuple[str, list[Any]]:
+    """The save as one statement; it returns ``(seq, event ids)``, or no row if lost.
+    ``unwait``: its commit does not wait for the disk (``unwaited``; autocommit only)."""
     cp = plan.cp
     first = cp.parent_id is None
     created_names = tuple(plan.created[0]) if plan.created else ()
     shape = ("pg", first, tuple(cp_row), tuple(run_row), created_names, len(plan.created),
              len(plan.kept), len(plan.closing), len(plan.events),
-             None if plan.run_event is None else plan.run_event_always)
+             None if plan.run_event is None else plan.run_event_always, unwait)
     sql = _statements.get(shape)
     if sql is None:
         sql = _statements[shape] = _postgres_sql(plan, cp_row, run_row, created_names,
-                                                 connection)
+                                                 connection, unwait)
     prep = fast_values
     params: list[Any] = [cp.thread_id, cp.id] if first else [cp.id, cp.thread_id, cp.parent_id]
     params += prep(Checkpoint, cp_row, connection) + prep(Run, run_row, connection)
@@ -107,7 +109,7 @@ def postgres_statement(plan: SavePlan, cp_row: Row, run_row: Row, now: Any,
 
 
 def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tuple[str, ...],
-                  connection: BaseDatabaseWrapper) -> str:
+                  connection: BaseDatabaseWrapper, unwait: bool) -> str:
     moved = "EXISTS (SELECT 1 FROM moved)"
     parts = [
         f"moved AS ({fastsql.advance_sql(Thread._meta.db_table, plan.cp.parent_id is None)})",
@@ -146,7 +148,8 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
                   f"events AS (INSERT INTO {_table(Event)} ({_cols(Event, EVENT_COLUMNS)}) "
                   f"SELECT e.* FROM ordered, ({' UNION ALL '.join(selects)}) AS e RETURNING id)"]
         ids = "ARRAY(SELECT id FROM events ORDER BY id)"
-    return f"WITH {', '.join(parts)} SELECT moved.seq, {ids} FROM moved"
+    sources = f"moved, {unwaited.POSTGRES_JOIN}" if unwait else "moved"
+    return f"WITH {', '.join(parts)} SELECT moved.seq, {ids} FROM {sources}"
 
 
 # -- Values, as the ORM would send them --------------------------------------------

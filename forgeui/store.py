@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
@@ -34,7 +35,7 @@ from django.utils import timezone
 from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict
 
-from . import fastsql, models, savesql
+from . import fastsql, models, savesql, unwaited
 from .events import EventDraft, announce, write_events
 from .recent import recent_checkpoints
 from .saveplan import SavePlan, plan_save
@@ -96,16 +97,20 @@ class DjangoCheckpointStore:
 
     # The sync halves: for tasks, commands and views that are sync already.
 
-    def save_sync(self, cp: Checkpoint) -> None:
+    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
+        """``save``, blocking; ``durable=False`` (a claim): commit without waiting for
+        the disk (``unwaited``), unless the commit is a caller's."""
         connection = connections[self.using]
         plan = plan_save(cp)
+        in_callers = _in_callers_transaction(connection)
+        unwait = not durable and not in_callers
         # Until a commit here says otherwise, this process's copy of the thread may be
         # stale (lost race, failure, a caller's transaction that may roll back).
         recent_checkpoints.forget(self.using, cp.thread_id)
         try:
             if plan is None:
-                self._save_reading_rows(cp, connection)
-            elif _in_callers_transaction(connection):
+                self._save_reading_rows(cp, connection, unwait)
+            elif in_callers:
                 # A savepoint, announced on the caller's commit.
                 with transaction.atomic(using=self.using):
                     ids = self._write_planned(plan, connection, DumpedJson(cp.to_json()))
@@ -113,7 +118,8 @@ class DjangoCheckpointStore:
                     transaction.on_commit(partial(announce, ids), using=self.using)
             else:
                 data = DumpedJson(cp.to_json())
-                announce(self._write_planned(plan, connection, data, own_transaction=True))
+                announce(self._write_planned(plan, connection, data, own_transaction=True,
+                                             unwait=unwait))
                 recent_checkpoints.put(self.using, cp.thread_id, data.text)
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
@@ -130,20 +136,23 @@ class DjangoCheckpointStore:
         return None if text is None else Checkpoint.from_json(text)
 
     def _write_planned(self, plan: SavePlan, connection: Any, data: DumpedJson,
-                       own_transaction: bool = False) -> builtins.list[int]:
-        """The planned save; its event ids. ``own_transaction``: begin and commit here."""
+                       own_transaction: bool = False, unwait: bool = False,
+                       ) -> builtins.list[int]:
+        """The planned save; its event ids. ``own_transaction``: begin and commit here
+        (``unwait``: without waiting for the disk)."""
         cp, now = plan.cp, timezone.now()
         cp_row, mirrored = _checkpoint_row(cp, data), run_row(cp)
         if connection.vendor == "postgresql":
             # Outside a transaction this one statement is its own: one round trip.
-            sql, params = savesql.postgres_statement(plan, cp_row, mirrored, now, connection)
+            sql, params = savesql.postgres_statement(plan, cp_row, mirrored, now, connection,
+                                                     unwait=unwait)
             row = fastsql.prepared_fetchone(connection, sql, params)
             if row is None:
                 raise self._lost(cp)
             return list(row[1])
         connection.ensure_connection()
         raw = connection.connection
-        with connection.wrap_database_errors:
+        with connection.wrap_database_errors, _sqlite_commits(raw, unwait):
             cursor = raw.cursor()
             if own_transaction:
                 cursor.execute("BEGIN IMMEDIATE")
@@ -161,10 +170,19 @@ class DjangoCheckpointStore:
                 cursor.close()
         return done[1]
 
-    def _save_reading_rows(self, cp: Checkpoint, connection: Any) -> None:
-        """The general save: interrupt rows read back where this process has no record."""
-        with transaction.atomic(using=self.using):
-            if connection.vendor == "postgresql":
+    def _save_reading_rows(self, cp: Checkpoint, connection: Any, unwait: bool = False,
+                           ) -> None:
+        """The general save: interrupt rows read back where this process has no record
+        (``unwait``: commit without waiting for the disk)."""
+        postgres = connection.vendor == "postgresql"
+        if not postgres:
+            connection.ensure_connection()
+        with (_sqlite_commits(connection.connection, unwait and not postgres),
+              transaction.atomic(using=self.using)):
+            if postgres:
+                if unwait:
+                    with connection.cursor() as cursor:
+                        cursor.execute(unwaited.POSTGRES_SET_LOCAL)
                 self._advance_and_insert(cp, connection)
             else:
                 self._insert(cp, self._advance(cp))
@@ -249,6 +267,11 @@ class DjangoCheckpointStore:
         if latest != cp.parent_id or reused:
             return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
         return None
+
+
+def _sqlite_commits(raw: Any, unwait: bool) -> AbstractContextManager[None]:
+    """Where a SQLite save commits: without waiting for the disk if ``unwait``."""
+    return unwaited.sqlite_unwaited(raw) if unwait else nullcontext()
 
 
 def _in_callers_transaction(connection: Any) -> bool:

@@ -93,6 +93,8 @@ class RunExecution:
         self.shared = shared
         self.base = base  # the thread's latest saved id: the parent of our next save
         self.parent = parent
+        # Unsaved until the first save, so every execution saves before it returns:
+        # the claim that started it may wait for that save to reach the disk.
         self.dirty = True
         self._lock = asyncio.Lock()
         self._parallel = False  # several tasks in this step: sync nodes go to threads

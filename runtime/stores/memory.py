@@ -23,7 +23,8 @@ class InMemoryCheckpointStore:
     async def load(self, thread_id: str) -> Checkpoint | None:
         return self.load_sync(thread_id)
 
-    def save_sync(self, cp: Checkpoint) -> None:
+    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
+        """``save``; ``durable`` means nothing here (nothing outlives the process)."""
         text = cp.to_json()  # serialise before taking the lock: a bad value changes nothing
         with self._lock:
             chain = self._threads.setdefault(cp.thread_id, [])

@@ -33,4 +33,10 @@ def store_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         # Else this variant would quietly repeat the plain one.
         assert isinstance(DurableExecutor([("a", lambda data: data)]).store,
                           StoreThreadMemoryStore)
+    StoreThreadMemoryStore.made.clear()
     yield kind
+    # A claim may skip waiting for the disk only because a durable save follows it
+    # before the call that made it returns (``_Claim.then_saves``).
+    behind = [store for store in StoreThreadMemoryStore.made if store.behind_disk]
+    StoreThreadMemoryStore.made.clear()
+    assert not behind, "a test ended with a store whose last save did not wait for the disk"

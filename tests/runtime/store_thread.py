@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from runtime import InMemoryCheckpointStore
 from runtime.checkpoint import Checkpoint
@@ -22,7 +22,15 @@ STORE_THREAD = "memory-store"
 class StoreThreadMemoryStore(InMemoryCheckpointStore):
     """Counts its trips to the store thread (``trips``) and its reads (``loads``), and
     remembers what it saved last per thread (``recent_sync``), as the Django store does.
-    ``blocks_here``: sync callers may call the blocking twins on their own thread."""
+    ``blocks_here``: sync callers may call the blocking twins on their own thread.
+
+    Saves with ``durable=False`` are listed in ``unwaited`` (checkpoint ids);
+    ``behind_disk`` holds while the latest save of all was one of them, as a database
+    would be behind its disk until its next durable commit. Every store made during a
+    test is in ``made``, so the runtime tests can check none is left behind.
+    """
+
+    made: ClassVar[list[StoreThreadMemoryStore]] = []
 
     def __init__(self, blocks_here: bool = True) -> None:
         super().__init__()
@@ -30,13 +38,19 @@ class StoreThreadMemoryStore(InMemoryCheckpointStore):
         self.trips = self.loads = 0
         self.recent: dict[str, str] = {}
         self.blocks_here = blocks_here
+        self.unwaited: list[str] = []
+        self.behind_disk = False
+        self.made.append(self)
 
     def can_block_here(self) -> bool:
         return self.blocks_here
 
-    def save_sync(self, cp: Checkpoint) -> None:
-        super().save_sync(cp)
+    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
+        super().save_sync(cp, durable)
         self.recent[cp.thread_id] = cp.to_json()
+        if not durable:
+            self.unwaited.append(cp.id)
+        self.behind_disk = not durable
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         self.loads += 1

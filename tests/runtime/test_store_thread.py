@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -205,3 +206,54 @@ async def test_a_refusal_on_the_latest_still_reaches_the_caller() -> None:
     with pytest.raises(ResumeError):
         await ex.resume("t", "three")  # completed: on the copy and on the latest alike
     assert store.loads == 1 and await checkpoints(store, "t") == before
+
+
+# -- Which saves wait for the disk (``BlockingStore.save_sync``'s ``durable``) ----------
+
+async def test_a_resume_claims_without_waiting_for_the_disk_and_then_saves_durably() -> None:
+    store, seen = StoreThreadMemoryStore(), []
+    ex = approval_graph(store, seen)
+    paused = await ex.run({"amount": 1})
+    assert store.unwaited == []  # a start waits for every save
+    done = await ex.resume(paused.thread_id, "yes")
+    claim = (await checkpoints(store, paused.thread_id))[3]
+    assert (done.status, claim.status, list(claim.answers)) == (
+        "completed", "running", [paused.interrupts[0].id])
+    assert store.unwaited == [claim.id]
+    assert not store.behind_disk
+
+
+def test_the_sync_twins_claim_the_same_way() -> None:
+    store, seen = StoreThreadMemoryStore(), []
+    ex = approval_graph(store, seen)
+    paused = ex.run_sync({"amount": 1})
+    assert ex.resume_sync(paused.thread_id, "yes").status == "completed"
+    claim = asyncio.run(checkpoints(store, paused.thread_id))[3]
+    assert claim.answers and store.unwaited == [claim.id]
+    assert not store.behind_disk and seen[-1] == threading.current_thread().name
+
+
+async def test_a_request_left_to_the_lease_holder_waits_for_the_disk() -> None:
+    """A cancel that arrives while a node runs is reported as soon as it is saved, so
+    that save must be durable: no save of the caller's follows it."""
+    store = StoreThreadMemoryStore()
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(data: Any) -> Any:
+        entered.set()
+        assert release.wait(5)
+        return data
+
+    ex = DurableExecutor([("slow", slow), ("after", lambda data: data)], store=store,
+                         name="slow")
+    finished: list[Any] = []
+    worker = threading.Thread(target=lambda: finished.append(ex.run_sync(1, thread_id="t")))
+    worker.start()
+    assert await asyncio.to_thread(entered.wait, 5)
+    try:
+        reported = await ex.cancel("t")
+        assert (reported.status, store.unwaited, store.behind_disk) == ("running", [], False)
+    finally:
+        release.set()
+        await asyncio.to_thread(worker.join, 5)
+    assert [r.status for r in finished] == ["cancelled"]

@@ -1,0 +1,173 @@
+"""A resume's claim commits without waiting for the disk; every node's save still waits
+(``forgeui.unwaited``), on both databases, on the planned and the reading save path."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.db import connections, transaction
+
+from forgeui.store import DjangoCheckpointStore
+from runtime import CheckpointConflict, DurableExecutor, NodeContext
+from tests.runtime.store_conformance import make_checkpoint
+
+
+def approval(store: DjangoCheckpointStore) -> DurableExecutor:
+    """The benchmark's shape: prepare -> approve (interrupt) -> execute."""
+    def approve(data: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        return {**data, "answer": ctx.interrupt("Approve?")}
+
+    return DurableExecutor([("prepare", lambda data: {**data, "prepared": True}),
+                            ("approve", approve),
+                            ("execute", lambda data: {**data, "done": True})],
+                           store=store, name="unwaited")
+
+
+class Unwaited:
+    alias = "sqlite"
+
+    @contextmanager
+    def statements(self) -> Iterator[list[str]]:
+        """Every statement the store sends on this thread's connection meanwhile."""
+        raise NotImplementedError
+
+    def waits_for_disk(self) -> Any:
+        """The connection's setting that says how a commit waits for the disk."""
+        raise NotImplementedError
+
+    def claims(self, statements: list[str]) -> list[str]:
+        """The statements that made a commit skip waiting for the disk."""
+        raise NotImplementedError
+
+    def resume_traced(self, store: DjangoCheckpointStore) -> list[str]:
+        ex = approval(store)
+        paused = ex.run_sync({"amount": 1})
+        before = self.waits_for_disk()
+        with self.statements() as sent:
+            done = ex.resume_sync(paused.thread_id, "yes")
+        assert (done.status, done.output["answer"]) == ("completed", "yes")
+        assert self.waits_for_disk() == before, "the connection's setting was not restored"
+        saved = store.list_sync(paused.thread_id)
+        assert [c.status for c in saved] == ["running", "running", "interrupted", "running",
+                                             "running", "completed"]
+        return sent
+
+    def test_a_resume_claims_without_waiting_and_saves_each_node_durably(self) -> None:
+        sent = self.resume_traced(DjangoCheckpointStore(self.alias))
+        self.assert_only_the_claim_unwaited(sent)
+
+    def test_the_reading_save_path_claims_the_same_way(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        taken: list[str] = []
+        monkeypatch.setattr("forgeui.store.plan_save", lambda cp: taken.append(cp.id) and None)
+        sent = self.resume_traced(DjangoCheckpointStore(self.alias))
+        assert len(taken) >= 3, "the reading path was not taken"
+        self.assert_only_the_claim_unwaited(sent)
+
+    def assert_only_the_claim_unwaited(self, sent: list[str]) -> None:
+        raise NotImplementedError
+
+    def test_inside_a_callers_transaction_the_callers_commit_decides(self) -> None:
+        store = DjangoCheckpointStore(self.alias)
+        first = make_checkpoint("t-outer", None, run_id="r-outer", interrupts=[])
+        store.save_sync(first)
+        with self.statements() as sent, transaction.atomic(using=self.alias):
+            store.save_sync(make_checkpoint("t-outer", first.id, run_id="r-outer",
+                                            interrupts=[]), durable=False)
+        assert self.claims(sent) == []
+        assert len(store.list_sync("t-outer")) == 2
+
+    def test_an_unwaited_save_is_seen_by_every_other_writer_at_once(self) -> None:
+        store = DjangoCheckpointStore(self.alias)
+        first = make_checkpoint("t-race", None, run_id="r-race", interrupts=[])
+        store.save_sync(first)
+        claim = make_checkpoint("t-race", first.id, run_id="r-race", interrupts=[])
+        store.save_sync(claim, durable=False)
+        outcome: list[Any] = []
+
+        def rival() -> None:  # another thread: its own connection
+            try:
+                outcome.append(store.load_sync("t-race"))
+                store.save_sync(make_checkpoint("t-race", first.id, run_id="r-race",
+                                                interrupts=[]))
+            except CheckpointConflict as exc:
+                outcome.append(exc)
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=rival)
+        thread.start()
+        thread.join(10)
+        assert [type(o) for o in outcome] == [type(claim), CheckpointConflict]
+        assert outcome[0].id == claim.id
+        assert outcome[1].latest == claim.id
+
+
+class TestUnwaitedOnSQLite(Unwaited):
+    pytestmark = pytest.mark.django_db(transaction=True, databases=["sqlite"])
+    alias = "sqlite"
+
+    @contextmanager
+    def statements(self) -> Iterator[list[str]]:
+        connection = connections[self.alias]
+        connection.ensure_connection()
+        sent: list[str] = []
+        connection.connection.set_trace_callback(sent.append)
+        try:
+            yield sent
+        finally:
+            connection.connection.set_trace_callback(None)
+
+    def waits_for_disk(self) -> Any:
+        with connections[self.alias].cursor() as cursor:
+            return cursor.execute("PRAGMA synchronous").fetchone()[0]
+
+    def claims(self, statements: list[str]) -> list[str]:
+        return [s for s in statements if s == "PRAGMA synchronous=1"]
+
+    def assert_only_the_claim_unwaited(self, sent: list[str]) -> None:
+        assert self.waits_for_disk() == 2  # FULL, as settings.database() asks
+        marks = [s for s in sent if s.startswith(("PRAGMA synchronous=", "BEGIN", "COMMIT"))]
+        # The claim's transaction alone runs at NORMAL; the nodes' commit at FULL.
+        assert marks == ["PRAGMA synchronous=1", "BEGIN IMMEDIATE", "COMMIT",
+                         "PRAGMA synchronous=2", "BEGIN IMMEDIATE", "COMMIT",
+                         "BEGIN IMMEDIATE", "COMMIT"], marks
+
+
+class TestUnwaitedOnPostgres(Unwaited):
+    pytestmark = [pytest.mark.postgres,
+                  pytest.mark.django_db(transaction=True, databases=["postgres"])]
+    alias = "postgres"
+
+    @contextmanager
+    def statements(self) -> Iterator[list[str]]:
+        sent: list[str] = []
+
+        def record(execute: Callable[..., Any], sql: str, params: Any, many: bool,
+                   context: dict[str, Any]) -> Any:
+            sent.append(sql)
+            return execute(sql, params, many, context)
+
+        with connections[self.alias].execute_wrapper(record):
+            yield sent
+
+    def waits_for_disk(self) -> Any:
+        with connections[self.alias].cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    def claims(self, statements: list[str]) -> list[str]:
+        return [s for s in statements if "synchronous_commit" in s]
+
+    def assert_only_the_claim_unwaited(self, sent: list[str]) -> None:
+        assert self.waits_for_disk() == "on"
+        writes = [s for s in sent if s.startswith(("WITH moved AS", "UPDATE", "INSERT",
+                                                   "SET LOCAL"))]
+        unwaited = self.claims(sent)
+        assert len(unwaited) == 1, sent
+        # The claim is the resume's first write; nothing after it skips the wait.
+        assert writes.index(unwaited[0]) == 0, writes
