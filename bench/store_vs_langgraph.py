@@ -5,7 +5,8 @@ to the end), on SQLite (WAL, synchronous=FULL) and on PostgreSQL, beside LangGra
 ``SqliteSaver`` / ``PostgresSaver`` and beside the raw limit: single-row
 insert-and-commit rate of the same database. Every completed step is checkpointed
 (``durability="sync"``), so crash safety is not traded for speed. Each side's
-checkpoints and commits per finished run are counted too (``commits_per_run``).
+checkpoints and commits per finished run are counted too (``commits_per_run``), and
+how many of those commits did not wait for the disk (a resume's claim: ``forgeui.unwaited``).
 
 Each side runs twice, sync API against sync API and async against async: forge's
 ``ex.run_sync`` / ``ex.resume_sync`` (lone sync steps on the caller's thread, no event
@@ -69,8 +70,9 @@ def raw_commit_rate(kind: str, target: str, n: int = 2000) -> float:
 
 
 Phases = Callable[[int, str], tuple[float, float, int]]
-# Installs a statement callback on the side's SQLite connection (None removes it).
-Trace = Callable[[Callable[[str], None] | None], None]
+# Installs a callback that sees every statement the side sends (None removes it); None
+# where a side's statements cannot be watched (LangGraph's PostgreSQL savers).
+Trace = Callable[[Callable[[str], None] | None], None] | None
 
 
 def forge_runner() -> tuple[Phases, Phases, Trace]:
@@ -119,9 +121,22 @@ def forge_runner() -> tuple[Phases, Phases, Trace]:
     def trace(callback: Callable[[str], None] | None) -> None:
         from django.db import connection
 
+        def watch(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            assert callback is not None
+            callback(sql)
+            return execute(sql, params, many, context)
+
         def install() -> None:  # on a thread whose connection saves
             connection.ensure_connection()
-            connection.connection.set_trace_callback(callback)
+            if connection.vendor == "sqlite":
+                connection.connection.set_trace_callback(callback)
+                return
+            # PostgreSQL: the store's statements all pass the execute wrappers.
+            connection.execute_wrappers[:] = [
+                w for w in connection.execute_wrappers if not getattr(w, "bench", False)]
+            if callback is not None:
+                watch.bench = True  # type: ignore[attr-defined]
+                connection.execute_wrappers.append(watch)
 
         install()  # this thread's: the sync twins save on it
         asyncio.run(ex.store.call_in_store_thread(install))  # type: ignore[union-attr]
@@ -142,7 +157,7 @@ def langgraph_runner(kind: str, target: str, stack: ExitStack) -> tuple[Phases, 
         saver: Any = SqliteSaver(conn)
         trace: Trace = conn.set_trace_callback
     else:
-        trace = _no_trace
+        trace = None
         from langgraph.checkpoint.postgres import PostgresSaver
 
         saver = stack.enter_context(PostgresSaver.from_conn_string(target))
@@ -174,7 +189,7 @@ def langgraph_async_runner(kind: str, target: str, stack: ExitStack) -> tuple[Ph
     stack.callback(loop.close)
     opened = AsyncExitStack()
     stack.callback(lambda: loop.run_until_complete(opened.aclose()))
-    trace: Trace = _no_trace
+    trace: Trace = None
     if kind == "sqlite":
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -214,35 +229,48 @@ def langgraph_async_runner(kind: str, target: str, stack: ExitStack) -> tuple[Ph
     return (lambda n, tag: loop.run_until_complete(phases(n, tag))), trace
 
 
-def _no_trace(callback: Callable[[str], None] | None) -> None:
-    """PostgreSQL sides are counted by transaction ids instead."""
+def unwaited(sql: str) -> bool:
+    """Does this statement make a commit skip waiting for the disk (``forgeui.unwaited``)?
+    SQLite: ``synchronous`` lowered to NORMAL (0 or 1) for it; PostgreSQL:
+    ``synchronous_commit`` turned off for it."""
+    text = sql.replace(" ", "").lower()
+    return text in ("pragmasynchronous=0", "pragmasynchronous=1") or (
+        "synchronous_commit" in text and "off" in text)
 
 
-def commits_per_run(kind: str, phases: Phases, trace: Trace, n: int = 20) -> float:
-    """Commits that wrote, per run (start plus resume), counted on a pass of its own so
-    the counting costs the timed rounds nothing. SQLite: ``COMMIT`` statements seen by
-    the connection's trace callback. PostgreSQL: transaction ids drawn (only a
-    transaction that writes draws one; the two readings draw one each)."""
-    if kind == "sqlite":
-        commits = [0]
+def commits_per_run(kind: str, phases: Phases, trace: Trace,
+                    n: int = 20) -> tuple[float, float | None]:
+    """Commits that wrote, and how many of them did not wait for the disk, per run (start
+    plus resume), counted on a pass of its own so the counting costs the timed rounds
+    nothing. SQLite: ``COMMIT`` statements seen by the connection's trace callback.
+    PostgreSQL: transaction ids drawn (only a transaction that writes draws one; the two
+    readings draw one each). Unwaited: statements that lower the wait (``unwaited``),
+    where the side's statements can be watched (else None)."""
+    commits, lowered = [0], [0]
 
-        def seen(sql: str) -> None:
-            if sql.lstrip().upper().startswith("COMMIT"):
-                commits[0] += 1
+    def seen(sql: str) -> None:
+        if sql.lstrip().upper().startswith("COMMIT"):
+            commits[0] += 1
+        elif unwaited(sql):
+            lowered[0] += 1
 
+    if trace is not None:
         trace(seen)
-        try:
+    try:
+        if kind == "sqlite":
             phases(n, "commits")
-        finally:
-            trace(None)
-        return commits[0] / n
-    import psycopg
+        else:
+            import psycopg
 
-    with psycopg.connect(PG_BENCH, autocommit=True) as conn:
-        before = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
-        phases(n, "commits")
-        after = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
-    return (after - before - 1) / n
+            with psycopg.connect(PG_BENCH, autocommit=True) as conn:
+                before = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
+                phases(n, "commits")
+                after = conn.execute("SELECT txid_current()").fetchone()[0]  # type: ignore[index]
+            commits[0] = after - before - 1
+    finally:
+        if trace is not None:
+            trace(None)
+    return commits[0] / n, None if trace is None else lowered[0] / n
 
 
 def alternate(sides: dict[str, Phases], n: int, rounds: int) -> dict[str, dict[str, Any]]:
@@ -278,7 +306,8 @@ def child(kind: str, n: int, rounds: int) -> None:
         result: dict[str, Any] = alternate(
             {name: phases for name, (phases, _) in runners.items()}, n, rounds)
         for name, (phases, trace) in runners.items():
-            result[name]["commits_per_run"] = commits_per_run(kind, phases, trace)
+            counted = commits_per_run(kind, phases, trace)
+            result[name]["commits_per_run"], result[name]["unwaited_per_run"] = counted
     result["raw_commits_per_s"] = raw_commit_rate(kind, raw_target)
     print(json.dumps(result))
 
@@ -363,10 +392,15 @@ def main() -> None:
                 cells.append(f"{f:>8,.0f}{lg:>11,.0f}{f / lg:>6.2f}x")
             print(f"{phase} {unit:<12}{cells[0]}   {cells[1]}")
         for figure, label in (("checkpoints_per_run", "checkpoints per finished run"),
-                              ("commits_per_run", "commits that wrote, per finished run")):
-            print(f"{label}: " + ", ".join(f"{side} {r[side][figure]:.1f}" for side in
+                              ("commits_per_run", "commits that wrote, per finished run"),
+                              ("unwaited_per_run", "of which did not wait for the disk")):
+            print(f"{label}: " + ", ".join(f"{side} {_figure(r[side][figure])}" for side in
                                            ("forge_sync", "forge", "langgraph",
                                             "langgraph_async")))
+
+
+def _figure(value: float | None) -> str:
+    return "not watched" if value is None else f"{value:.1f}"
 
 
 if __name__ == "__main__":
