@@ -41,6 +41,7 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 FORGE_GRAPHS = {
     **FORGE_GRAPHS,  # noqa: F405
     "race": "tests.forgeui.graphs:race",
+    "gated": "tests.forgeui.graphs:gated",
     "parallel": "tests.forgeui.graphs:parallel",
     "blocking": "tests.forgeui.graphs:blocking",
     "pipeline": "tests.forgeui.graphs:make_pipeline",

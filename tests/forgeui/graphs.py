@@ -33,6 +33,19 @@ def pay(order: dict[str, Any]) -> dict[str, Any]:
 race = DurableExecutor(nodes=[("ask", ask), ("pay", pay)], name="race")
 
 
+def ask_then_pay(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Ask; with the answer, say so, block until the test opens the gate (or kills us),
+    then pay: code after ``interrupt()`` runs before the node's checkpoint."""
+    answer = ctx.interrupt({"question": "Pay?", "amount": order.get("amount")})
+    append_line(order["entered"], "entered")
+    while not Path(order["gate"]).exists():
+        time.sleep(0.05)
+    return pay({**order, "answer": answer})
+
+
+gated = DurableExecutor(nodes=[("ask_then_pay", ask_then_pay)], name="gated")
+
+
 def legal(order: dict[str, Any], ctx: NodeContext) -> Any:
     return ctx.interrupt({"question": "Legal sign-off?"})
 

@@ -1,8 +1,9 @@
 """One contender in the resume race (``test_processes``): its own process, its own Django.
 
-``python -m tests.forgeui.race_worker THREAD_ID VALUE GO_FILE`` connects, prints
-``ready``, waits for ``GO_FILE`` to appear, resumes the thread with ``VALUE`` and prints
-``{"outcome": "won" | "stale" | "conflict", ...}`` as its last line.
+``python -m tests.forgeui.race_worker THREAD_ID VALUE GO_FILE [GRAPH]`` connects, prints
+``ready``, waits for ``GO_FILE`` to appear, resumes the thread of ``GRAPH`` (``race`` by
+default) with ``VALUE`` and prints ``{"outcome": "won" | "stale" | "conflict", ...}`` as
+its last line.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 
 
-def main(thread_id: str, value: str, go_file: str) -> None:
+def main(thread_id: str, value: str, go_file: str, graph: str = "race") -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
     import django
 
@@ -22,7 +23,7 @@ def main(thread_id: str, value: str, go_file: str) -> None:
     from forgeui import registry
     from runtime.errors import CheckpointConflict, StaleResumeTarget
 
-    executor = registry.get_executor("race")
+    executor = registry.get_executor(graph)
     assert asyncio.run(executor.store.load(thread_id)) is not None  # connected and warm
     print("ready", flush=True)
     while not os.path.exists(go_file):
@@ -38,4 +39,4 @@ def main(thread_id: str, value: str, go_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

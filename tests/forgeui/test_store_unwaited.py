@@ -3,17 +3,26 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connections, transaction
 
+from forgeui import registry
 from forgeui.store import DjangoCheckpointStore
 from runtime import CheckpointConflict, DurableExecutor, NodeContext
 from tests.runtime.store_conformance import make_checkpoint
+
+from .conftest import ROOT, database_url, django_env, lines, manage
 
 
 def approval(store: DjangoCheckpointStore) -> DurableExecutor:
@@ -171,3 +180,48 @@ class TestUnwaitedOnPostgres(Unwaited):
         assert len(unwaited) == 1, sent
         # The claim is the resume's first write; nothing after it skips the wait.
         assert writes.index(unwaited[0]) == 0, writes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alias", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
+def test_a_worker_killed_after_its_claim_keeps_the_answer_and_recovery_applies_it(
+        alias: str, ledger: Path, tmp_path: Path, close_worker_connections: None) -> None:
+    """The claim's commit did not wait for the disk, but a killed process loses nothing
+    the database has committed: recovery finds the claim and runs the node with the
+    worker's answer, once."""
+    store = DjangoCheckpointStore(alias)
+    entered, gate, go = tmp_path / "entered.txt", tmp_path / "gate", tmp_path / "go"
+    paused = registry.get_executor("gated").with_store(store).run_sync(
+        {"ledger": str(ledger), "entered": str(entered), "gate": str(gate), "amount": 5})
+    env = django_env(database_url(alias))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.forgeui.race_worker", paused.thread_id, "from-worker",
+         str(go), "gated"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        start_new_session=True)
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        go.touch()
+        deadline = time.monotonic() + 60
+        while not entered.exists():  # claimed, and inside the node
+            assert time.monotonic() < deadline, "the worker never reached the node"
+            time.sleep(0.05)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+        assert worker.stdout is not None
+        worker.stdout.close()
+    assert worker.returncode == -signal.SIGKILL
+
+    claim = store.load_sync(paused.thread_id)
+    assert claim is not None and claim.status == "running"
+    assert [a["value"] for a in claim.answers.values()] == ["from-worker"]
+    assert lines(ledger) == []
+
+    gate.touch()
+    out = manage("recover_runs", "--older-than", "0", env=env).stdout
+    assert f"recover thread {paused.thread_id}" in out
+    done = store.load_sync(paused.thread_id)
+    assert done is not None and done.status == "completed"
+    assert lines(ledger) == ["paid 5 answer=from-worker"]
