@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ._jsonvalue import dumps_proven
 from .errors import CheckpointConflict
 from .types import RunStatus
 
@@ -68,7 +69,7 @@ class Checkpoint:
         return cls(**{name: data[name] for name in FIELD_NAMES if name in data})
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+        return dumps_proven(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str) -> Checkpoint:

@@ -131,7 +131,7 @@ class DurableExecutor:
             history=[], pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
             tasks=[new_task(run_id, 0, self.graph.first, input)], lease=new_id(),
-            once=dict(existing.once) if existing else {}, metadata=dict(metadata or {}),
+            once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
         )
         return RunExecution(self, cp, Shared.from_root(cp, self, loop),
                             existing.id if existing else None)
@@ -394,6 +394,19 @@ def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
 def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Claim:
     """``resume`` was given a sub-agent's thread: answer that run through its root."""
     return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
+
+
+def _run_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of a run's metadata, proven JSON like everything else a checkpoint holds."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ResumeError(f"run metadata must be a dict, not {type(metadata).__name__}")
+    try:
+        copied: dict[str, Any] = json_copy(metadata)
+    except NotJSON as exc:
+        raise ResumeError(f"run metadata: {exc}") from None
+    return copied
 
 
 def _unknown_run(run_id: str) -> StaleResumeTarget:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 from itertools import pairwise
 from typing import Any
 
 import pytest
 
-from runtime import Checkpoint, DurableExecutor, InMemoryCheckpointStore, NodeContext, NodeError
+from runtime import (
+    Checkpoint,
+    DurableExecutor,
+    InMemoryCheckpointStore,
+    NodeContext,
+    NodeError,
+    ResumeError,
+    _jsonvalue,
+)
 
 from .helpers import checkpoint_ids, checkpoints, latest
 
@@ -124,6 +133,52 @@ async def test_nan_output_is_refused() -> None:
     assert info.value.node == "nan"
     cp = await latest(ex.store, "t-nan")
     assert "nan" not in cp.state
+
+
+@pytest.mark.parametrize("metadata", [
+    {"score": math.nan}, {"when": Weird()}, {"tags": {1, 2}}, ["not", "a", "dict"],
+])
+async def test_run_metadata_that_is_not_json_is_refused_before_anything_is_saved(
+        metadata: Any) -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x)])
+    with pytest.raises(ResumeError, match="run metadata"):
+        await ex.run(1, thread_id="t-meta", metadata=metadata)
+    assert await checkpoints(ex.store, "t-meta") == []
+
+
+async def test_run_metadata_is_kept_as_json_would_read_it_back() -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x)])
+    done = await ex.run(1, thread_id="t-meta", metadata={1: ("x", "y"), "who": "ann"})
+    cp = await latest(ex.store, done.thread_id)
+    assert cp.metadata == {"1": ["x", "y"], "who": "ann"}
+
+
+# Values at the edges of what the fast writer writes exactly: past 64 bits, a lone
+# surrogate, text outside ASCII, floats that spell differently, deep nesting.
+EDGES: list[Any] = [
+    2**64 + 1, -(2**63) - 1, "\ud800 alone", "é ☃ 😀", 1e16, 0.1, -0.0, 5e-324,
+    {"deep": [[[{"k": [1, {"x": None}]}]]]}, "", [],
+]
+
+
+@pytest.mark.parametrize("value", EDGES)
+def test_a_checkpoint_reads_back_exactly_whichever_writer_wrote_it(
+        value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cp = Checkpoint(id="c", thread_id="t", node=None, interrupt_payload=None,
+                    state={"v": value}, history=[], pending_input=None, created_at=1)
+    for writer in ("orjson", "standard library"):
+        if writer == "standard library":
+            monkeypatch.setattr(_jsonvalue, "orjson", None)
+        text = cp.to_json()
+        assert json.loads(text) == json.loads(json.dumps(cp.to_dict())), writer
+        back = Checkpoint.from_json(text)
+        assert back == cp and repr(back.state["v"]) == repr(value), writer
+    assert cp.to_json() == json.dumps(cp.to_dict(), separators=(",", ":"))
+
+
+def test_the_fast_writer_is_installed() -> None:
+    """forge depends on orjson; without it checkpoints are written several times slower."""
+    assert _jsonvalue.orjson is not None
 
 
 async def test_non_json_output_can_be_recovered_after_the_fix() -> None:
