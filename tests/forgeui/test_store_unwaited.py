@@ -9,8 +9,9 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,21 +37,26 @@ def approval(store: DjangoCheckpointStore) -> DurableExecutor:
                            store=store, name="unwaited")
 
 
-class Unwaited:
+class Unwaited(ABC):
+    """The checks both databases share; each subclass says how its database is watched."""
+
     alias = "sqlite"
 
-    @contextmanager
-    def statements(self) -> Iterator[list[str]]:
+    @abstractmethod
+    def statements(self) -> AbstractContextManager[list[str]]:
         """Every statement the store sends on this thread's connection meanwhile."""
-        raise NotImplementedError
 
+    @abstractmethod
     def waits_for_disk(self) -> Any:
         """The connection's setting that says how a commit waits for the disk."""
-        raise NotImplementedError
 
+    @abstractmethod
     def claims(self, statements: list[str]) -> list[str]:
         """The statements that made a commit skip waiting for the disk."""
-        raise NotImplementedError
+
+    @abstractmethod
+    def assert_only_the_claim_unwaited(self, sent: list[str]) -> None:
+        """Of a resume's statements, only the claim's transaction skipped the wait."""
 
     def resume_traced(self, store: DjangoCheckpointStore) -> list[str]:
         ex = approval(store)
@@ -76,9 +82,6 @@ class Unwaited:
         sent = self.resume_traced(DjangoCheckpointStore(self.alias))
         assert len(taken) >= 3, "the reading path was not taken"
         self.assert_only_the_claim_unwaited(sent)
-
-    def assert_only_the_claim_unwaited(self, sent: list[str]) -> None:
-        raise NotImplementedError
 
     def test_inside_a_callers_transaction_the_callers_commit_decides(self) -> None:
         store = DjangoCheckpointStore(self.alias)
