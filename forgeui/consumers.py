@@ -79,6 +79,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         after = content.get("after") if isinstance(content, dict) else None
         if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
             found, last = await database_sync_to_async(catch_up)(after, self.viewer)
+            feed().caught_up(self, last)
             await self.push(found, last)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -94,7 +95,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def inbox_event(self, message: dict[str, Any]) -> None:
         """``events.publish`` announced a committed change (or ``EventFeed`` found one)."""
         ids = [int(event_id) for event_id in message["event_ids"]]
-        feed().hear(ids)
+        feed().hear(self, ids)
         found = [await snapshots.get(event_id) for event_id in ids]
         await self.push(found, max(ids), quiet_if_empty=True)
 

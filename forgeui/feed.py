@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -128,23 +128,36 @@ class SnapshotCache:
 snapshots = SnapshotCache()
 
 
-def unheard_events(after: int, heard: set[int], settle: float) -> tuple[list[int], int]:
-    """Events after ``after``, at least ``settle`` seconds old, that were not announced
-    to us; and the newest such id, below which nothing is left to look at."""
+def settled_events(after: int, settle: float) -> list[int]:
+    """Ids of the events after ``after`` that are at least ``settle`` seconds old (the
+    channel layer had its chance to announce them), oldest first."""
     cutoff = timezone.now() - timedelta(seconds=settle)
-    settled = list(Event.objects.after(after).filter(created_at__lte=cutoff)
-                   .values_list("id", flat=True)[:CATCH_UP_BATCH])
-    return [i for i in settled if i not in heard], max(settled, default=after)
+    return list(Event.objects.after(after).filter(created_at__lte=cutoff)
+                .values_list("id", flat=True)[:CATCH_UP_BATCH])
+
+
+@dataclass
+class Heard:
+    """What one socket has been told: every event up to ``upto`` (a catch-up read them
+    all), and ``ids`` above that, one by one."""
+
+    upto: int = 0
+    ids: set[int] = field(default_factory=set)
+
+    def has(self, event_id: int) -> bool:
+        return event_id <= self.upto or event_id in self.ids
 
 
 class EventFeed(SocketLoopWork):
-    """A fallback for events no channel-layer message announced here.
+    """A fallback for events no channel-layer message brought to a socket.
 
     With the in-memory layer, a run started by another process (``manage.py start_run``
     beside daphne) writes its events to the database but cannot reach this process's
-    sockets. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and hands
-    events it has not heard of, once they are ``SETTLE_SECONDS`` old (the layer had its
-    chance), to its sockets. Pushing a row twice is harmless: rows are idempotent.
+    sockets; the Redis layer drops a slow socket's oldest messages when its queue is
+    full, while the other sockets of the process get theirs. So what was heard is kept
+    per socket. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and
+    hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
+    old. Pushing a row twice is harmless: rows are idempotent.
     """
 
     POLL_SECONDS = 0.5
@@ -153,11 +166,22 @@ class EventFeed(SocketLoopWork):
 
     def __init__(self) -> None:
         super().__init__()
-        self.heard: set[int] = set()
+        self.heard: dict[Any, Heard] = {}
         self.floor: int | None = None
 
-    def hear(self, event_ids: list[int]) -> None:
-        self.heard.update(event_ids)
+    def hear(self, consumer: Any, event_ids: list[int]) -> None:
+        if consumer in self.sockets:  # not one that has gone meanwhile
+            self.heard.setdefault(consumer, Heard()).ids.update(event_ids)
+
+    def caught_up(self, consumer: Any, last: int) -> None:
+        """``consumer`` was sent everything up to event ``last`` (``catch_up``)."""
+        if consumer in self.sockets:
+            heard = self.heard.setdefault(consumer, Heard())
+            heard.upto = max(heard.upto, last)
+
+    def discard(self, consumer: Any) -> None:
+        super().discard(consumer)
+        self.heard.pop(consumer, None)
 
     async def start(self) -> None:
         if self.floor is None:
@@ -165,15 +189,19 @@ class EventFeed(SocketLoopWork):
 
     async def tick(self) -> None:
         assert self.floor is not None
-        missed, self.floor = await database_sync_to_async(unheard_events)(
-            self.floor, set(self.heard), self.SETTLE_SECONDS)
-        self.heard = {i for i in self.heard if i > self.floor}
+        settled = await database_sync_to_async(settled_events)(self.floor,
+                                                                self.SETTLE_SECONDS)
+        if not settled:
+            return
+        self.floor = settled[-1]
         # One event at a time, every socket in turn: a whole batch per socket held the
-        # database thread long enough for the sockets' own queues to overflow (the Redis
-        # layer then drops their oldest messages).
-        for event_id in missed:
+        # database thread long enough for the sockets' own queues to overflow.
+        for event_id in settled:
             for consumer in list(self.sockets):
-                await consumer.inbox_event({"event_ids": [event_id]})
+                if not self.heard.setdefault(consumer, Heard()).has(event_id):
+                    await consumer.inbox_event({"event_ids": [event_id]})
+        for heard in self.heard.values():  # below the floor nothing is looked at again
+            heard.ids = {i for i in heard.ids if i > self.floor}
 
 
 def feed() -> EventFeed:

@@ -23,7 +23,8 @@ from django.test import Client
 
 from forgeui import events, services
 from forgeui.asgi import application
-from forgeui.events import EventDraft
+from forgeui.consumers import InboxConsumer
+from forgeui.events import INBOX_MESSAGE_TYPE, EventDraft
 from forgeui.models import Event, Interrupt
 from forgeui.origins import same_origin
 
@@ -447,3 +448,32 @@ def test_extra_origins_come_from_the_setting(settings: Any) -> None:
     assert not same_origin(scope("https://localhost"))
     settings.FORGE_WS_ORIGINS = ["https://localhost"]
     assert same_origin(scope("https://localhost"))
+
+
+async def test_an_event_the_layer_dropped_for_one_socket_still_reaches_it(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Redis layer drops a slow socket's oldest messages while the other sockets of
+    the process get theirs: what was heard is kept per socket, so the feed's poll still
+    brings the event to the one that lost it."""
+    made: list[InboxConsumer] = []
+    connected, dispatch = InboxConsumer.connect, InboxConsumer.dispatch
+
+    async def recorded(self: InboxConsumer) -> None:
+        made.append(self)
+        await connected(self)
+
+    async def lossy(self: InboxConsumer, message: dict[str, Any]) -> None:
+        if len(made) > 1 and self is made[1] and message.get("type") == INBOX_MESSAGE_TYPE:
+            return  # the layer dropped it for this socket only
+        await dispatch(self, message)
+
+    monkeypatch.setattr(InboxConsumer, "connect", recorded)
+    monkeypatch.setattr(InboxConsumer, "dispatch", lossy)
+    heard, _, _ = await connect(cookies["reviewer"])
+    lost, _, _ = await connect(cookies["reviewer"])
+    for socket in (heard, lost):
+        await caught_up(socket, await last_event())
+    [pending] = await started(users)
+    assert ROW.search(await frame_with(heard, ROW, wait=3)).group(1) == pending.pk
+    assert ROW.search(await frame_with(lost, ROW, wait=3)).group(1) == pending.pk
