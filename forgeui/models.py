@@ -280,7 +280,15 @@ class Interrupt(models.Model):
     objects = InterruptQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["status", "created_at"], name="forgeui_interrupt_inbox")]
+        indexes = [
+            # The inbox: only what is pending, oldest first. Partial, so it stays the
+            # inbox's size however long the history grows, and so a save closing an
+            # interrupt (``id = %s AND status = %s``, a prepared statement on PostgreSQL)
+            # can only find it by primary key: with ``status`` leading an index, a generic
+            # plan made before the table was analysed walked every pending row.
+            models.Index(fields=["created_at", "order"], name="forgeui_interrupt_pending",
+                         condition=models.Q(status=InterruptStatus.PENDING)),
+        ]
 
     def __str__(self) -> str:
         return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"

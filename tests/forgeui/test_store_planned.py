@@ -5,6 +5,7 @@ caller's transaction respected, and the values sent as the ORM would send them."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +21,7 @@ from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Event, Interrupt, Run
 from forgeui.store import DjangoCheckpointStore, _checkpoint_row
 from forgeui.sync import run_row
-from runtime import CheckpointConflict, ResumeTarget
+from runtime import CheckpointConflict, DurableExecutor, ResumeTarget
 from runtime.checkpoint import Checkpoint
 from tests.runtime.store_conformance import make_checkpoint
 
@@ -213,3 +214,52 @@ def test_postgres_save_statements_are_converted_once_past_psycopgs_cache_limits(
     limits = psycopg._queries  # why psycopg would have converted it on every save
     assert (len(saves[0]) > limits.MAX_CACHED_STATEMENT_LENGTH
             or saves[0].count(b"%s") > limits.MAX_CACHED_STATEMENT_PARAMS)
+
+
+def _indexes_scanned(plan: Any, table: str) -> list[str]:
+    """The index each scan of ``table`` in an ``EXPLAIN (FORMAT JSON)`` plan goes through."""
+    found = []
+    if plan.get("Relation Name") == table and "Scan" in plan.get("Node Type", ""):
+        found.append(plan.get("Index Name", "(no index)"))
+    for child in plan.get("Plans", []):
+        found += _indexes_scanned(child, table)
+    return found
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_postgres_closing_an_interrupt_finds_it_by_primary_key_in_a_generic_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The save is prepared, so after five runs PostgreSQL plans it once for any values.
+    Made before the table is analysed, that plan must still find the closed interrupt by
+    its key: through an index led by ``status`` it walked every pending interrupt."""
+    store = DjangoCheckpointStore("postgres")
+    ex = DurableExecutor([("ask", lambda data, ctx: {"answer": ctx.interrupt("ok?")}),
+                          ("end", lambda data: {**data, "done": True})],
+                         store=store, name="closing-plan")
+    paused = [ex.run_sync({}) for _ in range(40)]
+    sent_sql: list[tuple[str, list[Any]]] = []
+    prepared = fastsql.prepared_fetchone
+
+    def watch(connection: Any, sql: str, params: Any) -> Any:
+        sent_sql.append((sql, list(params)))
+        return prepared(connection, sql, params)
+
+    monkeypatch.setattr(fastsql, "prepared_fetchone", watch)
+    assert ex.resume_sync(paused[0].thread_id, "yes").output["done"]
+    closing = [(sql, params) for sql, params in sent_sql if " closed0 AS (" in sql]
+    assert len(closing) == 1, [sql[:80] for sql, _ in sent_sql]
+    sql, params = closing[0]
+    numbers = iter(range(1, len(params) + 1))
+    with connections["postgres"].cursor() as cursor:
+        cursor.execute("PREPARE closing AS " + re.sub("%s", lambda _: f"${next(numbers)}", sql))
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        try:
+            values = ", ".join(["%s"] * len(params))
+            cursor.execute(f"EXPLAIN (FORMAT JSON) EXECUTE closing({values})", params)
+            plan = cursor.fetchone()[0][0]["Plan"]
+        finally:
+            cursor.execute("RESET plan_cache_mode")
+            cursor.execute("DEALLOCATE closing")
+    assert _indexes_scanned(plan, Interrupt._meta.db_table) == ["forgeui_interrupt_pkey"]
+
