@@ -206,20 +206,43 @@ def latest_json(model: type[Model], column: str, where: str, using: str,
                 value: Any) -> Any | None:
     """The JSON ``column`` of the row with the highest ``seq`` where ``where`` = ``value``."""
     connection = connections[using]
-    field = model._meta.get_field(column)
 
     def build() -> str:
         table = quote(model._meta.db_table)
         target = quote(model._meta.get_field(where).column)
-        return (f"SELECT {quote(field.column)} FROM {table} WHERE {target} = %s"
-                " ORDER BY seq DESC LIMIT 1")
+        return (f"SELECT {quote(model._meta.get_field(column).column)} FROM {table}"
+                f" WHERE {target} = %s ORDER BY seq DESC LIMIT 1")
     sql = _cached(("latest", model, column, where, connection.vendor), build)
+    return _json_of_one_row(model, column, sql, connection, value)
+
+
+def pointed_json(model: type[Model], column: str, pointer: tuple[type[Model], str, str],
+                 using: str, value: Any) -> Any | None:
+    """The JSON ``column`` of the row of ``model`` that ``pointer`` names: ``(owner
+    model, key, field)``, the ``field`` (a primary key of ``model``) of the owner row
+    whose ``key`` = ``value``. Two primary-key lookups, no index of their own."""
+    connection = connections[using]
+    owner, key, field = pointer
+
+    def build() -> str:
+        return (f"SELECT {quote(model._meta.get_field(column).column)}"
+                f" FROM {quote(model._meta.db_table)} WHERE {quote(model._meta.pk.column)} ="
+                f" (SELECT {quote(owner._meta.get_field(field).column)}"
+                f" FROM {quote(owner._meta.db_table)}"
+                f" WHERE {quote(owner._meta.get_field(key).column)} = %s)")
+    sql = _cached(("pointed", model, column, pointer, connection.vendor), build)
+    return _json_of_one_row(model, column, sql, connection, value)
+
+
+def _json_of_one_row(model: type[Model], column: str, sql: str,
+                     connection: BaseDatabaseWrapper, value: Any) -> Any | None:
     if connection.vendor == "postgresql":
         row = prepared_fetchone(connection, sql, [value])
     else:
         with connection.cursor() as cursor:
             cursor.execute(sql, [value])
             row = cursor.fetchone()
+    field = model._meta.get_field(column)
     return None if row is None else field.from_db_value(row[0], None, connection)
 
 

@@ -61,9 +61,6 @@ class CheckpointQuerySet(models.QuerySet["Checkpoint"]):
     def latest_of_thread(self, thread_id: str) -> Checkpoint | None:
         return self.filter(thread_id=thread_id).order_by("-seq").first()
 
-    def latest_of_run(self, run_id: str) -> Checkpoint | None:
-        return self.filter(run_id=run_id).order_by("-seq").first()
-
 
 class Checkpoint(models.Model):
     """One saved point of a thread; ``data`` is the whole runtime checkpoint."""
@@ -88,7 +85,6 @@ class Checkpoint(models.Model):
             # Also the index behind "latest of thread" and the history listing.
             models.UniqueConstraint(fields=["thread", "seq"], name="forgeui_checkpoint_seq"),
         ]
-        indexes = [models.Index(fields=["run_id", "seq"], name="forgeui_checkpoint_run")]
 
     def __str__(self) -> str:
         return f"{self.thread_id}#{self.seq} {self.node or '-'} ({self.status})"
@@ -128,6 +124,8 @@ class Run(models.Model):
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
+    # Moved by every save of the run, in its transaction: how the store finds the run's
+    # latest checkpoint (``load_run``), so checkpoints need no index by run.
     latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

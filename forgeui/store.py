@@ -207,8 +207,10 @@ class DjangoCheckpointStore:
             models.Thread.objects.using(self.using).filter(pk=thread_id).delete()
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        return _decoded(fastsql.latest_json(models.Checkpoint, "data", "run_id", self.using,
-                                            run_id))
+        # Every save moves its run's row to the checkpoint it saves, in its transaction.
+        return _decoded(fastsql.pointed_json(
+            models.Checkpoint, "data", (models.Run, "run_id", "latest_checkpoint_id"),
+            self.using, run_id))
 
     def _checkpoints(self) -> models.CheckpointQuerySet:
         return models.Checkpoint.objects.using(self.using)  # type: ignore[return-value]
