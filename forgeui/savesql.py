@@ -190,11 +190,12 @@ def _adapter(field: Any, connection: BaseDatabaseWrapper) -> Callable[[Any], Any
 
 def _datetime_adapter(connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     """The ORM's adapter, with a shortcut for the datetimes a save makes (aware, UTC, and
-    a UTC connection: making them naive is dropping the zone)."""
+    a UTC connection: making them naive is dropping the zone, and the ORM's text of a
+    naive datetime is its ISO form with a space, which for UTC ends in "+00:00")."""
     adapt: Callable[[Any], Any] = connection.ops.adapt_datetimefield_value
     if not settings.USE_TZ or connection.timezone is not UTC:
         return adapt
-    return lambda v: str(v.replace(tzinfo=None)) if type(v) is datetime and v.tzinfo is UTC \
+    return lambda v: v.isoformat(" ")[:-6] if type(v) is datetime and v.tzinfo is UTC \
         else adapt(v)
 
 

@@ -152,11 +152,13 @@ def test_values_are_the_ones_the_orm_would_send(alias: str) -> None:
     elsewhere = savesql.event_row(EventDraft("run.updated"),
                                   now.astimezone(timezone.get_fixed_timezone(90)))
     rows.append((Event, elsewhere))  # not UTC: the shortcut must hand over to the ORM's way
+    on_the_second = savesql.event_row(EventDraft("run.updated"), now.replace(microsecond=0))
+    rows.append((Event, on_the_second))  # no fraction written, as the ORM writes none
     for model, values in rows:
         fast = savesql.fast_values(model, values, connection)
         assert [sent(v) for v in fast] == [sent(v) for v in fastsql.prepare(
             model, values, connection)], model.__name__
-    assert len(EVENT_COLUMNS) == len(rows[-2][1])
+    assert len(EVENT_COLUMNS) == len(rows[-3][1])
     # The checkpoint's JSON, dumped once (the store remembers it too), goes as it is.
     row = _checkpoint_row(cp, savesql.DumpedJson(cp.to_json()))
     assert list(row)[-1] == "data"
