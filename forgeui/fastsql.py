@@ -83,8 +83,13 @@ def columns(model: type[Model], names: Sequence[str]) -> list[str]:
 
 def casts(model: type[Model], names: Sequence[str], connection: BaseDatabaseWrapper) -> str:
     """Typed placeholders, for values read through a ``SELECT`` rather than ``VALUES``."""
-    fields = [model._meta.get_field(n) for n in names]
-    return ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
+    return ", ".join(cast_each(model, names, connection))
+
+
+def cast_each(model: type[Model], names: Sequence[str],
+              connection: BaseDatabaseWrapper) -> list[str]:
+    """One typed placeholder per column."""
+    return [f"CAST(%s AS {model._meta.get_field(n).db_type(connection)})" for n in names]
 
 
 def upsert_tail(model: type[Model], conflict: str, update: Sequence[str]) -> str:

@@ -47,11 +47,14 @@ class SavePlan:
     events: list[EventDraft] = field(default_factory=list)
     run_event: EventDraft | None = None
     run_event_always: bool = True  # False: only if a closing moved its row
+    # The run's row is there: the parent, committed here, mirrored this very run. Its
+    # row is then updated in place, with only what a later checkpoint changes.
+    run_row_exists: bool = False
 
     def remember(self) -> None:
         """Record what this checkpoint synced, for the thread's next save."""
         synced_ids.put(self.cp.id, [i["id"] for i in self.cp.interrupts],
-                       [r["id"] for r in self.cp.resolved])
+                       [r["id"] for r in self.cp.resolved], self.cp.run_id)
 
 
 def plan_save(cp: Checkpoint) -> SavePlan | None:
@@ -59,8 +62,8 @@ def plan_save(cp: Checkpoint) -> SavePlan | None:
     before = synced_ids.get(cp.parent_id)
     if before is None:
         return None
-    was_pending, was_resolved = before
-    plan = SavePlan(cp)
+    was_pending, was_resolved = before.pending, before.resolved
+    plan = SavePlan(cp, run_row_exists=before.run_id == cp.run_id)
     root = root_of(cp)
     for data in cp.interrupts:
         if data["id"] in was_pending:

@@ -76,21 +76,24 @@ def _cols(model: type[Model], names: Sequence[str]) -> str:
 def postgres_statement(plan: SavePlan, cp_row: Row, run_row: Row, now: Any,
                        connection: BaseDatabaseWrapper, unwait: bool = False,
                        ) -> tuple[str, list[Any]]:
-    """The save as one statement; it returns ``(seq, event ids)``, or no row if lost.
-    ``unwait``: its commit does not wait for the disk (``unwaited``; autocommit only)."""
+    """The save as one statement; it returns ``(seq, event ids, run row written)``, or no
+    row if lost. ``unwait``: its commit does not wait for the disk (``unwaited``;
+    autocommit only)."""
     cp = plan.cp
     first = cp.parent_id is None
     created_names = tuple(plan.created[0]) if plan.created else ()
-    shape = ("pg", first, tuple(cp_row), tuple(run_row), created_names, len(plan.created),
-             len(plan.kept), len(plan.closing), len(plan.events),
-             None if plan.run_event is None else plan.run_event_always, unwait)
+    run_values = run_change(run_row) if plan.run_row_exists else run_row
+    shape = ("pg", first, tuple(cp_row), tuple(run_values), plan.run_row_exists,
+             created_names, len(plan.created), len(plan.kept), len(plan.closing),
+             len(plan.events), None if plan.run_event is None else plan.run_event_always,
+             unwait)
     sql = _statements.get(shape)
     if sql is None:
-        sql = _statements[shape] = _postgres_sql(plan, cp_row, run_row, created_names,
+        sql = _statements[shape] = _postgres_sql(plan, cp_row, run_values, created_names,
                                                  connection, unwait)
     prep = fast_values
     params: list[Any] = [cp.thread_id, cp.id] if first else [cp.id, cp.thread_id, cp.parent_id]
-    params += prep(Checkpoint, cp_row, connection) + prep(Run, run_row, connection)
+    params += prep(Checkpoint, cp_row, connection) + prep(Run, run_values, connection)
     for row in plan.created:
         params += prep(Interrupt, row, connection)
     if plan.kept:
@@ -115,9 +118,7 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
         f"moved AS ({fastsql.advance_sql(Thread._meta.db_table, plan.cp.parent_id is None)})",
         f"saved AS (INSERT INTO {_table(Checkpoint)} ({_cols(Checkpoint, (*cp_row, 'seq'))}) "
         f"SELECT {fastsql.casts(Checkpoint, tuple(cp_row), connection)}, moved.seq FROM moved)",
-        f"mirrored AS (INSERT INTO {_table(Run)} ({_cols(Run, tuple(run_row))}) "
-        f"SELECT {fastsql.casts(Run, tuple(run_row), connection)} FROM moved"
-        f"{fastsql.upsert_tail(Run, 'run_id', RUN_UPDATE_FIELDS)})",
+        f"mirrored AS ({_postgres_run_write(plan, run_row, connection)} RETURNING 1)",
     ]
     if plan.created:
         one = f"({fastsql.casts(Interrupt, created_names, connection)})"
@@ -149,7 +150,28 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
                   f"SELECT e.* FROM ordered, ({' UNION ALL '.join(selects)}) AS e RETURNING id)"]
         ids = "ARRAY(SELECT id FROM events ORDER BY id)"
     sources = f"moved, {unwaited.POSTGRES_JOIN}" if unwait else "moved"
-    return f"WITH {', '.join(parts)} SELECT moved.seq, {ids} FROM {sources}"
+    return (f"WITH {', '.join(parts)} SELECT moved.seq, {ids},"
+            f" EXISTS (SELECT 1 FROM mirrored) FROM {sources}")
+
+
+def _postgres_run_write(plan: SavePlan, run_row: Row, connection: BaseDatabaseWrapper) -> str:
+    """The run row's write, reading the moved thread row (nothing if the save is lost)."""
+    names = tuple(run_row)
+    if plan.run_row_exists:
+        sets = ", ".join(f"{column} = {cast}" for column, cast in zip(
+            fastsql.columns(Run, names[:-1]), fastsql.cast_each(Run, names[:-1], connection),
+            strict=True))
+        return (f"UPDATE {_table(Run)} SET {sets} WHERE {fastsql.columns(Run, names[-1:])[0]}"
+                f" = %s AND EXISTS (SELECT 1 FROM moved)")
+    return (f"INSERT INTO {_table(Run)} ({_cols(Run, names)}) "
+            f"SELECT {fastsql.casts(Run, names, connection)} FROM moved"
+            f"{fastsql.upsert_tail(Run, 'run_id', RUN_UPDATE_FIELDS)}")
+
+
+def run_change(run_row: Row) -> Row:
+    """Of a run row, what a later checkpoint of the run changes, then the run's id: the
+    values of an in-place update, in the order its statement takes them."""
+    return {**{name: run_row[name] for name in RUN_UPDATE_FIELDS}, "run_id": run_row["run_id"]}
 
 
 # -- Values, as the ORM would send them --------------------------------------------
@@ -224,8 +246,17 @@ def sqlite_writes(plan: SavePlan, cp_row: Row, run_row: Row, now: Any, cursor: A
     cursor.execute(_sqlite(("sq-cp", tuple(cp_row)), lambda: fastsql.insert_sql(
         Checkpoint, (*cp_row, "seq"), None, ())),
         [*fast_values(Checkpoint, cp_row, connection), seq])
-    cursor.execute(_sqlite(("sq-run", tuple(run_row)), lambda: fastsql.insert_sql(
-        Run, tuple(run_row), "run_id", RUN_UPDATE_FIELDS)), fast_values(Run, run_row, connection))
+    if plan.run_row_exists:
+        change = run_change(run_row)
+        cursor.execute(_sqlite(("sq-run-change", tuple(change)), lambda: (
+            f"UPDATE {_table(Run)} SET "
+            + ", ".join(f"{c} = %s" for c in fastsql.columns(Run, tuple(change)[:-1]))
+            + f" WHERE {fastsql.columns(Run, ('run_id',))[0]} = %s")),
+            fast_values(Run, change, connection))
+    if not plan.run_row_exists or not cursor.rowcount:  # a row deleted meanwhile: make it
+        cursor.execute(_sqlite(("sq-run", tuple(run_row)), lambda: fastsql.insert_sql(
+            Run, tuple(run_row), "run_id", RUN_UPDATE_FIELDS)),
+            fast_values(Run, run_row, connection))
     if plan.created:
         names = tuple(plan.created[0])
         sql = _sqlite(("sq-created", names, len(plan.created)), lambda: (

@@ -149,6 +149,8 @@ class DjangoCheckpointStore:
             row = fastsql.prepared_fetchone(connection, sql, params)
             if row is None:
                 raise self._lost(cp)
+            if not row[2]:  # the run's row, updated in place, was deleted meanwhile
+                upsert_run(cp, self.using)
             return list(row[1])
         connection.ensure_connection()
         raw = connection.connection

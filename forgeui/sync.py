@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,6 +74,16 @@ def run_input(cp: Checkpoint) -> Any:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What a committed save wrote for its checkpoint: the interrupts pending and ended,
+    and the run whose row it mirrored (None: no checkpoint, a thread's first save)."""
+
+    pending: frozenset[str]
+    resolved: frozenset[str]
+    run_id: str | None
+
+
 class _SyncedIds:
     """Interrupt ids (pending, resolved) as of recently saved checkpoints, by id.
 
@@ -84,18 +95,19 @@ class _SyncedIds:
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
-        self.entries: OrderedDict[str, tuple[frozenset[str], frozenset[str]]] = OrderedDict()
+        self.entries: OrderedDict[str, Synced] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, checkpoint_id: str | None) -> tuple[frozenset[str], frozenset[str]] | None:
+    def get(self, checkpoint_id: str | None) -> Synced | None:
         if checkpoint_id is None:
-            return frozenset(), frozenset()  # a thread's first checkpoint: all is new
+            return Synced(frozenset(), frozenset(), None)  # a thread's first: all is new
         with self.lock:
             return self.entries.get(checkpoint_id)
 
-    def put(self, checkpoint_id: str, pending: list[str], resolved: list[str]) -> None:
+    def put(self, checkpoint_id: str, pending: list[str], resolved: list[str],
+            run_id: str) -> None:
         with self.lock:
-            self.entries[checkpoint_id] = (frozenset(pending), frozenset(resolved))
+            self.entries[checkpoint_id] = Synced(frozenset(pending), frozenset(resolved), run_id)
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
 
@@ -108,7 +120,7 @@ def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
     pending = [i["id"] for i in cp.interrupts]
     resolved = [r["id"] for r in cp.resolved]
     drafts = sync_interrupts_from_rows(cp, pending, resolved, using)
-    synced_ids.put(cp.id, pending, resolved)
+    synced_ids.put(cp.id, pending, resolved, cp.run_id)
     return drafts
 
 

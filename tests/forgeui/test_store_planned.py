@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg._queries
@@ -117,6 +118,66 @@ class PlannedSave:
         assert store.load_sync("t-outer").id == first.id
         assert Run.objects.using(self.alias).get(pk="r-outer").status == "interrupted"
         assert Event.objects.using(self.alias).count() == events
+
+
+    @contextmanager
+    def run_writes(self) -> Iterator[list[str]]:
+        """How each save meanwhile wrote the run's row: "update" in place or "upsert"."""
+        sent: list[str] = []
+        connection = connections[self.alias]
+        connection.ensure_connection()
+        table = f'"{Run._meta.db_table}"'
+
+        def seen(sql: str) -> None:
+            if f"INSERT INTO {table}" in sql:
+                sent.append("upsert")
+            elif f"UPDATE {table}" in sql:
+                sent.append("update")
+
+        if connection.vendor == "sqlite":
+            connection.connection.set_trace_callback(seen)
+            try:
+                yield sent
+            finally:
+                connection.connection.set_trace_callback(None)
+            return
+
+        def wrapper(execute: Any, sql: str, *args: Any) -> Any:
+            seen(sql)
+            return execute(sql, *args)
+
+        with connection.execute_wrapper(wrapper):
+            yield sent
+
+    def test_a_runs_row_is_updated_in_place_once_this_process_saved_it(
+        self, store: DjangoCheckpointStore,
+    ) -> None:
+        chain: list[Checkpoint] = []
+        with self.run_writes() as sent:
+            for run_id in ("r-a", "r-a", "r-b", "r-b"):  # a second run on the same thread
+                chain.append(make_checkpoint("t-rows", chain[-1].id if chain else None,
+                                             run_id=run_id, interrupts=[], status="running"))
+                store.save_sync(chain[-1])
+        assert sent == ["upsert", "update", "upsert", "update"]
+        rows = Run.objects.using(self.alias)
+        assert rows.get(pk="r-a").latest_checkpoint_id == chain[1].id
+        assert rows.get(pk="r-b").latest_checkpoint_id == chain[3].id
+        assert store.load_run_sync("r-a") == chain[1]
+
+    def test_a_runs_row_deleted_meanwhile_is_made_again(
+        self, store: DjangoCheckpointStore,
+    ) -> None:
+        first = make_checkpoint("t-gone", None, run_id="r-gone", interrupts=[])
+        store.save_sync(first)
+        Run.objects.using(self.alias).filter(pk="r-gone").delete()
+        second = make_checkpoint("t-gone", first.id, run_id="r-gone", interrupts=[],
+                                 status="completed")
+        with self.run_writes() as sent:
+            store.save_sync(second)
+        assert sent[0] == "update" and "upsert" in sent
+        row = Run.objects.using(self.alias).get(pk="r-gone")
+        assert (row.status, row.latest_checkpoint_id) == ("completed", second.id)
+        assert store.load_run_sync("r-gone") == second
 
 
 class TestPlannedSaveOnSQLite(PlannedSave):
