@@ -85,12 +85,12 @@ class Synced:
 
 
 class _SyncedIds:
-    """Interrupt ids (pending, resolved) as of recently saved checkpoints, by id.
+    """What recently saved checkpoints synced (``Synced``), by checkpoint id.
 
     The next save of a thread finds what changed since its parent without reading the
-    rows back (``saveplan.plan_save``). Only committed checkpoints can be parents, so an
-    entry is never wrong; a miss (another process saved the parent, or it aged out)
-    reads the rows instead.
+    rows back (``saveplan.plan_save``), and whether its run's row is already there.
+    Only committed checkpoints can be parents, so an entry is never wrong; a miss
+    (another process saved the parent, or it aged out) reads the rows instead.
     """
 
     def __init__(self, size: int = 10_000) -> None:
