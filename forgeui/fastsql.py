@@ -83,13 +83,8 @@ def columns(model: type[Model], names: Sequence[str]) -> list[str]:
 
 def casts(model: type[Model], names: Sequence[str], connection: BaseDatabaseWrapper) -> str:
     """Typed placeholders, for values read through a ``SELECT`` rather than ``VALUES``."""
-    return ", ".join(cast_each(model, names, connection))
-
-
-def cast_each(model: type[Model], names: Sequence[str],
-              connection: BaseDatabaseWrapper) -> list[str]:
-    """One typed placeholder per column."""
-    return [f"CAST(%s AS {model._meta.get_field(n).db_type(connection)})" for n in names]
+    fields = [model._meta.get_field(n) for n in names]
+    return ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields)
 
 
 def upsert_tail(model: type[Model], conflict: str, update: Sequence[str]) -> str:
@@ -103,6 +98,16 @@ def insert_sql(model: type[Model], names: tuple[str, ...], conflict: str | None,
     sql = (f"INSERT INTO {quote(model._meta.db_table)} "
            f"({', '.join(columns(model, names))}) VALUES ({', '.join(['%s'] * len(names))})")
     return sql + (upsert_tail(model, conflict, update) if conflict is not None else "")
+
+
+def update_sql(model: type[Model], names: Sequence[str], key: str) -> str:
+    """``UPDATE`` the row whose ``key`` = %s, setting ``names`` (their values first)."""
+    return (f"UPDATE {quote(model._meta.db_table)} SET {_sets(model, names)}"
+            f" WHERE {columns(model, (key,))[0]} = %s")
+
+
+def _sets(model: type[Model], names: Sequence[str]) -> str:
+    return ", ".join(f"{c} = %s" for c in columns(model, names))
 
 
 def prepare(model: type[Model], values: dict[str, Any],
@@ -258,10 +263,9 @@ def update(model: type[Model], values: dict[str, Any], pks: Sequence[Any], using
     names, tests = tuple(values), tuple(where)
 
     def build() -> str:
-        sets = ", ".join(f"{c} = %s" for c in columns(model, names))
         pk = f"{quote(model._meta.pk.column)} IN ({', '.join(['%s'] * len(pks))})"
         conditions = " AND ".join([pk, *(f"{c} = %s" for c in columns(model, tests))])
-        return f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {conditions}"
+        return f"UPDATE {quote(model._meta.db_table)} SET {_sets(model, names)} WHERE {conditions}"
     sql = _cached(("update", model, names, len(pks), tests, connection.vendor), build)
     params = [*prepare(model, values, connection), *pks, *prepare(model, where, connection)]
     with connection.cursor() as cursor:

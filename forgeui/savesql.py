@@ -156,13 +156,10 @@ def _postgres_sql(plan: SavePlan, cp_row: Row, run_row: Row, created_names: tupl
 
 def _postgres_run_write(plan: SavePlan, run_row: Row, connection: BaseDatabaseWrapper) -> str:
     """The run row's write, reading the moved thread row (nothing if the save is lost)."""
+    if plan.run_row_exists:  # the values: ``run_change``
+        return (f"{fastsql.update_sql(Run, RUN_UPDATE_FIELDS, 'run_id')}"
+                " AND EXISTS (SELECT 1 FROM moved)")
     names = tuple(run_row)
-    if plan.run_row_exists:
-        sets = ", ".join(f"{column} = {cast}" for column, cast in zip(
-            fastsql.columns(Run, names[:-1]), fastsql.cast_each(Run, names[:-1], connection),
-            strict=True))
-        return (f"UPDATE {_table(Run)} SET {sets} WHERE {fastsql.columns(Run, names[-1:])[0]}"
-                f" = %s AND EXISTS (SELECT 1 FROM moved)")
     return (f"INSERT INTO {_table(Run)} ({_cols(Run, names)}) "
             f"SELECT {fastsql.casts(Run, names, connection)} FROM moved"
             f"{fastsql.upsert_tail(Run, 'run_id', RUN_UPDATE_FIELDS)}")
@@ -170,7 +167,7 @@ def _postgres_run_write(plan: SavePlan, run_row: Row, connection: BaseDatabaseWr
 
 def run_change(run_row: Row) -> Row:
     """Of a run row, what a later checkpoint of the run changes, then the run's id: the
-    values of an in-place update, in the order its statement takes them."""
+    values of ``fastsql.update_sql(Run, RUN_UPDATE_FIELDS, "run_id")``, in its order."""
     return {**{name: run_row[name] for name in RUN_UPDATE_FIELDS}, "run_id": run_row["run_id"]}
 
 
@@ -247,12 +244,8 @@ def sqlite_writes(plan: SavePlan, cp_row: Row, run_row: Row, now: Any, cursor: A
         Checkpoint, (*cp_row, "seq"), None, ())),
         [*fast_values(Checkpoint, cp_row, connection), seq])
     if plan.run_row_exists:
-        change = run_change(run_row)
-        cursor.execute(_sqlite(("sq-run-change", tuple(change)), lambda: (
-            f"UPDATE {_table(Run)} SET "
-            + ", ".join(f"{c} = %s" for c in fastsql.columns(Run, tuple(change)[:-1]))
-            + f" WHERE {fastsql.columns(Run, ('run_id',))[0]} = %s")),
-            fast_values(Run, change, connection))
+        cursor.execute(_sqlite(("sq-run-change",), lambda: fastsql.update_sql(
+            Run, RUN_UPDATE_FIELDS, "run_id")), fast_values(Run, run_change(run_row), connection))
     if not plan.run_row_exists or not cursor.rowcount:  # a row deleted meanwhile: make it
         cursor.execute(_sqlite(("sq-run", tuple(run_row)), lambda: fastsql.insert_sql(
             Run, tuple(run_row), "run_id", RUN_UPDATE_FIELDS)),
