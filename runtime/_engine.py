@@ -19,7 +19,13 @@ from . import _tree
 from ._graph import NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import BlockingStore, Checkpoint, CheckpointStore, as_blocking
+from .checkpoint import (
+    BlockingStore,
+    Checkpoint,
+    CheckpointStore,
+    as_blocking,
+    run_from_sync,
+)
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .signal import InterruptSignal
@@ -155,10 +161,10 @@ class RunExecution:
     def drive_here(self, save_first: bool = False) -> None:
         """``drive`` for a sync caller whose thread may block on the store
         (``BlockingStore.can_block_here``): lone sync steps run right here with no event
-        loop; one starts only for the work that needs it."""
+        loop; one starts only for the work that needs it (``run_from_sync``)."""
         begun = self.drive_on_store_thread(save_first)
         if begun is not True:
-            asyncio.run(self.drive(begun=begun))
+            run_from_sync(self.shared.store, self.drive(begun=begun))
 
     async def _stopped(self, stop: NodeError | bool) -> bool:
         """Act on ``drive_on_store_thread``'s outcome: True when the drive is over."""

@@ -5,8 +5,9 @@ This module imports nothing from the executor; stores depend on it, never the re
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -152,6 +153,24 @@ class BlockingStore(Protocol):
         """May the calling thread, which runs no event loop, call the blocking twins
         itself? Then the executor's ``*_sync`` methods run lone sync steps right there,
         with no event loop and no trip to another thread (as LangGraph's ``invoke``)."""
+
+
+@runtime_checkable
+class SyncRunner(Protocol):
+    """A store that says how sync code runs a coroutine (optional, beside
+    ``BlockingStore``), for the executor's ``*_sync`` methods when a run needs an event
+    loop. ``DjangoCheckpointStore`` uses ``async_to_sync``, so the calls it sends to
+    "its" thread from that loop come back to the waiting caller's thread."""
+
+    def run_from_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to its end from sync code with no running event loop."""
+
+
+def run_from_sync(store: object, coro: Coroutine[Any, Any, T]) -> T:
+    """``coro``'s result, run the way ``store`` says (``SyncRunner``), else ``asyncio.run``."""
+    if isinstance(store, SyncRunner):
+        return store.run_from_sync(coro)
+    return asyncio.run(coro)
 
 
 _blocking_types: dict[type, bool] = {}

@@ -20,6 +20,7 @@ from .checkpoint import (
     Checkpoint,
     CheckpointStore,
     as_blocking,
+    run_from_sync,
     update_latest,
     update_latest_blocking,
 )
@@ -35,9 +36,9 @@ def _as_command(value: Any) -> Command:
     return value if isinstance(value, Command) else Command(resume=value)
 
 
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+def _run_sync(store: CheckpointStore | None, coro: Coroutine[Any, Any, T]) -> T:
     if not _loop_running():
-        return asyncio.run(coro)
+        return run_from_sync(store, coro)
     coro.close()
     raise ForgeError("the *_sync methods are for code without a running event loop; await "
                      "the async method instead")
@@ -267,14 +268,16 @@ class DurableExecutor:
     # With a store that lets this thread block on it (``BlockingStore.can_block_here``),
     # lone sync steps run right here with no event loop, as LangGraph's ``invoke`` does;
     # an event loop starts only for what needs one (async nodes, parallel steps,
-    # sub-agents). Otherwise each twin runs its async method under ``asyncio.run``.
+    # sub-agents). Otherwise each twin runs its async method to its end, under
+    # ``asyncio.run`` or the store's own way (``SyncRunner``).
 
     def run_sync(self, input: Any, thread_id: str | None = None, *,
                  metadata: dict[str, Any] | None = None, run_id: str | None = None,
                  ) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.run(input, thread_id, metadata=metadata, run_id=run_id))
+            return _run_sync(self.store, self.run(input, thread_id, metadata=metadata,
+                                                  run_id=run_id))
         input = self._run_input(input)
         existing = blocking.load_sync(thread_id) if thread_id is not None else None
         taken = run_id is not None and blocking.load_run_sync(run_id) is not None
@@ -285,7 +288,7 @@ class DurableExecutor:
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.resume(thread_id, value_or_command))
+            return _run_sync(self.store, self.resume(thread_id, value_or_command))
         command = _as_command(value_or_command)
         try:
             return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
@@ -295,7 +298,7 @@ class DurableExecutor:
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.resume_targeted(target, command))
+            return _run_sync(self.store, self.resume_targeted(target, command))
         root = blocking.load_run_sync(target.run_id)
         if root is None:
             raise _unknown_run(target.run_id)
@@ -303,16 +306,16 @@ class DurableExecutor:
                                                    _as_command(command)))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None) -> str:
-        return _run_sync(self.fork(thread_id, checkpoint_id))
+        return _run_sync(self.store, self.fork(thread_id, checkpoint_id))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
-        return _run_sync(self.steer(target, text))
+        return _run_sync(self.store, self.steer(target, text))
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
-        return _run_sync(self.cancel(target))
+        return _run_sync(self.store, self.cancel(target))
 
     def recover_sync(self, thread_id: str) -> RunResult:
-        return _run_sync(self.recover(thread_id))
+        return _run_sync(self.store, self.recover(thread_id))
 
     # -- helpers --------------------------------------------------------------------
 

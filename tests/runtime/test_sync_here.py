@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
@@ -24,6 +25,7 @@ from tests.runtime.store_thread import STORE_THREAD, StoreThreadMemoryStore
 from tests.runtime.test_store_thread import approval_graph, mixed_graph, two_approvals, where
 
 BOTH_STORES = False  # each test here picks its stores (see conftest)
+T = TypeVar("T")
 
 
 def history(store: Any, thread_id: str) -> list[tuple[str, str | None, int]]:
@@ -170,3 +172,28 @@ def test_twenty_threads_resuming_one_interrupt_here_apply_one_answer() -> None:
     winners = [o for o in outcomes if isinstance(o, str) and o.startswith("thread-")]
     assert len(outcomes) == 20 and len(winners) == 1 and calls["effect"] == 1
     assert asyncio.run(store.load(paused.thread_id)).output == winners[0]  # type: ignore[union-attr]
+
+
+class RunnerStore(StoreThreadMemoryStore):
+    """A ``SyncRunner``: runs the sync twins' coroutines its own way, counting them."""
+
+    def __init__(self, blocks_here: bool = True) -> None:
+        super().__init__(blocks_here)
+        self.runs: list[str] = []
+
+    def run_from_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        self.runs.append(threading.current_thread().name)
+        return asyncio.run(coro)
+
+
+def test_a_store_that_says_how_sync_code_runs_a_loop_is_asked_each_time_one_is_needed(
+) -> None:
+    lone = RunnerStore()
+    approval_graph(lone, []).run_sync({"amount": 1})
+    assert lone.runs == []  # lone sync steps: no loop, nothing to ask
+    mixed = RunnerStore()
+    walk_sync(mixed_graph(mixed, Calls()))
+    assert mixed.runs and set(mixed.runs) == {where()}
+    refused = RunnerStore(blocks_here=False)  # every twin then runs its async method
+    done = approval_graph(refused, []).run_sync({"amount": 1})
+    assert done.status == "interrupted" and refused.runs == [where()]
