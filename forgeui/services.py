@@ -19,7 +19,6 @@ from functools import partial
 from typing import Any, Literal
 
 import jsonschema
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import transaction
@@ -544,7 +543,7 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None) ->
                                                          thread_id=thread_id).exists():
         raise NotFound(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    new_thread = async_to_sync(executor.fork)(thread_id, checkpoint_id)
+    new_thread = executor.fork_sync(thread_id, checkpoint_id)
     forked = DjangoCheckpointStore().load_sync(new_thread)
     audit(user, "thread.fork", object_type="thread", object_id=thread_id, thread_id=thread_id,
           run_id=latest.run_id, before_checkpoint_id=checkpoint_id or latest.id,

@@ -16,19 +16,22 @@ ordering holds because event writers are serialised until they commit
 The protocol is async; the ORM is sync. Each method runs its ORM work through
 ``sync_to_async`` (thread-sensitive, like Django's own async ORM methods), so it works
 under ``asyncio.run`` in a worker thread, under ``async_to_sync`` (then the queries run in
-the calling thread and reuse its connection) and in async tests.
+the calling thread and reuse its connection) and in async tests. Sync callers (the tasks)
+use the executor's ``*_sync`` methods instead: the blocking halves below, on the caller's
+own thread, and ``async_to_sync`` only for a run that needs an event loop
+(``run_from_sync``).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
@@ -94,6 +97,18 @@ class DjangoCheckpointStore:
         not inside the caller's transaction: a run that goes on in an event loop saves
         from another thread, which that transaction's locks and snapshot would stall."""
         return not _in_callers_transaction(connections[self.using])
+
+    def run_from_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``SyncRunner``: how the executor's ``*_sync`` methods run a coroutine (a run
+        that needs an event loop). ``async_to_sync``, as Django's own code does: the
+        calls made from that loop (``_in_thread``) come back to this thread, which waits
+        for them. Under ``asyncio.run`` they would go where a request's thread-sensitive
+        context sends them: to this very thread, blocked, so they would never run."""
+        async def awaited() -> T:
+            return await coro
+
+        result: T = async_to_sync(awaited)()
+        return result
 
     # The sync halves: for tasks, commands and views that are sync already.
 
