@@ -317,15 +317,7 @@ def profile(kind: str, n: int) -> None:
     import cProfile
     import pstats
 
-    if kind == "sqlite":
-        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='forge-bench-')}/f.db"
-    else:
-        fresh_postgres_database()
-        os.environ["DATABASE_URL"] = PG_BENCH
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
-    django.setup()
+    django_on_fresh(kind)
     from forgeui import store
 
     profiler, hop = cProfile.Profile(), store._in_thread
@@ -349,6 +341,20 @@ def profile(kind: str, n: int) -> None:
     print(f"wall {total:.2f}s, inside the sync halves {in_sync[0]:.2f}s (profiled)")
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def django_on_fresh(kind: str) -> None:
+    """Set Django up on a fresh database of ``kind``: a new SQLite file, or PostgreSQL's
+    ``forge_bench`` made anew."""
+    if kind == "sqlite":
+        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='forge-bench-')}/f.db"
+    else:
+        fresh_postgres_database()
+        os.environ["DATABASE_URL"] = PG_BENCH
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
+    django.setup()
 
 
 def fresh_postgres_database() -> None:

@@ -16,9 +16,7 @@ PostgreSQL uses the database ``forge_bench`` on 127.0.0.1, created fresh.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,17 +30,9 @@ Phases = Callable[[int], tuple[float, float]]
 
 def sides(db: str) -> dict[str, Phases]:
     """The two ways, each timing ``n`` starts then their ``n`` targeted resumes."""
-    if db == "sqlite":
-        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/task-path.sqlite3"
-    else:
-        from store_vs_langgraph import PG_BENCH, fresh_postgres_database
+    from store_vs_langgraph import django_on_fresh
 
-        fresh_postgres_database()
-        os.environ["DATABASE_URL"] = PG_BENCH
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
-    import django
-
-    django.setup()
+    django_on_fresh(db)
     from asgiref.sync import async_to_sync
     from django.conf import settings
     from django.core.management import call_command
