@@ -93,10 +93,10 @@ class DjangoCheckpointStore:
         return result
 
     def can_block_here(self) -> bool:
-        """``BlockingStore``: a sync caller's thread may save on its own connection, but
-        not inside the caller's transaction: a run that goes on in an event loop saves
-        from another thread, which that transaction's locks and snapshot would stall."""
-        return not _in_callers_transaction(connections[self.using])
+        """``BlockingStore``: always; a sync caller's thread saves on its own connection.
+        Inside the caller's transaction each save is a savepoint of it (``save_sync``),
+        and a run that goes on in an event loop saves there too (``run_from_sync``)."""
+        return True
 
     def run_from_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         """``SyncRunner``: how the executor's ``*_sync`` methods run a coroutine (a run

@@ -55,19 +55,28 @@ class SyncHere:
         (interrupt,) = models.Interrupt.objects.using(self.alias).filter(run_id=done.run_id)
         assert interrupt.status == "answered"
 
-    def test_inside_a_callers_transaction_the_store_keeps_saves_off_its_connection(
-        self, store: DjangoCheckpointStore,
+    def test_inside_a_callers_transaction_runs_save_in_it_here_and_roll_back_with_it(
+        self, store: DjangoCheckpointStore, monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        assert store.can_block_here()
+        loops: list[str] = []
+        real = DjangoCheckpointStore.run_from_sync
+        monkeypatch.setattr(DjangoCheckpointStore, "run_from_sync",
+                            lambda s, coro: loops.append("loop") or real(s, coro))
+        seen: list[str] = []
+        ex = approval(store, seen)
+        with pytest.raises(RuntimeError), transaction.atomic(using=self.alias):
+            paused = ex.run_sync({"amount": 3})
+            assert paused.status == "interrupted"
+            assert models.Run.objects.using(self.alias).filter(run_id=paused.run_id).exists()
+            raise RuntimeError("the caller changes its mind")
+        assert store.load_sync(paused.thread_id) is None
+        assert not models.Run.objects.using(self.alias).filter(run_id=paused.run_id).exists()
+        assert loops == [] and seen == [threading.current_thread().name] * 2
         with transaction.atomic(using=self.alias):
-            assert not store.can_block_here()
-        transaction.set_autocommit(False, using=self.alias)
-        try:
-            assert not store.can_block_here()
-        finally:
-            transaction.rollback(using=self.alias)
-            transaction.set_autocommit(True, using=self.alias)
-        assert store.can_block_here()
+            kept = ex.run_sync({"amount": 4})
+        done = ex.resume_sync(kept.thread_id, "yes")
+        assert (done.status, done.output["answer"]) == ("completed", "yes")
+        assert loops == []
 
 
 class TestSyncHereOnSQLite(SyncHere):
