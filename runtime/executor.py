@@ -36,14 +36,6 @@ def _as_command(value: Any) -> Command:
     return value if isinstance(value, Command) else Command(resume=value)
 
 
-def _run_sync(store: CheckpointStore | None, coro: Coroutine[Any, Any, T]) -> T:
-    if not _loop_running():
-        return run_from_sync(store, coro)
-    coro.close()
-    raise ForgeError("the *_sync methods are for code without a running event loop; await "
-                     "the async method instead")
-
-
 class DurableExecutor:
     """A graph of nodes whose runs survive pauses, crashes and people.
 
@@ -276,8 +268,7 @@ class DurableExecutor:
                  ) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.store, self.run(input, thread_id, metadata=metadata,
-                                                  run_id=run_id))
+            return self._finish(self.run(input, thread_id, metadata=metadata, run_id=run_id))
         input = self._run_input(input)
         existing = blocking.load_sync(thread_id) if thread_id is not None else None
         taken = run_id is not None and blocking.load_run_sync(run_id) is not None
@@ -288,7 +279,7 @@ class DurableExecutor:
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.store, self.resume(thread_id, value_or_command))
+            return self._finish(self.resume(thread_id, value_or_command))
         command = _as_command(value_or_command)
         try:
             return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
@@ -298,7 +289,7 @@ class DurableExecutor:
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return _run_sync(self.store, self.resume_targeted(target, command))
+            return self._finish(self.resume_targeted(target, command))
         root = blocking.load_run_sync(target.run_id)
         if root is None:
             raise _unknown_run(target.run_id)
@@ -306,18 +297,26 @@ class DurableExecutor:
                                                    _as_command(command)))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None) -> str:
-        return _run_sync(self.store, self.fork(thread_id, checkpoint_id))
+        return self._finish(self.fork(thread_id, checkpoint_id))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
-        return _run_sync(self.store, self.steer(target, text))
+        return self._finish(self.steer(target, text))
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
-        return _run_sync(self.store, self.cancel(target))
+        return self._finish(self.cancel(target))
 
     def recover_sync(self, thread_id: str) -> RunResult:
-        return _run_sync(self.store, self.recover(thread_id))
+        return self._finish(self.recover(thread_id))
 
     # -- helpers --------------------------------------------------------------------
+
+    def _finish(self, coro: Coroutine[Any, Any, T]) -> T:
+        """A sync twin's async method, run to its end the store's way (``run_from_sync``)."""
+        if not _loop_running():
+            return run_from_sync(self.store, coro)
+        coro.close()
+        raise ForgeError("the *_sync methods are for code without a running event loop; "
+                         "await the async method instead")
 
     def _require_store(self) -> CheckpointStore:
         if self.store is None:
