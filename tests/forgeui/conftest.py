@@ -6,12 +6,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+
+from forgeui.store import DjangoCheckpointStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,3 +71,17 @@ def manage(*args: str, env: dict[str, str], timeout: float = 120,
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kwargs)
     assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr}"
     return done
+
+
+@pytest.fixture
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The threads a sync caller needed an event loop from, one entry each time."""
+    seen: list[str] = []
+    real = DjangoCheckpointStore.run_from_sync
+
+    def counted(self: DjangoCheckpointStore, coro: Coroutine[Any, Any, Any]) -> Any:
+        seen.append(threading.current_thread().name)
+        return real(self, coro)
+
+    monkeypatch.setattr(DjangoCheckpointStore, "run_from_sync", counted)
+    return seen

@@ -56,12 +56,8 @@ class SyncHere:
         assert interrupt.status == "answered"
 
     def test_inside_a_callers_transaction_runs_save_in_it_here_and_roll_back_with_it(
-        self, store: DjangoCheckpointStore, monkeypatch: pytest.MonkeyPatch,
+        self, store: DjangoCheckpointStore, loops: list[str],
     ) -> None:
-        loops: list[str] = []
-        real = DjangoCheckpointStore.run_from_sync
-        monkeypatch.setattr(DjangoCheckpointStore, "run_from_sync",
-                            lambda s, coro: loops.append("loop") or real(s, coro))
         seen: list[str] = []
         ex = approval(store, seen)
         with pytest.raises(RuntimeError), transaction.atomic(using=self.alias):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,6 @@ from runtime import RunResult
 from .conftest import lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def loops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The threads a sync caller needed an event loop from, one entry each time."""
-    seen: list[str] = []
-    real = getattr(DjangoCheckpointStore, "run_from_sync", None)
-
-    def counted(self: DjangoCheckpointStore, coro: Coroutine[Any, Any, Any]) -> Any:
-        seen.append(threading.current_thread().name)
-        return real(self, coro)
-
-    monkeypatch.setattr(DjangoCheckpointStore, "run_from_sync", counted, raising=False)
-    return seen
 
 
 @pytest.fixture
