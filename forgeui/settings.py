@@ -127,11 +127,25 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# redis-py 8 gives every read a 5 s timeout by default, as long as the channel layer's own
+# blocking pop (BZPOPMIN): an idle websocket's receive then fails and daphne closes it.
+# Reads get a timeout well above that pop, so a dead connection is still noticed; RQ
+# workers raise their own above their blocking dequeue, and the readiness probe sets its own.
+REDIS_SOCKET_TIMEOUT = float(os.environ.get("REDIS_SOCKET_TIMEOUT", "30"))
+
+
+def channel_layer_host(url: str) -> dict[str, Any]:
+    """One ``channels_redis`` host: the URL and explicit client options."""
+    return {"address": url, "socket_timeout": REDIS_SOCKET_TIMEOUT,
+            "socket_connect_timeout": 5, "socket_keepalive": True,
+            "health_check_interval": 30}
+
+
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]},
         }
     }
     TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},

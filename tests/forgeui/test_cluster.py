@@ -8,9 +8,13 @@ API with bearer tokens, inbox websockets with a reviewer's session cookie, and
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +23,7 @@ import pytest
 
 from tests.conftest import missing, require_service
 
-from .cluster import Cluster, Watcher, children, cluster, kill, wait_until
+from .cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
 from .conftest import lines
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -194,3 +198,43 @@ OUTAGE_RUNS = (
     "runs = [services.start_run(None, 'transfer', {'outage': n}).run_id for n in range(3)]; "
     "wait_for_tasks(); print(*runs)"
 )
+
+
+IDLE_SECONDS = 30  # several times redis-py 8's default read timeout of 5 s
+
+
+def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
+        forge: Cluster) -> None:
+    """Nothing happens for IDLE_SECONDS: the channel layer's blocking reads, the idle
+    rqworkers and a sweeper loop must all still work afterwards, with the client defaults
+    of the redis version in constraints.txt."""
+    env = {**forge.env, "FORGE_SWEEP_SECONDS": "1"}
+    with (forge.folder / "sweeper.log").open("ab") as log:
+        sweeper = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "expire_interrupts", "--loop"], cwd=ROOT,
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    watchers = [Watcher(url, forge.cookie) for url in forge.urls]
+    try:
+        for watcher in watchers:
+            assert watcher.connected.wait(10)
+        time.sleep(IDLE_SECONDS)
+        assert all(w.connected.is_set() and w.connects == 1 for w in watchers), \
+            "an idle inbox socket closed: " + forge.log("daphne-0.log")[-2000:]
+
+        run_id = forge.start_run(forge.urls[0], "transfer", {"idle": IDLE_SECONDS})
+        wait_until(lambda: run_id in forge.pending([run_id]), 30, "an idle worker to run it")
+        interrupt_id = forge.pending([run_id])[run_id]
+        wait_until(lambda: all(w.saw([interrupt_id]) for w in watchers), 10,
+                   "the new row on the sockets that were idle")
+        for url in forge.urls:
+            with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
+                assert json.loads(response.read())["checks"] == {"database": "ok",
+                                                                 "redis": "ok"}
+        assert sweeper.poll() is None, forge.log("sweeper.log")[-2000:]
+        assert "Traceback" not in forge.log("sweeper.log"), forge.log("sweeper.log")[-2000:]
+        for log_name in ("daphne-0.log", "daphne-1.log", "worker-0.log", "worker-1.log"):
+            assert "TimeoutError" not in forge.log(log_name), forge.log(log_name)[-2000:]
+    finally:
+        for watcher in watchers:
+            watcher.close()
+        stop(sweeper)

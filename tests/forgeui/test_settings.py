@@ -51,7 +51,10 @@ def test_production_services_from_the_environment() -> None:
     assert found["engine"] == "django.db.backends.postgresql" and found["name"] == "forge"
     assert found["conn_max_age"] == 0
     assert found["layer"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert found["layer"]["CONFIG"]["hosts"] == ["redis://cache.internal:6379/2"]
+    [host] = found["layer"]["CONFIG"]["hosts"]
+    assert host["address"] == "redis://cache.internal:6379/2"
+    # Longer than the layer's blocking pop, or an idle socket's receive times out.
+    assert host["socket_timeout"] > 5
     assert found["tasks"] == "django_tasks_rq.RQBackend"
     assert {"django_rq", "django_tasks_rq"} <= set(found["apps"])
     assert found["graphs"] == {"mine": "tests.forgeui.graphs:race"}
