@@ -1,8 +1,8 @@
 """Who may do what: the one table of roles (Django groups) and actions (SPEC §2, issue 5).
 
-- ``reviewer``: answer interrupts, add steering notes.
-- ``supervisor``: also targeted resume of sub-agents, fork, cancel, start runs, and
-  assign interrupts (or release anyone's claim).
+- ``reviewer``: answer interrupts, add steering notes, fork a thread into a new branch.
+- ``supervisor``: also targeted resume of sub-agents, cancel, start runs, recover failed
+  runs, and assign interrupts (or release anyone's claim).
 - ``auditor``: read everything, change nothing.
 
 Every role may read. Superusers may do everything; ``user=None`` is a management command
@@ -38,7 +38,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.STEER: frozenset({Role.REVIEWER, Role.SUPERVISOR}),
     Action.START_RUN: frozenset({Role.SUPERVISOR}),
     Action.RESUME_TARGETED: frozenset({Role.SUPERVISOR}),
-    Action.FORK: frozenset({Role.SUPERVISOR}),
+    Action.FORK: frozenset({Role.REVIEWER, Role.SUPERVISOR}),
     Action.CANCEL: frozenset({Role.SUPERVISOR}),
     Action.ASSIGN: frozenset({Role.SUPERVISOR}),
 }

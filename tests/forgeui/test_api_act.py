@@ -328,7 +328,8 @@ def test_fork_from_latest_and_from_an_earlier_checkpoint(api: Api) -> None:
 def test_fork_refusals(api: Api) -> None:
     started = api.start("transfer")
     thread = started["thread_id"]
-    assert_denied(api, "reviewer", "POST", f"/api/threads/{thread}/fork", {})
+    assert_denied(api, "auditor", "POST", f"/api/threads/{thread}/fork", {})
+    assert api.post("reviewer", f"/api/threads/{thread}/fork", {}).status_code == 201
     assert api.post("supervisor", "/api/threads/nope/fork", {}).status_code == 404
     other = api.start("deploy")
     foreign = api.get("auditor", f"/api/threads/{other['thread_id']}/checkpoints"

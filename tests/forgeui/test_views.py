@@ -119,15 +119,19 @@ def test_an_auditor_sees_no_answer_form_and_cannot_post_one(
     assert AuditEntry.objects.count() == before
 
 
-def test_reviewers_answer_and_steer_but_only_supervisors_fork_and_cancel(
+def test_reviewers_answer_steer_and_fork_but_only_supervisors_cancel(
         clients: dict[str, Client], users: dict[str, User]) -> None:
     [pending] = start(users, "transfer")
     reviewer = clients["reviewer"]
     html = text(reviewer.get(f"/runs/{pending.run_id}/"))
-    assert "/steer/" in html and "/cancel/" not in html and "/fork/" not in html
+    assert "/steer/" in html and "/cancel/" not in html and "/fork/" in html
     assert reviewer.post(f"/runs/{pending.run_id}/cancel/").status_code == 403
-    assert reviewer.post(f"/threads/{pending.thread_id}/fork/").status_code == 403
     assert reviewer.post(f"/runs/{pending.run_id}/steer/", {"text": "be brief"}).status_code == 302
+    forked = reviewer.post(f"/threads/{pending.thread_id}/fork/")
+    assert forked.status_code == 302
+    new_thread = forked["Location"].strip("/").split("/", 1)[1]
+    assert Run.objects.get(thread_id=new_thread).status == "interrupted"
+    assert AuditEntry.objects.get(action="thread.fork").actor == users["reviewer"]
     html = text(clients["supervisor"].get(f"/runs/{pending.run_id}/"))
     assert "/cancel/" in html and "/fork/" in html
 
