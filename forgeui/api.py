@@ -25,6 +25,7 @@ from .auth import api_auth, login_required_for_docs
 from .exceptions import (
     AlreadyClaimed,
     Forbidden,
+    GraphUnavailable,
     InvalidRequest,
     NotFound,
     StaleAnswer,
@@ -324,6 +325,12 @@ def _forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
 def _unknown_graph(request: HttpRequest, exc: UnknownGraph) -> HttpResponse:
     return _field_errors(request, [{"loc": ["body", "graph"], "msg": str(exc),
                                     "type": "unknown_graph"}])
+
+
+@api.exception_handler(GraphUnavailable)
+def _graph_unavailable(request: HttpRequest, exc: GraphUnavailable) -> HttpResponse:
+    """The request was fine; this site's registration of the graph is not (409)."""
+    return _conflict(request, str(exc), {}, graph=exc.name)
 
 
 @api.exception_handler(InvalidRequest)

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class ForgeUIConfig(AppConfig):
@@ -9,3 +10,6 @@ class ForgeUIConfig(AppConfig):
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (access.py).
         from . import access  # noqa: F401
+        from .registry import check_graphs
+
+        checks.register(check_graphs)

@@ -3,7 +3,8 @@
 ::
 
     ForgeUIError                 root of the dashboard's refusals
-    ├── UnknownGraph             a graph name FORGE_GRAPHS does not register (404/400)
+    ├── UnknownGraph             a graph name FORGE_GRAPHS does not register (422)
+    ├── GraphUnavailable         a registered graph that cannot be loaded (409)
     ├── NotFound                 no such run, thread or interrupt (404)
     ├── InvalidRequest           a value or note the target cannot take (400/422)
     ├── Forbidden                the user's role may not do this (403)
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
 
 class ForgeUIError(Exception):
     """Root of the dashboard's refusals."""
@@ -27,6 +30,15 @@ class UnknownGraph(ForgeUIError, LookupError):
         super().__init__(f"unknown graph {name!r}; registered graphs: {', '.join(known) or '-'}")
         self.name = name
         self.known = known
+
+
+class GraphUnavailable(ForgeUIError, ImproperlyConfigured):
+    """A registered graph whose module, attribute or factory fails: nothing can run it."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"graph {name!r} cannot be loaded: {reason}")
+        self.name = name
+        self.reason = reason
 
 
 class NotFound(ForgeUIError, LookupError):

@@ -118,6 +118,8 @@ class ConflictOut(Schema):
     answered_by: str | None = Field(None, description="username of whoever answered first")
     answered_at: datetime | None = None
     claimed_by: str | None = Field(None, description="who holds the claim, when that is why")
+    graph: str | None = Field(None, description="the graph that cannot be loaded, when that "
+                                                "is why")
     latest: LatestOut
 
 
@@ -373,7 +375,7 @@ class BulkResumeIn(Body):
 
 class BulkOutcomeOut(Schema):
     interrupt_id: str
-    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid"]
+    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
     detail: str = Field(description="why, when not accepted")
     answer_id: int | None
     answered_by: str | None = Field(description="who answered first, when stale")

@@ -3,8 +3,8 @@
 Each service checks the role, records the intent and its audit row in one transaction,
 and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
 
-Roles (``forgeui.roles``): ``reviewer`` answers and adds notes; ``supervisor`` also starts,
-forks, cancels and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
+Roles (``forgeui.roles``): ``reviewer`` answers, adds notes and forks; ``supervisor`` also
+starts, cancels, recovers and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
 ``user=None`` (management commands) may do all. A refusal leaves an audit row, nothing else.
 """
 
@@ -30,7 +30,14 @@ from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 from . import assignment, registry
 from .events import EventDraft, publish_on_commit
-from .exceptions import AlreadyClaimed, Forbidden, InvalidRequest, NotFound, StaleAnswer
+from .exceptions import (
+    AlreadyClaimed,
+    Forbidden,
+    GraphUnavailable,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+)
 from .mail import send_quietly
 from .models import (
     Answer,
@@ -51,7 +58,7 @@ from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, star
 logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
-BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid"]
+BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -123,6 +130,7 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
     interrupt = _interrupt(interrupt_id)
     require_answerable(user, interrupt)
+    require_graph(interrupt.run)
     _check_answer(interrupt, value, child_policy, loc=["body", "value"])
     try:
         with transaction.atomic():
@@ -181,6 +189,8 @@ def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -
         return BulkOutcome(interrupt_id, "not_found", str(exc))
     except InvalidRequest as exc:
         return BulkOutcome(interrupt_id, "invalid", str(exc))
+    except GraphUnavailable as exc:
+        return BulkOutcome(interrupt_id, "unavailable", str(exc))
     return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
 
 
@@ -216,7 +226,7 @@ def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
             answer = answer_interrupt(None, interrupt.pk, interrupt.default)
         except StaleAnswer:  # someone answered just in time
             return Expiry(interrupt.pk, "skipped", "answered before the deadline sweep")
-        except InvalidRequest as exc:
+        except (InvalidRequest, GraphUnavailable) as exc:
             reason = f"{reason}; its default was refused: {exc}"
         else:
             audit(None, "interrupt.expired", object_type="interrupt", object_id=interrupt.pk,
@@ -260,6 +270,7 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
         if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
             raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
         require_answerable(user, interrupt)
+        require_graph(interrupt.run)
         _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,
                       loc=["body", "answers", interrupt.pk])
     current = interrupts[0]
@@ -518,6 +529,7 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("a steering note needs some text")
     run = _run(run_id)
+    require_graph(run)
     interrupt = _interrupt(interrupt_id) if interrupt_id else None
     if interrupt is not None and interrupt.run_id != run.run_id:
         raise InvalidRequest(f"interrupt {interrupt_id!r} does not belong to run {run_id!r}")
@@ -558,10 +570,20 @@ def cancel_run(user: User, run_id: str) -> None:
     run = _run(run_id)
     if run.status not in LIVE:
         raise InvalidRequest(f"run {run_id!r} is {run.status}")
+    require_graph(run)
     with transaction.atomic():
         audit(user, "run.cancel", object_type="run", object_id=run_id, run_id=run_id,
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id)
         transaction.on_commit(partial(cancel_run_task.enqueue, run_id))
+
+
+def require_graph(run: Run) -> None:
+    """Raise ``GraphUnavailable`` when the run's graph cannot be loaded here.
+
+    Checked before anything is recorded: an accepted answer (or note, or cancel) for a
+    graph no worker can load would only fail later, in the background.
+    """
+    registry.executor_for(run.graph)
 
 
 def _run(run_id: str) -> Run:

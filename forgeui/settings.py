@@ -70,9 +70,12 @@ if PRODUCTION and SECRET_KEY == DEV_SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# A site's FORGE_GRAPHS replaces the example graphs; FORGE_EXAMPLES=1 keeps them beside it.
 FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "null") or (
     DEFAULT_GRAPHS
 )
+if env_bool("FORGE_EXAMPLES", False):
+    FORGE_GRAPHS = {**DEFAULT_GRAPHS, **FORGE_GRAPHS}
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 # Extra exact websocket origins, e.g. "https://forge.example.com" behind a TLS proxy.

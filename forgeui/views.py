@@ -27,7 +27,14 @@ from django.views.decorators.http import require_GET, require_POST
 from runtime.errors import ForgeError
 
 from . import assignment, registry, runtree, services, timeline
-from .exceptions import Forbidden, ForgeUIError, InvalidRequest, NotFound, StaleAnswer
+from .exceptions import (
+    Forbidden,
+    ForgeUIError,
+    GraphUnavailable,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+)
 from .forms import AnswerRejected, read_answer, schema_form_class
 from .inbox import (
     PAGE_SIZE,
@@ -42,7 +49,8 @@ from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
 from .roles import Action, allowed, roles_of
 
 View = Callable[..., HttpResponse]
-REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409), (ForgeUIError, 422),
+REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409),
+                  (GraphUnavailable, 409), (ForgeUIError, 422),
                   (ForgeError, 409)]
 
 

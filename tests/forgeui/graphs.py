@@ -102,3 +102,8 @@ def ask_as_told(order: dict[str, Any], ctx: NodeContext) -> Any:
 
 
 custom = DurableExecutor(nodes=[("ask", ask_as_told)], name="custom")
+
+
+def broken_factory() -> DurableExecutor:
+    """A factory that fails the way a graph needing a missing secret would."""
+    raise RuntimeError("no credentials for the model provider")

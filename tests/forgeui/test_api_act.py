@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connections
+from django.test import override_settings
 
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, Run, SteeringNote
 
@@ -399,3 +400,32 @@ def test_two_clients_answer_one_interrupt_one_202_one_409_naming_the_winner(
     assert answer_row.user == api.users[winner] and answer_row.value == winner
     run = Run.objects.get(pk=interrupt["run_id"])
     assert run.status == "completed" and run.output["approved"] == winner
+
+
+# -- a graph this site cannot load -------------------------------------------------------------
+
+
+BROKEN = {"transfer": "runtime.exampels:transfer"}
+
+
+def test_an_answer_to_a_run_whose_graph_cannot_be_loaded_is_refused(api: Api) -> None:
+    started = api.start("transfer", {"amount": 3})
+    (pending,) = api.pending_of(started)
+    before = rows()
+    with override_settings(FORGE_GRAPHS=BROKEN):
+        response = api.post("reviewer", f"/api/interrupts/{pending['id']}/resume",
+                            {"value": True})
+        assert response.status_code == 409
+        assert response.json()["graph"] == "transfer"
+        assert "graph 'transfer' cannot be loaded" in response.json()["detail"]
+        targeted = api.post("supervisor", "/api/resume",
+                            {"run_id": pending["run_id"], "value": True})
+        assert targeted.status_code == 409
+        note = api.post("reviewer", "/api/steering", {"run_id": pending["run_id"], "text": "x"})
+        assert note.status_code == 409
+        started_again = api.post("supervisor", "/api/runs", {"graph": "transfer", "input": {}})
+        assert started_again.status_code == 409 and started_again.json()["graph"] == "transfer"
+    assert rows() == before
+    assert Interrupt.objects.get(pk=pending["id"]).status == "pending"
+    assert api.post("reviewer", f"/api/interrupts/{pending['id']}/resume",
+                    {"value": True}).status_code == 202

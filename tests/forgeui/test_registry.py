@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from forgeui import registry
-from forgeui.exceptions import UnknownGraph
+from forgeui.exceptions import GraphUnavailable, UnknownGraph
 from forgeui.settings import DEFAULT_GRAPHS
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor, examples
+
+from .conftest import ROOT
+from .test_settings import settings_with
 
 
 def test_the_default_graphs_are_the_demo_graphs() -> None:
@@ -45,6 +54,7 @@ def test_unknown_names_list_the_registered_ones() -> None:
         ("runtime.examples:missing", "has no attribute"),
         ("runtime.examples:ACTIONS", "neither a DurableExecutor nor a zero-argument factory"),
         ("runtime.examples:plan", "neither a DurableExecutor nor a zero-argument factory"),
+        ("tests.forgeui.graphs:broken_factory", "RuntimeError: no credentials"),
     ],
 )
 def test_bad_paths_fail_with_the_setting_named(path: str, message: str) -> None:
@@ -58,3 +68,41 @@ def test_executor_for_finds_a_graph_registered_under_another_name() -> None:
         assert registry.executor_for("transfer").name == "transfer"
         with pytest.raises(UnknownGraph):
             registry.executor_for("deploy")
+
+
+def test_a_registration_that_fails_is_named_when_another_graph_is_sought() -> None:
+    with override_settings(FORGE_GRAPHS={"payments": "no_such_module:graph"}), \
+            pytest.raises(GraphUnavailable, match=r"graph 'transfer' cannot be loaded.*"
+                                                  r"FORGE_GRAPHS\['payments'\]"):
+        registry.executor_for("transfer")
+
+
+def test_the_system_check_names_every_graph_that_fails_to_load() -> None:
+    broken = {**DEFAULT_GRAPHS, "typo": "runtime.exampels:transfer",
+              "gone": "runtime.examples:no_such_graph"}
+    with override_settings(FORGE_GRAPHS=broken):
+        problems = registry.check_graphs()
+        assert sorted(p.msg.split(" cannot")[0] for p in problems) == ["graph 'gone'",
+                                                                       "graph 'typo'"]
+        assert {p.id for p in problems} == {"forgeui.E001"}
+        assert "No module named 'runtime.exampels'" in " ".join(p.msg for p in problems)
+        with pytest.raises(SystemCheckError, match=r"forgeui\.E001"):
+            call_command("check")
+    assert registry.check_graphs() == []
+
+
+def test_manage_check_fails_on_a_typo_in_forge_graphs() -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "FORGE_GRAPHS": json.dumps({"payments": "runtime.exampels:transfer"})}
+    done = subprocess.run([sys.executable, "manage.py", "check"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "forgeui.E001" in done.stderr and "graph 'payments' cannot be loaded" in done.stderr
+    assert "No module named 'runtime.exampels'" in done.stderr
+
+
+def test_forge_examples_keeps_the_example_graphs_beside_a_sites_own() -> None:
+    own = json.dumps({"mine": "tests.forgeui.graphs:race"})
+    assert settings_with(FORGE_GRAPHS=own)["graphs"] == {"mine": "tests.forgeui.graphs:race"}
+    kept = settings_with(FORGE_GRAPHS=own, FORGE_EXAMPLES="1")["graphs"]
+    assert kept == {**DEFAULT_GRAPHS, "mine": "tests.forgeui.graphs:race"}
