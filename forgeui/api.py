@@ -53,6 +53,7 @@ from .schemas import (
     InterruptFilters,
     InterruptOut,
     Page,
+    RecoverOut,
     ResumeIn,
     ResumeMapIn,
     RunDetailOut,
@@ -258,6 +259,13 @@ def add_steering(request: HttpRequest, body: SteeringIn) -> Any:
 def cancel_run(request: HttpRequest, run_id: Id) -> Any:
     """Cancel a run and everything below it; a task applies it."""
     services.cancel_run(request.auth, run_id)
+    return Status(202, {"run_id": run_id})
+
+
+@router.post("/runs/{run_id}/recover", response={202: RecoverOut, **ERRORS, **CONFLICT})
+def recover_run(request: HttpRequest, run_id: Id) -> Any:
+    """Go on with a failed root run (supervisor): its failed step runs again in a task."""
+    services.recover_run(request.auth, run_id)
     return Status(202, {"run_id": run_id})
 
 

@@ -29,6 +29,7 @@ class Action(StrEnum):
     RESUME_TARGETED = "resume_targeted"
     FORK = "fork"
     CANCEL = "cancel"
+    RECOVER = "recover"
     ASSIGN = "assign"
 
 
@@ -40,6 +41,7 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
     Action.RESUME_TARGETED: frozenset({Role.SUPERVISOR}),
     Action.FORK: frozenset({Role.REVIEWER, Role.SUPERVISOR}),
     Action.CANCEL: frozenset({Role.SUPERVISOR}),
+    Action.RECOVER: frozenset({Role.SUPERVISOR}),
     Action.ASSIGN: frozenset({Role.SUPERVISOR}),
 }
 

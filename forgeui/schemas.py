@@ -426,6 +426,11 @@ class CancelOut(Schema):
     status: Literal["cancelling"] = "cancelling"
 
 
+class RecoverOut(Schema):
+    run_id: str
+    status: Literal["recovering"] = "recovering"
+
+
 # -- audit -------------------------------------------------------------------------------
 
 

@@ -50,10 +50,15 @@ from .models import (
     RunStatus,
     SteeringNote,
 )
-from .models import Checkpoint as CheckpointRow
 from .roles import Action, Role, allowed, needed_roles
 from .store import DjangoCheckpointStore
-from .tasks import apply_answer_task, apply_steering_task, cancel_run_task, start_run_task
+from .tasks import (
+    apply_answer_task,
+    apply_steering_task,
+    cancel_run_task,
+    recover_run_task,
+    start_run_task,
+)
 
 logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
@@ -547,21 +552,60 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
 
 
 def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None) -> str:
-    """Copy a thread (as of ``checkpoint_id``, default latest) into a new one; no node runs."""
+    """Copy a root thread (as of ``checkpoint_id``, default latest) into a new one.
+
+    A checkpoint taken mid-step is copied as a failed run nobody holds; the fork is then
+    recovered in a task, so it goes on by itself like any other fork.
+    """
     require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
                  thread_id=thread_id[:255])
     latest = _latest(thread_id)
-    if checkpoint_id and not CheckpointRow.objects.filter(pk=checkpoint_id,
-                                                         thread_id=thread_id).exists():
-        raise NotFound(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+    source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    new_thread = executor.fork_sync(thread_id, checkpoint_id)
+    new_thread = executor.fork_sync(thread_id, source.id)
     forked = DjangoCheckpointStore().load_sync(new_thread)
-    audit(user, "thread.fork", object_type="thread", object_id=thread_id, thread_id=thread_id,
-          run_id=latest.run_id, before_checkpoint_id=checkpoint_id or latest.id,
-          after_checkpoint_id=forked.id if forked else "",
-          detail={"new_thread_id": new_thread})
+    goes_on = source.status == "running"
+    with transaction.atomic():
+        audit(user, "thread.fork", object_type="thread", object_id=thread_id,
+              thread_id=thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
+              after_checkpoint_id=forked.id if forked else "",
+              detail={"new_thread_id": new_thread, "new_run_id": forked.run_id if forked else "",
+                      "seq": _seq_of(thread_id, source.id), "recovered": goes_on})
+        if goes_on:
+            transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
     return new_thread
+
+
+def _fork_source(latest: Checkpoint, thread_id: str, checkpoint_id: str | None) -> Checkpoint:
+    if not checkpoint_id:
+        return latest
+    found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
+    if found is None or found.thread_id != thread_id:
+        raise NotFound(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+    return found
+
+
+def _seq_of(thread_id: str, checkpoint_id: str) -> int:
+    """The checkpoint's 1-based place in its thread, as the timeline numbers it."""
+    ids = [cp.id for cp in DjangoCheckpointStore().list_sync(thread_id)]
+    return ids.index(checkpoint_id) + 1 if checkpoint_id in ids else 0
+
+
+def recover_run(user: User, run_id: str) -> None:
+    """Go on with a failed (or abandoned) root run in a task: the failed step runs again."""
+    require_role(user, Action.RECOVER, object_type="run", object_id=run_id, run_id=run_id)
+    run = _run(run_id)
+    if run.parent_run_id is not None:
+        raise InvalidRequest(f"run {run_id!r} is a sub-agent; recover its root run")
+    if run.status not in (RunStatus.FAILED, RunStatus.RUNNING):
+        raise InvalidRequest(f"run {run_id!r} is {run.status}; only a failed or running run "
+                             f"can be recovered")
+    require_graph(run)
+    with transaction.atomic():
+        audit(user, "run.recover", object_type="run", object_id=run_id, run_id=run_id,
+              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
+              detail={"error": run.error})
+        transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
 
 
 def cancel_run(user: User, run_id: str) -> None:

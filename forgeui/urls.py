@@ -17,6 +17,7 @@ pages: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/", views.run_detail, name="run"),
     path("runs/<str:run_id>/steer/", views.steer, name="steer"),
     path("runs/<str:run_id>/cancel/", views.cancel, name="cancel"),
+    path("runs/<str:run_id>/recover/", views.recover, name="recover"),
     # A sub-agent's thread id holds slashes ("<root>/<agent>:<id>"); the suffixed routes
     # come first so the greedy <path:> of the timeline cannot swallow them.
     path("threads/<path:thread_id>/export.json", views.thread_export, name="timeline-export"),

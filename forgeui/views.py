@@ -87,6 +87,7 @@ def permissions(request: HttpRequest) -> dict[str, Any]:
     return {"can_answer": allowed(user, Action.ANSWER), "can_steer": allowed(user, Action.STEER),
             "can_assign": allowed(user, Action.ASSIGN),
             "can_fork": allowed(user, Action.FORK), "can_cancel": allowed(user, Action.CANCEL),
+            "can_recover": allowed(user, Action.RECOVER),
             "roles": sorted(roles_of(user)) or (["admin"] if user.is_superuser else [])}
 
 
@@ -316,6 +317,13 @@ def steer(request: HttpRequest, run_id: str) -> HttpResponse:
 def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     return run_action(request, run_id, lambda: services.cancel_run(request.user, run_id),
                       "Cancellation requested.")
+
+
+@require_POST
+@requires(Action.RECOVER)
+def recover(request: HttpRequest, run_id: str) -> HttpResponse:
+    return run_action(request, run_id, lambda: services.recover_run(request.user, run_id),
+                      "Recovery started: the failed step runs again.")
 
 
 def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],

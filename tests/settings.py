@@ -46,5 +46,6 @@ FORGE_GRAPHS = {
     "blocking": "tests.forgeui.graphs:blocking",
     "pipeline": "tests.forgeui.graphs:make_pipeline",
     "custom": "tests.forgeui.graphs:custom",
+    "flaky": "tests.forgeui.graphs:flaky",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

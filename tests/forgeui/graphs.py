@@ -6,6 +6,7 @@ threads, processes and a SIGKILL.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,13 @@ custom = DurableExecutor(nodes=[("ask", ask_as_told)], name="custom")
 def broken_factory() -> DurableExecutor:
     """A factory that fails the way a graph needing a missing secret would."""
     raise RuntimeError("no credentials for the model provider")
+
+
+def fetch(order: dict[str, Any]) -> dict[str, Any]:
+    """Fails while the file ``order["fail_while"]`` exists: an outage that ends."""
+    if os.path.exists(order["fail_while"]):
+        raise RuntimeError("upstream unavailable")
+    return {**order, "fetched": True}
+
+
+flaky = DurableExecutor(nodes=[("fetch", fetch), ("finish", finish)], name="flaky")
