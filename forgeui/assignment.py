@@ -1,9 +1,10 @@
 """Who may answer an interrupt: its assignees, its claim, and the viewer's groups (issue 8).
 
-An interrupt names its assignees in its payload (``{"assignees": {"users": [...],
-"groups": [...]}}``) or gets them from a supervisor later. They are kept on the row as
-``"\\nuser:alice\\ngroup:finance\\n"`` tokens, so "assigned to me" is a ``contains``
-filter on SQLite and PostgreSQL alike. A claim (``claimed_by``) narrows it to one person.
+An interrupt names its assignees with ``ctx.interrupt(payload, assignees={"users": [...],
+"groups": [...]})`` (never with a payload key) or gets them from a supervisor later.
+They are kept on the row as ``"\\nuser:alice\\ngroup:finance\\n"`` tokens, so "assigned
+to me" is a ``contains`` filter on SQLite and PostgreSQL alike. A claim (``claimed_by``)
+narrows it to one person.
 
 ``may_answer`` is the one rule, used by the services, the pages and the websocket:
 
@@ -66,9 +67,9 @@ def decode(stored: str) -> tuple[list[str], list[str]]:
             [line[6:] for line in lines if line.startswith("group:")])
 
 
-def from_payload(payload: Any) -> str:
-    """The stored form of ``payload["assignees"]``; anything malformed names nobody."""
-    named = payload.get("assignees") if isinstance(payload, dict) else None
+def from_record(named: Any) -> str:
+    """The stored form of an interrupt record's ``assignees`` (``ctx.interrupt``'s keyword
+    argument, never a payload key); anything malformed names nobody."""
     if not isinstance(named, dict):
         return ""
     return encode(_list(named.get("users")), _list(named.get("groups")))

@@ -23,7 +23,7 @@ from .models import Interrupt, InterruptQuerySet, InterruptStatus
 PAGE_SIZE = 50
 SUMMARY_LENGTH = 140
 # Payload keys that tell forge what to do, not what the question is about.
-INSTRUCTIONS = ("question", "actions", "answer_schema", "assignees", "deadline_s", "default")
+INSTRUCTIONS = ("question", "actions", "answer_schema")
 ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
 Sort = Literal["newest", "oldest", "deadline"]
 Tab = Literal["all", "assigned", "queue", "done"]

@@ -223,19 +223,9 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
 
 
 class PayloadField(models.JSONField):
-    """An interrupt's payload; a new row also takes its instructions from it (issue 8):
-    ``assignees``, and ``deadline_s`` / ``default`` unless ``ctx.interrupt`` gave them.
-
-    Interrupt rows are created by the checkpoint store's ``bulk_create``, which calls no
-    ``save()`` and sends no signal; ``pre_save`` is the hook it does run for every field,
-    in field order, so the fields after ``payload`` are read after this has set them.
-    """
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        value = getattr(model_instance, self.attname)
-        if add and isinstance(model_instance, Interrupt):
-            model_instance.read_instructions()
-        return value
+    """An interrupt's payload: data to show, never instructions. Deadline, default and
+    assignees come from ``ctx.interrupt``'s keyword arguments (the interrupt record), so
+    data a graph forwards from a user or a model cannot set them."""
 
 
 class Interrupt(models.Model):
@@ -290,18 +280,6 @@ class Interrupt(models.Model):
 
     def __str__(self) -> str:
         return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"
-
-    def read_instructions(self) -> None:
-        """Assignees, deadline and default from the payload, for a row being created."""
-        payload = self.payload if isinstance(self.payload, dict) else {}
-        if not self.assignees:
-            self.assignees = assignment.from_payload(payload)
-        seconds = payload.get("deadline_s")
-        if (self.deadline_at is None and isinstance(seconds, int | float)
-                and not isinstance(seconds, bool) and 0 <= seconds < 10**9):
-            self.deadline_at = (self.created_at or timezone.now()) + timedelta(seconds=seconds)
-        if not self.has_default and "default" in payload:
-            self.has_default, self.default = True, payload["default"]
 
     @property
     def assigned_users(self) -> list[str]:

@@ -70,8 +70,7 @@ def plan_save(cp: Checkpoint) -> SavePlan | None:
             plan.kept.append(data["id"])
         elif data["id"] not in was_resolved:
             row = interrupt_row(cp, data, InterruptStatus.PENDING)
-            # As bulk_create reads a new row: each field's pre_save, in field order
-            # (the payload's sets assignees, deadline and default; see PayloadField).
+            # As bulk_create reads a new row: each field's pre_save, in field order.
             plan.created.append({f.attname: f.pre_save(row, True)
                                  for f in row._meta.concrete_fields})
             plan.events.append(EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root,

@@ -344,6 +344,7 @@ class RunExecution:
             "deadline_at": created + int(deadline_s * 1000) if deadline_s is not None else None,
             "has_default": bool(signal and signal.has_default),
             "default": signal.default if signal else None,
+            "assignees": signal.assignees if signal else None,
         })
         task["status"] = "interrupted"
         task["interrupt_id"] = iid

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._jsonvalue import NotJSON, json_copy
@@ -55,12 +55,16 @@ class NodeContext:
         return [note["text"] for note in self.steering_notes]
 
     def interrupt(
-        self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING
+        self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,
+        assignees: Mapping[str, Sequence[str]] | None = None,
     ) -> Any:
         """Pause here until a person answers; on re-run, return that answer.
 
         Answers are matched by order: the n-th ``interrupt()`` call of this task gets the
-        n-th answer. ``deadline_s``/``default`` let the dashboard answer for you when late.
+        n-th answer. ``deadline_s``/``default`` let the dashboard answer for you when late;
+        ``assignees`` (``{"users": [...], "groups": [...]}``) names who may answer. These
+        come only from here, never from keys of ``payload``, which may carry data the graph
+        forwards from a user or a model.
         """
         order = self._next_order
         self._next_order += 1
@@ -69,11 +73,13 @@ class NodeContext:
             return answers[order]
         try:
             payload = json_copy(payload)
+            default = default if default is _MISSING else json_copy(default)
         except NotJSON as exc:
-            raise ForgeError(f"interrupt payload in node {self.node!r}: {exc}") from None
+            raise ForgeError(f"interrupt in node {self.node!r}: {exc}") from None
         has_default = default is not _MISSING
-        raise InterruptSignal(payload, order, deadline_s=deadline_s,
-                              default=default if has_default else None, has_default=has_default)
+        raise InterruptSignal(payload, order, deadline_s=_deadline(self.node, deadline_s),
+                              default=default if has_default else None, has_default=has_default,
+                              assignees=_assignees(self.node, assignees))
 
     def idempotency_key(self, name: str) -> str:
         """A stable key (thread, node, task, name) to hand to external APIs."""
@@ -110,3 +116,31 @@ class NodeContext:
             return json_copy(result)
         except NotJSON as exc:
             raise ForgeError(f"ctx.once({key!r}) in node {self.node!r}: {exc}") from None
+
+
+def _deadline(node: str, seconds: Any) -> float | None:
+    """``deadline_s`` as a number of seconds, refusing what no clock can mean."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
+            0 <= seconds < 10**9):
+        raise ForgeError(f"interrupt in node {node!r}: deadline_s must be a number of seconds "
+                         f"from 0 to 10**9, not {seconds!r}")
+    return float(seconds)
+
+
+def _assignees(node: str, named: Any) -> dict[str, list[str]] | None:
+    """``{"users": [...], "groups": [...]}`` with both keys, or None when nobody is named."""
+    if named is None:
+        return None
+    if not isinstance(named, Mapping) or set(named) - {"users", "groups"}:
+        raise ForgeError(f"interrupt in node {node!r}: assignees must be a mapping with "
+                         f"\"users\" and/or \"groups\", not {named!r}")
+    found: dict[str, list[str]] = {}
+    for key in ("users", "groups"):
+        names = named.get(key) or []
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ForgeError(f"interrupt in node {node!r}: assignees[{key!r}] must be a "
+                             f"list of names, not {names!r}")
+        found[key] = list(names)
+    return found

@@ -19,6 +19,7 @@ class InterruptSignal(BaseException):
         deadline_s: float | None = None,
         default: Any = None,
         has_default: bool = False,
+        assignees: dict[str, list[str]] | None = None,
     ) -> None:
         super().__init__(payload)
         self.payload = payload
@@ -26,3 +27,4 @@ class InterruptSignal(BaseException):
         self.deadline_s = deadline_s
         self.default = default
         self.has_default = has_default
+        self.assignees = assignees

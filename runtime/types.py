@@ -32,6 +32,7 @@ class Interrupt:
     deadline_at: int | None = None
     has_default: bool = False
     default: Any = None
+    assignees: dict[str, list[str]] | None = None  # who may answer; None: any reviewer
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}

@@ -97,9 +97,10 @@ def make_pipeline() -> DurableExecutor:
 
 
 def ask_as_told(order: dict[str, Any], ctx: NodeContext) -> Any:
-    """Pause with the payload the input asks for (assignees, deadlines, search terms)."""
+    """Pause with the payload the input asks for (search terms, forwarded data) and the
+    control options it asks for (``deadline_s``, ``default``, ``assignees``)."""
     return ctx.interrupt({"question": order.get("question", "Approve?"),
-                          **order.get("payload", {})})
+                          **order.get("payload", {})}, **order.get("options", {}))
 
 
 custom = DurableExecutor(nodes=[("ask", ask_as_told)], name="custom")

@@ -24,8 +24,8 @@ from .test_consumers import Connect, connect, cookies, frame_with  # noqa: F401
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def pause(users: dict[str, User], **payload: Any) -> Interrupt:
-    started = services.start_run(users["supervisor"], "custom", {"payload": payload})
+def pause(users: dict[str, User], **options: Any) -> Interrupt:
+    started = services.start_run(users["supervisor"], "custom", {"options": options})
     return Interrupt.objects.of_tree(started.thread_id).pending().get()
 
 
@@ -41,10 +41,17 @@ def team(users: dict[str, User]) -> dict[str, User]:
     return {**users, "alice": alice, "bob": bob}
 
 
-def test_payload_assignees_are_read_when_the_row_is_created(team: dict[str, User]) -> None:
+def test_interrupt_assignees_are_read_when_the_row_is_created(team: dict[str, User]) -> None:
     interrupt = pause(team, assignees={"users": ["bob"], "groups": ["finance"]})
     assert interrupt.assigned_users == ["bob"] and interrupt.assigned_groups == ["finance"]
-    assert pause(team, assignees="nonsense").assignees == ""
+
+
+def test_assignees_in_a_payload_are_data_not_instructions(team: dict[str, User]) -> None:
+    started = services.start_run(team["supervisor"], "custom", {"payload": {
+        "assignees": {"users": ["bob"]}}})
+    interrupt = Interrupt.objects.of_tree(started.thread_id).pending().get()
+    assert interrupt.assignees == "" and interrupt.payload["assignees"] == {"users": ["bob"]}
+    services.answer_interrupt(team["alice"], interrupt.pk, True)  # not only bob may
 
 
 def test_only_assignees_may_answer(team: dict[str, User]) -> None:

@@ -61,7 +61,7 @@ def test_bulk_reports_forbidden_rows_and_answers_the_rest(users: dict[str, User]
     bob = User.objects.create_user("bob", password="bob")
     bob.groups.add(Group.objects.get(name="reviewer"))
     mine = paused(users, "custom", 2)
-    theirs = paused(users, "custom", 1, payload={"assignees": {"users": ["bob"]}})
+    theirs = paused(users, "custom", 1, options={"assignees": {"users": ["bob"]}})
     outcomes = services.bulk_answer(users["reviewer"], [*mine, *theirs, "nope"], True)
     assert [o.outcome for o in outcomes] == ["accepted", "accepted", "forbidden", "not_found"]
     assert "assigned to bob" in outcomes[2].detail

@@ -22,12 +22,12 @@ from forgeui.tasks import expire_interrupts_task
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def pause(users: dict[str, User], **payload: object) -> Interrupt:
-    started = services.start_run(users["supervisor"], "custom", {"payload": payload})
+def pause(users: dict[str, User], **options: object) -> Interrupt:
+    started = services.start_run(users["supervisor"], "custom", {"options": options})
     return Interrupt.objects.of_tree(started.thread_id).pending().get()
 
 
-def test_payload_deadline_and_default_are_read_when_the_row_is_created(
+def test_deadline_and_default_are_read_when_the_row_is_created(
         users: dict[str, User]) -> None:
     interrupt = pause(users, deadline_s=60, default="skip")
     assert interrupt.has_default and interrupt.default == "skip"
@@ -93,3 +93,16 @@ def test_the_inbox_sorts_by_deadline_and_shows_time_left(users: dict[str, User])
     page = client.get("/?sort=deadline").content.decode()
     assert page.index(soon.pk) < page.index(late.pk) < page.index(none.pk)
     assert "data-due" in page and "due in" in page
+
+
+def test_a_forwarded_payload_cannot_set_its_own_deadline_or_default(
+        users: dict[str, User]) -> None:
+    """The payload a graph forwards from a user or a model is data: these keys used to
+    make the sweep answer it with no human."""
+    started = services.start_run(users["supervisor"], "custom", {"payload": {
+        "deadline_s": 0, "default": {"approved": True}}})
+    interrupt = Interrupt.objects.of_tree(started.thread_id).pending().get()
+    assert interrupt.deadline_at is None and not interrupt.has_default
+    assert expire_interrupts_task.enqueue().return_value["handled"] == []
+    assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
+    assert not Answer.objects.filter(interrupt=interrupt).exists()

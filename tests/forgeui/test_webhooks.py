@@ -100,7 +100,7 @@ def test_assignees_are_emailed(users: dict[str, User]) -> None:
     alice.groups.add(finance)
     User.objects.create_user("carol", email="carol@example.com")
     services.start_run(users["supervisor"], "custom",
-                       {"question": "Pay?", "payload": {"assignees": {"groups": ["finance"]}}})
+                       {"question": "Pay?", "options": {"assignees": {"groups": ["finance"]}}})
     services.start_run(users["supervisor"], "custom", {"question": "Nobody named"})
     webhooks.fan_out()
     [message] = mail.outbox

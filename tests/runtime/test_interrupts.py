@@ -286,6 +286,42 @@ async def test_interrupt_deadline_and_default_are_recorded() -> None:
     assert i.deadline_at is not None and i.deadline_at - i.created_at == 60_000
 
 
+async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data() -> None:
+    forwarded = {"deadline_s": 0, "default": {"approved": True},
+                 "assignees": {"users": ["mallory"]}}
+
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        first = ctx.interrupt(forwarded)
+        return first, ctx.interrupt("who?", assignees={"groups": ["finance"]})
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    first = await ex.run(None)
+    (plain,) = first.interrupts
+    assert plain.payload == forwarded
+    assert (plain.deadline_at, plain.has_default, plain.default, plain.assignees) == (
+        None, False, None, None)
+    (named,) = (await ex.resume(first.thread_id, 1)).interrupts
+    assert named.assignees == {"users": [], "groups": ["finance"]}
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"deadline_s": -1}, "deadline_s"), ({"deadline_s": "soon"}, "deadline_s"),
+    ({"deadline_s": True}, "deadline_s"), ({"assignees": "bob"}, "assignees"),
+    ({"assignees": {"users": "bob"}}, "assignees['users']"),
+    ({"assignees": {"people": ["bob"]}}, "assignees"),
+    ({"default": {1, 2}}, "set"),
+])
+async def test_bad_interrupt_options_fail_the_node_naming_them(
+        options: dict[str, Any], named: str) -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt("ok?", **options)
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    with pytest.raises(NodeError) as info:
+        await ex.run(None)
+    assert info.value.node == "ask" and named in str(info.value)
+
+
 async def test_non_json_interrupt_payload_fails_the_node() -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt({"when": {1, 2}})
