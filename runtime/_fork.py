@@ -6,9 +6,15 @@ interrupts never collide with the original's; the original is not touched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import _tree
 from ._ids import interrupt_id, new_id, now_ms
 from .checkpoint import Checkpoint, CheckpointStore
+from .errors import ResumeError
+
+REOPENED = "forked with an edited input; recover to go on"
 
 
 class _Renamer:
@@ -51,8 +57,14 @@ class _Renamer:
         return cp
 
 
-async def fork_tree(store: CheckpointStore, src: Checkpoint) -> str:
-    """Copy ``src`` (a root checkpoint) and its sub-agents' checkpoints; the new thread id."""
+async def fork_tree(store: CheckpointStore, src: Checkpoint,
+                    inputs: Mapping[str, Any] | None = None) -> str:
+    """Copy ``src`` (a root checkpoint) and its sub-agents' checkpoints; the new thread id.
+
+    ``inputs`` maps interrupt ids pending at ``src`` to a new input for the paused task:
+    in the copy that task starts again from that input (its answers forgotten), and the
+    runs above it wait to be recovered, as a copy taken mid-step does.
+    """
     new_thread = new_id()
     rename = _Renamer(src.thread_id, new_thread, [src.run_id, *src.children])
     originals: dict[str, Checkpoint] = {src.run_id: src}
@@ -62,6 +74,8 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint) -> str:
             raise ValueError(f"sub-agent checkpoint {summary['checkpoint_id']!r} is missing")
         originals[old_run] = child
     copies = {old: rename.checkpoint(cp) for old, cp in originals.items()}
+    for iid, value in (inputs or {}).items():
+        _reopen(originals, copies, iid, value)
     summaries = {old: _tree.root_summary(cp) for old, cp in copies.items()}
     for old, cp in copies.items():
         cp.children = {summaries[rid]["run_id"]: summaries[rid] for rid in originals[old].children}
@@ -70,3 +84,29 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint) -> str:
         await store.save(cp)
     await store.save(root)  # last: a half-made fork is never reachable from a root
     return new_thread
+
+
+def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid: str,
+            value: Any) -> None:
+    """Give the copy of the task paused at ``iid`` a new input, and reopen its ancestors."""
+    old_run = next((run for run, cp in originals.items()
+                    if any(i["id"] == iid for i in cp.interrupts)), None)
+    if old_run is None:
+        raise ResumeError(f"interrupt {iid!r} is not pending at the checkpoint forked")
+    record = next(i for i in originals[old_run].interrupts if i["id"] == iid)
+    cp = copies[old_run]
+    task = next(t for t in cp.tasks if t["id"] == record["task_id"])
+    for key in ("interrupt_id", "before", "after", "output"):
+        task.pop(key, None)
+    task.update(input=value, status="pending", answers=[])
+    cp.interrupts = [i for i in cp.interrupts if i["task_id"] != task["id"]]
+    while True:
+        cp.status, cp.error = "running", None
+        parent_old = originals[old_run].parent_run_id
+        if parent_old is None:
+            cp.status, cp.error = "failed", {"message": REOPENED}
+            return
+        child_run = cp.run_id
+        old_run, cp = parent_old, copies[parent_old]
+        waiting = next(t for t in cp.tasks if t.get("child_run_id") == child_run)
+        waiting["status"] = "pending"

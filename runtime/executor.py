@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -229,8 +229,14 @@ class DurableExecutor:
 
     # -- reading and forking --------------------------------------------------------
 
-    async def fork(self, thread_id: str, checkpoint_id: str | None = None) -> str:
-        """Copy the thread as of its latest (or any earlier) checkpoint into a new thread."""
+    async def fork(self, thread_id: str, checkpoint_id: str | None = None, *,
+                   inputs: Mapping[str, Any] | None = None) -> str:
+        """Copy the thread as of its latest (or any earlier) checkpoint into a new thread.
+
+        ``inputs`` (edit-then-fork) maps interrupt ids pending at that checkpoint to a new
+        input for the paused node: the copy is saved ``failed`` ("recover to go on"), and
+        ``recover`` on the new thread runs that node again from the new input.
+        """
         store = self._require_store()
         src = await (store.load_by_id(checkpoint_id) if checkpoint_id else store.load(thread_id))
         if src is None or src.thread_id != thread_id:
@@ -239,7 +245,11 @@ class DurableExecutor:
         if src.parent_run_id is not None:
             raise ResumeError(f"thread {thread_id!r} belongs to a sub-agent; fork its root "
                               f"thread {src.root_thread_id!r}")
-        return await fork_tree(store, src)
+        try:
+            edited = {iid: json_copy(value) for iid, value in (inputs or {}).items()}
+        except NotJSON as exc:
+            raise ResumeError(f"a forked input must be JSON: {exc}") from None
+        return await fork_tree(store, src, edited)
 
     async def get_state(self, thread_id: str) -> RunResult:
         """Where the thread's root run stands, without changing anything."""
@@ -296,8 +306,9 @@ class DurableExecutor:
         return self._submit_here(blocking, _answer(root.root_thread_id, target,
                                                    _as_command(command)))
 
-    def fork_sync(self, thread_id: str, checkpoint_id: str | None = None) -> str:
-        return self._finish(self.fork(thread_id, checkpoint_id))
+    def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
+                  inputs: Mapping[str, Any] | None = None) -> str:
+        return self._finish(self.fork(thread_id, checkpoint_id, inputs=inputs))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         return self._finish(self.steer(target, text))

@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from runtime import Command, DurableExecutor, NodeContext, StaleResumeTarget
+from runtime import (
+    Command,
+    DurableExecutor,
+    InMemoryCheckpointStore,
+    NodeContext,
+    ResumeError,
+    StaleResumeTarget,
+    examples,
+)
 
 from .helpers import Calls, checkpoints, latest
 
@@ -122,3 +130,48 @@ async def test_answering_the_original_interrupt_id_in_the_fork_is_stale() -> Non
     fork = await ex.fork(paused.thread_id)
     with pytest.raises(StaleResumeTarget):
         await ex.resume(fork, Command(resume_map={paused.interrupts[0].id: "x"}))
+
+
+# -- edit-then-fork: a paused node's input changed in the copy ---------------------------------
+
+
+async def test_a_fork_with_an_edited_input_runs_the_paused_node_again_from_it() -> None:
+    calls = Calls()
+    ex = two_questions(calls)
+    paused = await ex.run(1)
+    (asked,) = paused.interrupts
+    fork = await ex.fork(paused.thread_id, inputs={asked.id: {"x": 99}})
+    copied = await latest(ex.store, fork)
+    assert copied.status == "failed" and "recover to go on" in copied.error["message"]
+    assert copied.interrupts == []
+    before = calls.counts["first"]
+    again = await ex.recover(fork)
+    assert again.status == "interrupted" and calls.counts["first"] == before + 1
+    done = await ex.resume(fork, "yes")
+    done = await ex.resume(fork, "also")
+    assert done.output == {"x": 99, "first": "yes", "second": "also"}
+    original = await ex.resume(paused.thread_id, "no")
+    assert original.interrupts[0].node == "second"  # the original kept its own input
+
+
+async def test_a_fork_can_edit_the_input_of_a_node_paused_inside_a_sub_agent() -> None:
+    ex = examples.supervisor.with_store(InMemoryCheckpointStore())
+    paused = await ex.run({"topic": "q3"})
+    by_agent = {i.sub_agent_id: i for i in paused.interrupts}
+    fork = await ex.fork(paused.thread_id,
+                         inputs={by_agent["writer_agent"].id: {"topic": "edited"}})
+    again = await ex.recover(fork)
+    drafts = {i.sub_agent_id: i.payload for i in again.interrupts}
+    assert drafts["writer_agent"]["draft"] == "Draft about edited."
+    assert drafts["research_agent"]["sources"][0].startswith("q3")  # its sibling as it was
+    original = await ex.get_state(paused.thread_id)
+    assert {i.payload.get("draft") for i in original.interrupts} >= {"Draft about q3."}
+
+
+async def test_an_edit_naming_no_pending_interrupt_forks_nothing() -> None:
+    ex = two_questions(Calls())
+    paused = await ex.run(1)
+    with pytest.raises(ResumeError, match="not pending at the checkpoint forked"):
+        await ex.fork(paused.thread_id, inputs={"nope": 1})
+    with pytest.raises(ResumeError, match="must be JSON"):
+        await ex.fork(paused.thread_id, inputs={paused.interrupts[0].id: {1, 2}})
