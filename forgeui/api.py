@@ -242,8 +242,10 @@ def resume_map(request: HttpRequest, body: ResumeMapIn) -> Any:
 @router.post("/threads/{anypath:thread_id}/fork",
              response={201: ForkOut, **BODY_ERRORS, **CONFLICT})
 def fork_thread(request: HttpRequest, thread_id: Id, body: ForkIn) -> Any:
-    """Copy a root thread as of a checkpoint (default: latest) into a new thread."""
-    new_thread = services.fork_thread(request.auth, thread_id, body.checkpoint_id)
+    """Copy a root thread as of a checkpoint (default: latest) into a new thread,
+    optionally with a paused node's input edited or an answer pre-filled."""
+    new_thread = services.fork_thread(request.auth, thread_id, body.checkpoint_id,
+                                      inputs=body.inputs, answers=body.answers)
     return Status(201, {"thread_id": new_thread})
 
 

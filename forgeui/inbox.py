@@ -17,6 +17,7 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from . import forks
 from .assignment import Mode, Viewer, is_assigned, mode
 from .models import Interrupt, InterruptQuerySet, InterruptStatus
 
@@ -153,15 +154,20 @@ def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
              "query": filters.querystring(tab=tab)} for tab, label in TABS]
 
 
-def row_context(interrupt: Interrupt, row_mode: Mode) -> dict[str, Any]:
+def row_context(interrupt: Interrupt, row_mode: Mode,
+                origins: dict[str, forks.ForkLink] | None = None) -> dict[str, Any]:
     """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
 
     ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
-    and Claim, answer buttons and Release (their claim), or read-only.
+    and Claim, answer buttons and Release (their claim), or read-only. ``origins`` are
+    the fork links of a page's rows, looked up at once (else one query for this row).
     """
     actions = declared_actions(interrupt.payload)
+    if origins is None:
+        origins = forks.origins([interrupt.root_thread_id])
     return {
         "interrupt": interrupt,
+        "fork": origins.get(interrupt.root_thread_id),
         "graph": interrupt.run.graph,
         "path": "/".join(interrupt.namespace),
         "summary": payload_summary(interrupt.payload),

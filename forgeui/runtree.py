@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .models import Interrupt, Run, RunStatus
+from .store import DjangoCheckpointStore
 
 LIVE = {RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED}
 
@@ -60,3 +61,9 @@ def _set_depth(node: RunNode, depth: int) -> None:
     node.depth = depth
     for child in node.children:
         _set_depth(child, depth + 1)
+
+
+def paused_inputs(node: RunNode) -> dict[str, Any]:
+    """The input each paused task of the run was given, by task id (for edit-then-fork)."""
+    latest = DjangoCheckpointStore().load_by_id_sync(node.run.latest_checkpoint_id)
+    return {task["id"]: task.get("input") for task in latest.tasks} if latest else {}

@@ -390,6 +390,11 @@ class BulkResultOut(Schema):
 
 class ForkIn(Body):
     checkpoint_id: Id | None = None
+    inputs: dict[str, Any] | None = Field(
+        None, description="edit-then-fork: interrupt id (pending at that checkpoint) -> new "
+                          "input for the paused node, which runs again from it in the fork")
+    answers: dict[str, Any] | None = Field(
+        None, description="interrupt id -> an answer given to the fork's copy of it at once")
 
 
 class ForkOut(Schema):

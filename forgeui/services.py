@@ -551,29 +551,76 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
     return note
 
 
-def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None) -> str:
+def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
+                inputs: dict[str, Any] | None = None,
+                answers: dict[str, Any] | None = None) -> str:
     """Copy a root thread (as of ``checkpoint_id``, default latest) into a new one.
 
-    A checkpoint taken mid-step is copied as a failed run nobody holds; the fork is then
-    recovered in a task, so it goes on by itself like any other fork.
+    With changes (edit-then-fork), keyed by interrupts pending at that checkpoint:
+    ``inputs`` gives a paused node a new input, from which it runs again in the fork;
+    ``answers`` answers the fork's copy of an interrupt right away, as ``user``. Both are
+    audited as ``fork.edit`` on the new thread. A copy that cannot go on by itself (taken
+    mid-step, or with an edited input) is recovered in a task.
     """
     require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
                  thread_id=thread_id[:255])
     latest = _latest(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
+    edits = _fork_edits(source, inputs or {}, answers or {})
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    new_thread = executor.fork_sync(thread_id, source.id)
-    forked = DjangoCheckpointStore().load_sync(new_thread)
-    goes_on = source.status == "running"
+    new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
+    forked = _latest(new_thread)
+    goes_on = forked.status in ("running", "failed")
     with transaction.atomic():
         audit(user, "thread.fork", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
-              after_checkpoint_id=forked.id if forked else "",
-              detail={"new_thread_id": new_thread, "new_run_id": forked.run_id if forked else "",
-                      "seq": _seq_of(thread_id, source.id), "recovered": goes_on})
+              after_checkpoint_id=forked.id,
+              detail={"new_thread_id": new_thread, "new_run_id": forked.run_id,
+                      "seq": _seq_of(thread_id, source.id), "recovered": goes_on,
+                      "edits": edits})
+        if edits:
+            audit(user, "fork.edit", object_type="thread", object_id=new_thread,
+                  thread_id=new_thread, run_id=forked.run_id, before_checkpoint_id=source.id,
+                  after_checkpoint_id=forked.id,
+                  detail={"source_thread_id": thread_id, "edits": edits})
         if goes_on:
             transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
+    for edit in edits:
+        if edit["kind"] == "answer":
+            answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
     return new_thread
+
+
+def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
+                answers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Check each change names an interrupt pending at ``source``; describe it for audit."""
+    if both := set(inputs) & set(answers):
+        raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
+                             f"answer, not both", loc=["body", "answers"])
+    pending = {i["id"]: i for i in source.interrupts}
+    for summary in source.children.values():
+        pending.update((i["id"], i) for i in summary.get("interrupts") or [])
+    edits = []
+    for kind, changes in (("input", inputs), ("answer", answers)):
+        for iid, value in changes.items():
+            record = pending.get(iid)
+            if record is None:
+                raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
+                                     f"{source.id!r}", loc=["body", f"{kind}s", iid])
+            _require_json(value, kind)
+            if kind == "answer":
+                _check_answer(Interrupt(id=iid, payload=record.get("payload")), value,
+                              ChildPolicy.LEAVE, loc=["body", "answers", iid])
+            edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],
+                          "namespace": record.get("namespace") or [], "value": value,
+                          "task_id": record["task_id"], "order": record.get("order", 0)})
+    return edits
+
+
+def _copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
+    """The fork's copy of the interrupt an edit names: same task, same order."""
+    return Interrupt.objects.of_tree(new_thread).pending().get(task_id=edit["task_id"],
+                                                                order=edit["order"])
 
 
 def _fork_source(latest: Checkpoint, thread_id: str, checkpoint_id: str | None) -> Checkpoint:

@@ -18,6 +18,7 @@ pages: list[URLPattern | URLResolver] = [
     path("runs/<str:run_id>/steer/", views.steer, name="steer"),
     path("runs/<str:run_id>/cancel/", views.cancel, name="cancel"),
     path("runs/<str:run_id>/recover/", views.recover, name="recover"),
+    path("runs/<str:run_id>/fork/", views.fork_with_changes, name="fork-edit"),
     # A sub-agent's thread id holds slashes ("<root>/<agent>:<id>"); the suffixed routes
     # come first so the greedy <path:> of the timeline cannot swallow them.
     path("threads/<path:thread_id>/export.json", views.thread_export, name="timeline-export"),

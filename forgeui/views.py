@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runtime.errors import ForgeError
 
-from . import assignment, registry, runtree, services, timeline
+from . import assignment, forks, registry, runtree, services, timeline
 from .exceptions import (
     Forbidden,
     ForgeUIError,
@@ -112,9 +112,10 @@ def inbox(request: HttpRequest) -> HttpResponse:
     found = Interrupt.objects.select_related("run", "claimed_by")
     rows = Paginator(filters.apply(found, viewer), PAGE_SIZE)
     current = rows.get_page(request.GET.get("page"))
+    origins = forks.origins(i.root_thread_id for i in current)
     context = {
         "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
-        "rows": [row_context(i, assignment.mode(viewer, i)) for i in current],
+        "rows": [row_context(i, assignment.mode(viewer, i), origins) for i in current],
         "graphs": registry.graph_names(), "sub_agents": sub_agents(),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -280,7 +281,12 @@ def runs(request: HttpRequest) -> HttpResponse:
     found = Run.objects.roots().select_related("started_by").order_by("-created_at")
     found = found.filter(graph=graph) if graph else found
     found = found.filter(status=status) if status else found
-    context = {"page": Paginator(found, PAGE_SIZE).get_page(request.GET.get("page")),
+    current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    threads = [r.thread_id for r in current]
+    origins, made = forks.origins(threads), forks.made_from(threads)
+    for r in current:
+        r.fork, r.forks = origins.get(r.thread_id), made.get(r.thread_id, [])
+    context = {"page": current,
                "graph": graph, "status": status, "graphs": registry.graph_names(),
                "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}
     return page(request, "forgeui/runs.html", "rows", context)
@@ -300,7 +306,11 @@ def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str,
     nodes = tree.walk() if tree else []
     for node in nodes:
         node.panels = [panel_context(interrupt, viewer) for interrupt in node.pending]
-    return {"run": run, "tree": tree, "nodes": nodes, **extra}
+        inputs = runtree.paused_inputs(node) if node.pending else {}
+        for panel in node.panels:
+            panel["fork_input"] = pretty(inputs.get(panel["interrupt"].task_id))
+    return {"run": run, "tree": tree, "nodes": nodes, **extra,
+            "fork": forks.origin(run.root_thread_id), "forks": forks.forks_of(run.root_thread_id)}
 
 
 @require_POST
@@ -317,6 +327,33 @@ def steer(request: HttpRequest, run_id: str) -> HttpResponse:
 def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     return run_action(request, run_id, lambda: services.cancel_run(request.user, run_id),
                       "Cancellation requested.")
+
+
+@require_POST
+@requires(Action.FORK)
+def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Fork the run's tree with one paused node's input edited, or its answer pre-filled."""
+    run = get_object_or_404(Run, pk=run_id)
+    interrupt_id = request.POST.get("interrupt_id", "")
+    change = "answers" if request.POST.get("change") == "answer" else "inputs"
+    text = request.POST.get("value", "")
+    try:
+        value = json.loads(text)
+        new_thread = services.fork_thread(request.user, run.root_thread_id,
+                                          **{change: {interrupt_id: value}})
+    except ValueError as exc:  # bad JSON, or a value the interrupt cannot take
+        error = {"interrupt_id": interrupt_id, "change": change, "text": text,
+                 "message": str(exc) if isinstance(exc, InvalidRequest)
+                 else f"not valid JSON: {exc}"}
+        return page(request, "forgeui/run.html", "tree",
+                    tree_context(run, assignment.Viewer.of(request.user), fork_error=error),
+                    status=422)
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    target = reverse("forgeui:run", kwargs={"run_id": Run.objects.get(thread_id=new_thread).pk})
+    if is_htmx(request):
+        return HttpResponse(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
 
 
 @require_POST
@@ -369,7 +406,8 @@ def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
     runs_here = Run.objects.filter(thread_id=thread_id).order_by("created_at")
     children = Run.objects.filter(parent_run__in=runs_here).order_by("created_at")
     context = {"thread_id": thread_id, "entries": entries, "run": runs_here.first(),
-               "children": children}
+               "children": children, "fork": forks.origin(thread_id),
+               "forks": forks.forks_of(thread_id)}
     return page(request, "forgeui/timeline.html", "entries", context)
 
 

@@ -113,3 +113,122 @@ def test_the_run_page_shows_the_error_and_a_recover_button_for_supervisors(
     refreshed = client.post(f"/runs/{run.run_id}/recover/", HTTP_HX_REQUEST="true")
     assert "Recovery started" in refreshed.content.decode()
     assert Run.objects.get(pk=run.pk).status == "completed"
+
+
+# -- edit-then-fork -----------------------------------------------------------------------------
+
+
+def test_a_fork_with_an_edited_input_reaches_the_node_with_it(users: dict[str, User]) -> None:
+    run = started(users["supervisor"], "supervisor", {"topic": "q3"})
+    writer = Interrupt.objects.of_tree(run.thread_id).pending().get(sub_agent_id="writer_agent")
+    new_thread = services.fork_thread(users["reviewer"], run.thread_id,
+                                      inputs={writer.pk: {"topic": "edited"}})
+    fork = Run.objects.get(thread_id=new_thread)
+    asked = {i.sub_agent_id: i for i in Interrupt.objects.of_tree(new_thread).pending()}
+    assert fork.status == "interrupted"
+    assert asked["writer_agent"].payload["draft"] == "Draft about edited."
+    assert asked["research_agent"].payload["sources"][0].startswith("q3")
+    services.answer_interrupt(users["reviewer"], asked["writer_agent"].pk, "accept")
+    services.answer_interrupt(users["reviewer"], asked["research_agent"].pk, "accept")
+    fork.refresh_from_db()
+    assert fork.status == "completed"
+    assert fork.output["report"]["writer_agent"]["draft"] == "Draft about edited."
+    edit = AuditEntry.objects.get(action="fork.edit")
+    assert edit.actor == users["reviewer"] and edit.thread_id == new_thread
+    assert edit.detail["edits"][0] | {"value": None} == {
+        "kind": "input", "interrupt_id": writer.pk, "node": "draft", "value": None,
+        "namespace": ["supervisor", "writer_agent"], "task_id": writer.task_id, "order": 0}
+    assert writer.run.status == "interrupted" and Interrupt.objects.get(pk=writer.pk).status \
+        == "pending"
+
+
+def test_a_fork_with_a_prefilled_answer_goes_on_with_it(users: dict[str, User]) -> None:
+    run = started(users["supervisor"], "transfer", {"amount": 7})
+    (asked,) = Interrupt.objects.of_tree(run.thread_id).pending()
+    new_thread = services.fork_thread(users["reviewer"], run.thread_id,
+                                      answers={asked.pk: False})
+    fork = Run.objects.get(thread_id=new_thread)
+    assert fork.status == "completed" and fork.output["approved"] is False
+    copy = Interrupt.objects.get(root_thread_id=new_thread)
+    assert copy.answered_by == users["reviewer"]
+    assert AuditEntry.objects.get(action="fork.edit").detail["edits"][0]["kind"] == "answer"
+    assert Interrupt.objects.get(pk=asked.pk).status == "pending"
+
+
+def test_fork_changes_are_checked_before_anything_is_forked(users: dict[str, User]) -> None:
+    api = Api(users)
+    thread = api.start("parallel_approvals", {"amount": 5})["thread_id"]
+    finance = Interrupt.objects.of_tree(thread).pending().get(node="finance")
+    url = f"/api/threads/{thread}/fork"
+    wrong = api.post("reviewer", url, {"answers": {finance.pk: {"approved": "yes"}}})
+    assert wrong.status_code == 422
+    assert wrong.json()["detail"][0]["loc"] == ["body", "answers", finance.pk, "approved"]
+    unknown = api.post("reviewer", url, {"inputs": {"nope": 1}})
+    assert unknown.status_code == 422 and "not pending" in unknown.json()["detail"][0]["msg"]
+    both = api.post("reviewer", url, {"inputs": {finance.pk: 1}, "answers": {finance.pk: 1}})
+    assert both.status_code == 422
+    assert Run.objects.roots().count() == 1
+    assert api.post("auditor", url, {"inputs": {finance.pk: 1}}).status_code == 403
+    done = api.post("reviewer", url, {"answers": {finance.pk: {"approved": True}}})
+    assert done.status_code == 201
+    fork = done.json()["thread_id"]
+    assert list(Interrupt.objects.of_tree(fork).pending().values_list("node", flat=True)) \
+        == ["legal"]
+
+
+# -- on the pages: badges both ways, and the fork-with-changes form -----------------------------
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_forks_are_marked_and_linked_both_ways(users: dict[str, User]) -> None:
+    run = started(users["supervisor"], "transfer", {"amount": 1})
+    first = checkpoints(run.thread_id)[0]
+    new_thread = services.fork_thread(users["reviewer"], run.thread_id, first.id)
+    fork = Run.objects.get(thread_id=new_thread)
+    client = logged_in(users["auditor"])
+    badge = f"fork of <a href=\"/threads/{run.thread_id}/#cp-{first.id}\">"
+    inbox = client.get("/").content.decode()
+    assert inbox.count("tag-fork") == 1 and badge in inbox and " at #1" in inbox
+    runs = client.get("/runs/").content.decode()
+    assert badge in runs and f'href="/runs/{fork.run_id}/"' in runs and "1 fork:" in runs
+    tree = client.get(f"/runs/{fork.run_id}/").content.decode()
+    assert badge in tree
+    original = client.get(f"/runs/{run.run_id}/").content.decode()
+    assert "Forked into:" in original and f'href="/runs/{fork.run_id}/"' in original
+    assert "tag-fork" not in client.get(f"/runs/{run.run_id}/").content.decode().split(
+        "Forked into:")[0]
+    timeline = client.get(f"/threads/{new_thread}/").content.decode()
+    assert badge in timeline
+    assert "Forked into:" in client.get(f"/threads/{run.thread_id}/").content.decode()
+
+
+def test_the_run_page_forks_with_an_edited_input_and_keeps_bad_json(
+        users: dict[str, User]) -> None:
+    run = started(users["supervisor"], "transfer", {"amount": 1})
+    (asked,) = Interrupt.objects.of_tree(run.thread_id).pending()
+    client = logged_in(users["reviewer"])
+    page = client.get(f"/runs/{run.run_id}/").content.decode()
+    assert "Fork with changes" in page and "&quot;amount&quot;: 1" in page
+    url = f"/runs/{run.run_id}/fork/"
+    bad = client.post(url, {"interrupt_id": asked.pk, "change": "input",
+                            "value": '{"amount": 5'}, HTTP_HX_REQUEST="true")
+    assert bad.status_code == 422
+    html = bad.content.decode()
+    assert "not valid JSON" in html and "{&quot;amount&quot;: 5</textarea>" in html
+    assert Run.objects.roots().count() == 1
+    done = client.post(url, {"interrupt_id": asked.pk, "change": "input",
+                             "value": '{"amount": 500}'}, HTTP_HX_REQUEST="true")
+    assert done.status_code == 204
+    fork = Run.objects.exclude(pk=run.pk).get(parent_run__isnull=True)
+    assert done["HX-Redirect"] == f"/runs/{fork.run_id}/"
+    (copy,) = Interrupt.objects.of_tree(fork.thread_id).pending()
+    services.answer_interrupt(users["reviewer"], copy.pk, True)
+    assert Run.objects.get(pk=fork.pk).output["input"] == {"amount": 500}
+    assert "input of ask edited" in client.get(f"/runs/{fork.run_id}/").content.decode()
+    assert logged_in(users["auditor"]).post(url, {"interrupt_id": asked.pk, "value": "1"}
+                                            ).status_code == 403
