@@ -23,6 +23,7 @@ class RunNode:
     children: list[RunNode] = field(default_factory=list)
     depth: int = 0
     panels: list[dict[str, Any]] = field(default_factory=list)  # answer panels, by the view
+    cancelling: bool = False  # a cancel was asked for and its task has not applied it yet
 
     @property
     def live(self) -> bool:
@@ -31,6 +32,24 @@ class RunNode:
     @property
     def path(self) -> str:
         return "/".join(self.run.namespace) or self.run.run_id
+
+    @property
+    def cancel_warning(self) -> str:
+        """What the confirmation dialog says a cancel does, and what the parent receives."""
+        below = "and every run below it" if self.children else ""
+        if self.run.parent_run_id is None:
+            return (f"Cancel the whole run {below}? Its pending interrupts end unanswered "
+                    f"and it ends with no output.").replace("  ", " ")
+        node = self.run.sub_agent_id or self.path
+        return (f"Cancel {self.path} {below}? Its pending interrupts end unanswered, and "
+                f'the parent receives {{"cancelled": true, "node": "{node}"}} as the '
+                f"output of {node}, then goes on.").replace("  ", " ")
+
+    def mark_cancelling(self) -> None:
+        """Show a cancel as asked for at once, before its task has run."""
+        for node in self.walk():
+            if node.live:
+                node.cancelling, node.panels = True, []
 
     def walk(self) -> list[RunNode]:
         return [self, *(node for child in self.children for node in child.walk())]

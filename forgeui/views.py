@@ -326,7 +326,7 @@ def steer(request: HttpRequest, run_id: str) -> HttpResponse:
 @requires(Action.CANCEL)
 def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
     return run_action(request, run_id, lambda: services.cancel_run(request.user, run_id),
-                      "Cancellation requested.")
+                      "Cancellation requested.", cancelling=run_id)
 
 
 @require_POST
@@ -364,16 +364,20 @@ def recover(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
-               done: str) -> HttpResponse:
-    run = get_object_or_404(Run, pk=run_id)
+               done: str, cancelling: str = "") -> HttpResponse:
+    """Do ``act``, then redraw the tree of the page the form was on (``page_run``)."""
+    run = get_object_or_404(Run, pk=request.POST.get("page_run") or run_id)
     try:
         act()
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     if not is_htmx(request):
-        return redirect("forgeui:run", run_id=run_id)
-    return page(request, "forgeui/run.html", "tree",
-                tree_context(run, assignment.Viewer.of(request.user), notice=done))
+        return redirect("forgeui:run", run_id=run.run_id)
+    context = tree_context(run, assignment.Viewer.of(request.user), notice=done)
+    cancelled = next((n for n in context["nodes"] if n.run.run_id == cancelling), None)
+    if cancelled is not None and cancelled.run.status in runtree.LIVE:
+        cancelled.mark_cancelling()  # a queued cancel: the socket redraws once it is done
+    return page(request, "forgeui/run.html", "tree", context)
 
 
 @require_POST

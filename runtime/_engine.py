@@ -83,6 +83,11 @@ def _waits_on_child(task: dict[str, Any]) -> bool:
     return "child_run_id" in task and "interrupt_id" not in task
 
 
+def cancelled_output(node: str) -> dict[str, Any]:
+    """What a cancelled node (a cancelled sub-agent, say) hands on as its output."""
+    return {"cancelled": True, "node": node}
+
+
 def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, Any]:
     return {"id": task_id(run_id, step, node), "node": node, "input": task_input,
             "status": "pending", "answers": []}
@@ -356,9 +361,12 @@ class RunExecution:
         self.cp.history.append({"node": task["node"], "output": output})
 
     def _mark_cancelled(self, task: dict[str, Any]) -> None:
+        # An explicit marker, not None: the next node must be able to tell "cancelled"
+        # apart from a sub-agent that finished with nothing to say.
+        marker = cancelled_output(task["node"])
         task["status"] = "cancelled"
-        task["output"] = None
-        self.cp.history.append({"node": task["node"], "output": None, "cancelled": True})
+        task["output"] = marker
+        self.cp.history.append({"node": task["node"], "output": marker, "cancelled": True})
 
     # -- sub-agents -----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from runtime import (
     ResumeTarget,
     RunResult,
     StaleResumeTarget,
+    examples,
 )
 
 from .helpers import (
@@ -660,3 +661,18 @@ async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time() -> None:
                "right": lambda _: "join"}, name="root")
     done = await root.run({})
     assert done.output == {"left": "met", "right": "met"}
+
+
+async def test_a_cancelled_sub_agent_hands_its_parent_an_explicit_marker() -> None:
+    ex = examples.supervisor.with_store(InMemoryCheckpointStore())
+    paused = await ex.run({"topic": "q3"})
+    by_agent = {i.sub_agent_id: i for i in paused.interrupts}
+    await ex.cancel(ResumeTarget(by_agent["writer_agent"].run_id))
+    done = await ex.resume_targeted(target(by_agent["research_agent"]), "accept")
+    assert done.status == "completed"
+    report = done.output["report"]
+    assert report["writer_agent"] == {"cancelled": True, "node": "writer_agent"}
+    assert report["research_agent"]["review"] == "accept"
+    root = await latest(ex.store, paused.thread_id)
+    assert {"node": "writer_agent", "cancelled": True,
+            "output": {"cancelled": True, "node": "writer_agent"}} in root.history
