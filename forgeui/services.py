@@ -98,8 +98,9 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
     require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
-    registry.get_executor(graph)  # an unknown graph is refused before anything is written
+    executor = registry.get_executor(graph)  # unknown or broken: refused before any write
     _require_json(input, "input")
+    check_input(executor.input_schema, input)
     thread_id = thread_id or uuid.uuid4().hex
     latest = DjangoCheckpointStore().load_sync(thread_id)
     if latest is not None and latest.status in LIVE:
@@ -113,6 +114,29 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
         transaction.on_commit(partial(start_run_task.enqueue, graph, thread_id, input,
                                       getattr(user, "pk", None), request_id))
     return _started(thread_id, run_id)
+
+
+def check_input(schema: dict[str, Any] | None, input: Any) -> None:
+    """Refuse an input the graph's ``input_schema`` rejects, naming the field.
+
+    A left-out input (None) is the graph's to default, as its nodes decide.
+    """
+    if not schema or input is None:
+        return
+    _match_schema(schema, input, ["body", "input"], "input", "the graph's input_schema")
+
+
+def _match_schema(schema: dict[str, Any], value: Any, loc: list[str | int], what: str,
+                  whose: str) -> None:
+    try:
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+    except jsonschema.SchemaError as exc:  # the graph's bug, not the caller's
+        raise InvalidRequest(f"{whose} is not a valid JSON Schema: {exc.message}",
+                             loc=loc) from None
+    if error is not None:
+        raise InvalidRequest(f"{what} does not match {whose} at {error.json_path}: "
+                             f"{error.message}", loc=[*loc, *error.absolute_path])
 
 
 def _started(thread_id: str, run_id: str) -> StartedRun:

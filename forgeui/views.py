@@ -35,7 +35,7 @@ from .exceptions import (
     NotFound,
     StaleAnswer,
 )
-from .forms import AnswerRejected, read_answer, schema_form_class
+from .forms import AnswerRejected, parse_json, read_answer, schema_form_class, schema_value
 from .inbox import (
     PAGE_SIZE,
     InboxFilters,
@@ -289,16 +289,79 @@ def runs(request: HttpRequest) -> HttpResponse:
     context = {"page": current,
                "graph": graph, "status": status, "graphs": registry.graph_names(),
                "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}
+    if allowed(request.user, Action.START_RUN) and not is_htmx(request):
+        context["start"] = start_context(request.GET.get("start", ""))
     return page(request, "forgeui/runs.html", "rows", context)
+
+
+def start_context(graph: str, data: Any = None, error: str = "") -> dict[str, Any]:
+    """The start-run form for ``graph``: fields from its input_schema, else a JSON box."""
+    names = registry.graph_names()
+    graph = graph if graph in names else (names[0] if names else "")
+    schema, problem = None, ""
+    try:
+        schema = registry.get_executor(graph).input_schema if graph else None
+    except ForgeUIError as exc:  # a broken registration: say so beside the form
+        problem = str(exc)
+    form_class = schema_form_class(schema)
+    form = form_class(data, prefix="input") if form_class else None
+    mode = (data.get("mode") if data else "") or ("form" if form else "json")
+    return {"graph": graph, "graphs": names, "schema": schema, "form": form, "mode": mode,
+            "json": data.get("json_input", "") if data else "{}", "error": error or problem,
+            "schema_json": pretty(schema) if schema else ""}
+
+
+@require_GET
+@requires(Action.START_RUN)
+def start_form(request: HttpRequest) -> HttpResponse:
+    """The start form again, for the graph just picked."""
+    return render(request, "forgeui/runs.html#start-form",
+                  {"start": start_context(request.GET.get("graph", ""))})
+
+
+@require_POST
+@requires(Action.START_RUN)
+def start(request: HttpRequest) -> HttpResponse:
+    """Start a run from the Runs page; the run's page opens, live."""
+    data = request.POST
+    context = start_context(data.get("graph", ""), data)
+    try:
+        value = start_input(context, data)
+        started = services.start_run(request.user, context["graph"], value)
+    except (AnswerRejected, ForgeUIError) as exc:
+        context["error"] = str(exc)
+        return render(request, "forgeui/runs.html#start-form", {"start": context}, status=422)
+    target = reverse("forgeui:run", kwargs={"run_id": started.run_id})
+    if is_htmx(request):
+        return HttpResponse(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
+
+
+def start_input(context: dict[str, Any], data: Any) -> Any:
+    form = context["form"]
+    if context["mode"] == "form" and form is not None:
+        if not form.is_valid():
+            raise AnswerRejected("check the highlighted fields")
+        return schema_value(form, context["schema"])
+    return parse_json(data.get("json_input", ""), "input")
 
 
 @require_GET
 @requires(Action.READ)
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    run = get_object_or_404(Run, pk=run_id)
+    run = Run.objects.filter(pk=run_id).first() or queued_run(run_id)
     cursor = Event.objects.last_id()  # before the tree is read, as on the inbox
     return page(request, "forgeui/run.html", "tree",
                 tree_context(run, assignment.Viewer.of(request.user), cursor=cursor))
+
+
+def queued_run(run_id: str) -> Run:
+    """A run started a moment ago whose task has not made it yet: shown as starting."""
+    start = AuditEntry.objects.filter(action="run.start", run_id=run_id).first()
+    if start is None:
+        raise Http404(f"no run {run_id!r}")
+    return Run(run_id=run_id, thread_id=start.thread_id, root_thread_id=start.thread_id,
+               graph=start.detail.get("graph", ""), status="queued", namespace=[])
 
 
 def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str, Any]:

@@ -119,6 +119,14 @@ deploy = DurableExecutor(
     nodes=[("build", build), ("deploy", deploy_release), ("verify", verify)],
     interrupt_before=["deploy"],
     name="deploy",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "version": {"type": "string", "title": "Version", "minLength": 1,
+                        "description": "The release to build and deploy (default 1.0.0)"},
+            "canary": {"type": "boolean", "title": "Canary first"},
+        },
+    },
 )
 
 

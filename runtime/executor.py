@@ -59,6 +59,7 @@ class DurableExecutor:
         name: str = "graph",
         durability: Durability = "sync",
         sync_nodes: SyncNodes = "auto",
+        input_schema: dict[str, Any] | None = None,
     ) -> None:
         if durability not in ("sync", "exit"):
             raise ValueError(f"durability must be 'sync' or 'exit', not {durability!r}")
@@ -70,6 +71,9 @@ class DurableExecutor:
         self.name = name
         self.durability: Durability = durability
         self.sync_nodes: SyncNodes = sync_nodes
+        # JSON Schema of the run's input: the runtime keeps it for tools (the dashboard
+        # builds its start form from it and checks inputs against it); it never checks.
+        self.input_schema = input_schema
 
     def with_store(self, store: CheckpointStore | None,
                    sync_nodes: SyncNodes | None = None) -> DurableExecutor:
