@@ -22,7 +22,8 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from .inbox import answer_schema, declared_actions
+from .answer_rules import declared_actions
+from .inbox import answer_schema, asks_yes_no
 
 MAX_JSON_CHARS = 64 * 1024
 MAX_NOTE_CHARS = 4000
@@ -117,7 +118,7 @@ def value_of(payload: Any, action: str, data: QueryDict) -> Any:
             raise AnswerRejected(f"this interrupt does not offer {action!r}")
         return {"type": action, "args": action_args(action, data)}
     if action in ("approve", "reject"):
-        if actions or schema:
+        if not asks_yes_no(payload):
             raise AnswerRejected("this interrupt asks for a specific answer, not yes/no")
         return action == "approve"
     if action == "form":

@@ -18,6 +18,7 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from . import forks
+from .answer_rules import declared_actions, declared_schema, schema_problem
 from .assignment import Mode, Viewer, is_assigned, mode
 from .models import Interrupt, InterruptQuerySet, InterruptStatus
 
@@ -136,17 +137,15 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, default=str)
 
 
-def declared_actions(payload: Any) -> list[str]:
-    """The answer kinds a payload allows (``{"actions": [...]}``), in its own order."""
-    actions = payload.get("actions") if isinstance(payload, dict) else None
-    if not isinstance(actions, list):
-        return []
-    return [a for a in actions if a in ("accept", "edit", "respond", "ignore")]
-
-
 def answer_schema(payload: Any) -> dict[str, Any] | None:
-    schema = payload.get("answer_schema") if isinstance(payload, dict) else None
-    return schema if isinstance(schema, dict) else None
+    """The payload's schema when it is a valid one: an invalid one gets no form."""
+    schema = declared_schema(payload)
+    return schema if schema is not None and schema_problem(schema) is None else None
+
+
+def asks_yes_no(payload: Any) -> bool:
+    """Approve / Reject fit only an interrupt that declares no actions and no schema."""
+    return not declared_actions(payload) and declared_schema(payload) is None
 
 
 def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
@@ -173,7 +172,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "summary": payload_summary(interrupt.payload),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case.
-        "plain": not actions and answer_schema(interrupt.payload) is None,
+        "plain": asks_yes_no(interrupt.payload),
         "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
         "mode": row_mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",

@@ -18,7 +18,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
-import jsonschema
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import transaction
@@ -28,7 +27,7 @@ from django.utils import timezone
 from runtime.checkpoint import Checkpoint
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
-from . import assignment, registry
+from . import answer_rules, assignment, registry
 from .events import EventDraft, publish_on_commit
 from .exceptions import (
     AlreadyClaimed,
@@ -465,25 +464,15 @@ def _interrupt(interrupt_id: str) -> Interrupt:
 
 def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
                   loc: list[str | int] | None = None) -> None:
-    """Refuse an answer its interrupt's ``answer_schema`` rejects, naming the field."""
+    """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
     _require_json(value, "value")
     if child_policy not in ChildPolicy.values:
         raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
                              loc=["body", "child_policy"])
-    payload = interrupt.payload
-    schema = payload.get("answer_schema") if isinstance(payload, dict) else None
-    if not schema:
-        return
     try:
-        error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
-    except jsonschema.SchemaError as exc:  # the graph's bug, not the answerer's
-        raise InvalidRequest(f"interrupt {interrupt.pk!r} declares an invalid answer_schema: "
-                             f"{exc.message}", loc=loc) from None
-    if error is not None:
-        raise InvalidRequest(f"answer does not match the interrupt's schema at "
-                             f"{error.json_path}: {error.message}",
-                             loc=[*(loc or []), *error.absolute_path])
+        answer_rules.check(interrupt.payload, value)
+    except answer_rules.AnswerMismatch as exc:
+        raise InvalidRequest(exc.message, loc=[*(loc or []), *exc.path]) from None
 
 
 def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,

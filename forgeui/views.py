@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runtime.errors import ForgeError
 
 from . import assignment, forks, registry, runtree, services, timeline
+from .answer_rules import declared_schema, schema_problem
 from .exceptions import (
     Forbidden,
     ForgeUIError,
@@ -40,6 +41,7 @@ from .inbox import (
     PAGE_SIZE,
     InboxFilters,
     answer_schema,
+    asks_yes_no,
     declared_actions,
     payload_summary,
     row_context,
@@ -151,7 +153,9 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "summary": payload_summary(interrupt.payload),
         "path": "/".join(interrupt.namespace), "actions": declared_actions(interrupt.payload),
         "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
-        "plain": not declared_actions(interrupt.payload) and schema is None,
+        "plain": asks_yes_no(interrupt.payload),
+        "schema_problem": (None if schema is not None or declared_schema(interrupt.payload)
+                           is None else schema_problem(declared_schema(interrupt.payload))),
         "edit_json": pretty(editable(interrupt.payload)),
         "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
                          .order_by("created_at"),

@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._answer_schema import check_answer_schema
 from ._jsonvalue import NotJSON, json_copy
 from .errors import ForgeError
 from .signal import InterruptSignal
@@ -76,6 +77,7 @@ class NodeContext:
             default = default if default is _MISSING else json_copy(default)
         except NotJSON as exc:
             raise ForgeError(f"interrupt in node {self.node!r}: {exc}") from None
+        check_answer_schema(self.node, payload)
         has_default = default is not _MISSING
         raise InterruptSignal(payload, order, deadline_s=_deadline(self.node, deadline_s),
                               default=default if has_default else None, has_default=has_default,

@@ -19,6 +19,7 @@ from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, Run, Steer
 from .apiclient import Api, errors_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ACCEPT = {"type": "accept", "args": None}  # the answer the example graphs' actions take
 
 
 @pytest.fixture
@@ -190,7 +191,7 @@ def test_targeted_resume_answers_one_sub_agent_and_leaves_its_sibling(api: Api) 
     writer = next(i for i in api.pending_of(started) if i["sub_agent_id"] == "writer_agent")
     response = api.post("supervisor", "/api/resume",
                         {"run_id": writer["run_id"], "namespace": ["supervisor", "writer_agent"],
-                         "value": "publish", "steering": "shorter please"})
+                         "value": ACCEPT, "steering": "shorter please"})
     assert response.status_code == 202 and response.json()["interrupt_id"] == writer["id"]
     tree = {n["sub_agent_id"]: n for n in
             api.get("auditor", f"/api/runs/{started['run_id']}").json()["tree"]}
@@ -204,7 +205,7 @@ def test_targeted_resume_by_task_and_interrupt_id(api: Api) -> None:
     legal, finance = sorted(api.pending_of(started), key=lambda i: i["node"] != "legal")
     by_task = api.post("supervisor", "/api/resume", {"run_id": legal["run_id"],
                                                      "task_id": legal["task_id"],
-                                                     "value": "accept"})
+                                                     "value": ACCEPT})
     assert by_task.status_code == 202 and by_task.json()["interrupt_id"] == legal["id"]
     by_id = api.post("admin", "/api/resume", {"run_id": finance["run_id"],
                                               "interrupt_id": finance["id"],
@@ -235,7 +236,7 @@ def test_targeted_resume_refusals(api: Api) -> None:
 
 def test_resume_map_answers_several_at_once(api: Api) -> None:
     started = api.start("parallel_approvals", {"amount": 2})
-    answers = {i["id"]: ({"approved": True} if i["node"] == "finance" else "accept")
+    answers = {i["id"]: ({"approved": True} if i["node"] == "finance" else ACCEPT)
                for i in api.pending_of(started)}
     response = api.post("reviewer", "/api/resume_map",
                         {"thread_id": started["thread_id"], "answers": answers})
@@ -258,7 +259,7 @@ def test_resume_map_refusals_record_nothing(api: Api) -> None:
     assert api.post("reviewer", path, {"thread_id": thread,
                                        "answers": {foreign: 1}}).status_code == 404
     invalid = api.post("reviewer", path, {"thread_id": thread,
-                                          "answers": {legal["id"]: 1, finance["id"]: {}}})
+                                          "answers": {legal["id"]: ACCEPT, finance["id"]: {}}})
     assert invalid.status_code == 422
     assert errors_at(invalid) == [["body", "answers", finance["id"]]]
     empty = api.post("reviewer", path, {"thread_id": thread, "answers": {}})
@@ -266,10 +267,10 @@ def test_resume_map_refusals_record_nothing(api: Api) -> None:
     assert rows() == before
     assert_denied(api, "auditor", "POST", path, {"thread_id": thread,
                                                  "answers": {legal["id"]: 1}})
-    api.post("reviewer", f"/api/interrupts/{legal['id']}/resume", {"value": "accept"})
+    api.post("reviewer", f"/api/interrupts/{legal['id']}/resume", {"value": ACCEPT})
     before = rows()
     stale = api.post("reviewer", path, {"thread_id": thread,
-                                        "answers": {legal["id"]: 1,
+                                        "answers": {legal["id"]: ACCEPT,
                                                     finance["id"]: {"approved": True}}})
     assert stale.status_code == 409 and stale.json()["answered_by"] == "reviewer"
     assert rows() == before  # all or nothing: finance is still pending

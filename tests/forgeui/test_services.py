@@ -206,7 +206,7 @@ def test_supervisor_steers_and_answers_one_sub_agent(users: dict[str, User]) -> 
     note = services.add_steering_note(users["supervisor"], research.run_id, "prefer the ledger")
     note.refresh_from_db()
     assert note.outcome == "applied"
-    services.answer_interrupt(users["supervisor"], research.pk, "accept")
+    services.answer_interrupt(users["supervisor"], research.pk, {"type": "accept", "args": None})
     child = Run.objects.get(pk=research.run_id)
     assert child.status == "completed" and child.parent_run_id == run.run_id
     assert child.output["steering"] == ["prefer the ledger"]

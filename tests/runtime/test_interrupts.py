@@ -331,3 +331,15 @@ async def test_non_json_interrupt_payload_fails_the_node() -> None:
         await ex.run(None)
     assert info.value.node == "ask"
     assert "set" in str(info.value)
+
+
+@pytest.mark.parametrize("schema", [{"maxLength": "x"}, {"type": "nothing"}, "a string",
+                                    {"$schema": ["x"]}])
+async def test_a_malformed_answer_schema_fails_the_node_when_it_pauses(schema: Any) -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt({"question": "ok?", "answer_schema": schema})
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    with pytest.raises(NodeError) as info:
+        await ex.run(None)
+    assert info.value.node == "ask" and "answer_schema" in str(info.value)
