@@ -14,6 +14,7 @@ from forgeui import services
 from forgeui.models import Interrupt, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ACCEPT = {"type": "accept", "args": None}  # what the example graphs' actions take
 HTMX = {"HTTP_HX_REQUEST": "true"}
 QUEUED = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
           "notify": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
@@ -64,7 +65,7 @@ def test_the_parent_completes_with_the_cancelled_marker(users: dict[str, User]) 
                        {"page_run": run.run_id}, **HTMX).content.decode()
     assert "cancelling…" not in page  # applied already (tasks run at once here)
     assert "cancelled" in node_html(page, asked["writer_agent"].run_id)
-    services.answer_interrupt(users["reviewer"], asked["research_agent"].pk, "accept")
+    services.answer_interrupt(users["reviewer"], asked["research_agent"].pk, ACCEPT)
     run.refresh_from_db()
     assert run.status == "completed"
     assert run.output["report"]["writer_agent"] == {"cancelled": True, "node": "writer_agent"}

@@ -21,6 +21,7 @@ from forgeui.store import DjangoCheckpointStore
 from .apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ACCEPT = {"type": "accept", "args": None}  # what the example graphs' actions take
 
 
 def started(user: User, graph: str, input: Any) -> Run:
@@ -128,8 +129,8 @@ def test_a_fork_with_an_edited_input_reaches_the_node_with_it(users: dict[str, U
     assert fork.status == "interrupted"
     assert asked["writer_agent"].payload["draft"] == "Draft about edited."
     assert asked["research_agent"].payload["sources"][0].startswith("q3")
-    services.answer_interrupt(users["reviewer"], asked["writer_agent"].pk, "accept")
-    services.answer_interrupt(users["reviewer"], asked["research_agent"].pk, "accept")
+    services.answer_interrupt(users["reviewer"], asked["writer_agent"].pk, ACCEPT)
+    services.answer_interrupt(users["reviewer"], asked["research_agent"].pk, ACCEPT)
     fork.refresh_from_db()
     assert fork.status == "completed"
     assert fork.output["report"]["writer_agent"]["draft"] == "Draft about edited."
