@@ -18,6 +18,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
+import jsonschema
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import transaction
