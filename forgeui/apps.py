@@ -9,7 +9,7 @@ class ForgeUIConfig(AppConfig):
 
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (access.py).
-        from . import access  # noqa: F401
+        from . import access, demo  # noqa: F401  (demo registers its deploy check)
         from .registry import check_graphs
 
         checks.register(check_graphs)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.core.management.base import SystemCheckError
 
+from forgeui.demo import check_demo_passwords
 from forgeui.management.commands.demo import ACCOUNTS, ADMIN_ACCOUNT, DEMO_INPUTS
 from forgeui.models import Answer, Interrupt, Run
 from forgeui.store import DjangoCheckpointStore
@@ -80,3 +86,39 @@ def test_recover_runs_retries_failed_runs_and_unapplied_answers(tmp_path: Path) 
     assert run.status == "completed" and run.output["paid"] is True
     latest = DjangoCheckpointStore().load_sync(run.thread_id)
     assert latest is not None and latest.error is None
+
+
+def test_demo_is_refused_under_debug_0_without_force(settings: Any) -> None:
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match="refused under DEBUG=0"):
+        command("demo", "--no-runs")
+    assert not User.objects.exists()
+
+
+def test_demo_with_force_generates_passwords_and_never_prints_a_known_one(
+        settings: Any) -> None:
+    settings.PRODUCTION = True
+    out = command("demo", "--no-runs", "--force")
+    for username, known in [*ACCOUNTS.items(), ADMIN_ACCOUNT]:
+        assert known not in out
+        assert authenticate(username=username, password=known) is None
+        generated = re.search(rf"{username}\s+password: (\S+) \(generated\)", out)
+        assert generated is not None, out
+        assert authenticate(username=username, password=generated.group(1)) is not None
+    assert "password" not in command("demo", "--no-runs", "--force")  # nothing new to show
+
+
+def test_the_deploy_check_fails_while_a_demo_account_keeps_its_known_password() -> None:
+    command("demo", "--no-runs")
+    found = {m.id: m for m in check_demo_passwords()}
+    assert len(check_demo_passwords()) == len(ACCOUNTS) + 1 and set(found) == {"forgeui.E020"}
+    for username in [*ACCOUNTS, ADMIN_ACCOUNT[0]]:
+        user = User.objects.get(username=username)
+        user.set_password(secrets.token_urlsafe(16))
+        user.save()
+    assert check_demo_passwords() == []
+    with pytest.raises(SystemCheckError):  # and it is part of `check --deploy`
+        User.objects.filter(username="auditor").delete()
+        User.objects.create_user("auditor", password=ACCOUNTS["auditor"])
+        call_command("check", "--deploy", "--tag", "security", "--fail-level", "ERROR",
+                     stdout=StringIO(), stderr=StringIO())

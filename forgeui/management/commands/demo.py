@@ -1,23 +1,22 @@
-"""``manage.py demo``: demo users and one paused run of each demo graph. Safe to repeat."""
+"""``manage.py demo``: demo users and one paused run of each demo graph. Safe to repeat.
+
+Under ``DEBUG=0`` it refuses unless ``--force``, and then gives each new account a
+generated password (printed once) instead of the published one.
+"""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Group, User
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from forgeui import registry, services
 from forgeui.backends import wait_for_tasks
+from forgeui.demo import ACCOUNTS, ADMIN_ACCOUNT
 from forgeui.models import Run
-
-# Documented in README.md and printed by `make run`: local demo accounts only.
-ACCOUNTS = {
-    "reviewer": "forge-reviewer",
-    "supervisor": "forge-supervisor",
-    "auditor": "forge-auditor",
-}
-ADMIN_ACCOUNT = ("admin", "forge-admin")
 
 DEMO_INPUTS: dict[str, Any] = {
     "transfer": {"amount": 250, "currency": "EUR", "to": "ACME Ltd"},
@@ -34,16 +33,30 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-runs", action="store_true", help="users only")
         parser.add_argument("--quiet", action="store_true", help="print nothing")
+        parser.add_argument("--force", action="store_true",
+                            help="run under DEBUG=0 too, with generated passwords")
 
-    def handle(self, *args: Any, no_runs: bool, quiet: bool, **options: Any) -> None:
+    def handle(self, *args: Any, no_runs: bool, quiet: bool, force: bool,
+               **options: Any) -> None:
+        # PRODUCTION is DEBUG=0 as the environment said it (a test runner resets DEBUG).
+        if settings.PRODUCTION and not force:
+            raise CommandError("demo creates accounts anyone can log in to; it is refused "
+                               "under DEBUG=0 (use --force for generated passwords)")
         self.quiet = quiet
-        for username, password in ACCOUNTS.items():
-            ensure_user(username, password, group=username, staff=username == "auditor")
-        ensure_user(*ADMIN_ACCOUNT, superuser=True)
+        known = not settings.PRODUCTION  # production never gets a published password
+        chosen = {name: password if known else secrets.token_urlsafe(16)
+                  for name, password in [*ACCOUNTS.items(), ADMIN_ACCOUNT]}
+        created = [name for name in ACCOUNTS
+                   if ensure_user(name, chosen[name], group=name, staff=name == "auditor")]
+        if ensure_user(ADMIN_ACCOUNT[0], chosen[ADMIN_ACCOUNT[0]], superuser=True):
+            created.append(ADMIN_ACCOUNT[0])
         if not no_runs:
             self.start_demo_runs()
-        for username, password in [*ACCOUNTS.items(), ADMIN_ACCOUNT]:
-            self.say(f"  {username:<10} password: {password}")
+        for username, password in chosen.items():
+            if known:
+                self.say(f"  {username:<10} password: {password}")
+            elif username in created:  # shown once; never a published password
+                self.say(f"  {username:<10} password: {password} (generated)")
 
     def say(self, line: str) -> None:
         if not self.quiet:
@@ -63,8 +76,8 @@ class Command(BaseCommand):
 
 
 def ensure_user(username: str, password: str, group: str | None = None, staff: bool = False,
-                superuser: bool = False) -> User:
-    """Create the user once; later runs keep whatever password it has now."""
+                superuser: bool = False) -> bool:
+    """Create the user once (True when created); later runs keep its password."""
     user, created = User.objects.get_or_create(
         username=username, defaults={"is_staff": staff or superuser, "is_superuser": superuser}
     )
@@ -73,4 +86,4 @@ def ensure_user(username: str, password: str, group: str | None = None, staff: b
         user.save()
     if group:
         user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
+    return created
