@@ -20,7 +20,7 @@ from django.utils.html import escape
 from . import forks
 from .answer_rules import declared_actions, declared_schema, schema_problem
 from .assignment import Mode, Viewer, is_assigned, mode
-from .models import Interrupt, InterruptQuerySet, InterruptStatus
+from .models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
 
 PAGE_SIZE = 50
 SUMMARY_LENGTH = 140
@@ -154,19 +154,26 @@ def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
 
 
 def row_context(interrupt: Interrupt, row_mode: Mode,
-                origins: dict[str, forks.ForkLink] | None = None) -> dict[str, Any]:
+                origins: dict[str, forks.ForkLink] | None = None,
+                decisions: dict[str, Answer] | None = None) -> dict[str, Any]:
     """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
 
     ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
     and Claim, answer buttons and Release (their claim), or read-only. ``origins`` are
-    the fork links of a page's rows, looked up at once (else one query for this row).
+    the fork links of a page's rows, looked up at once (else one query for this row);
+    ``decisions`` likewise the accepted answers of answered rows ("Done by me").
     """
     actions = declared_actions(interrupt.payload)
     if origins is None:
         origins = forks.origins([interrupt.root_thread_id])
+    if decisions is None:
+        decisions = accepted_answers([interrupt])
+    decision = decisions.get(interrupt.pk)
     return {
         "interrupt": interrupt,
         "fork": origins.get(interrupt.root_thread_id),
+        "decision": decision,
+        "decision_summary": payload_summary(decision.value) if decision else "",
         "graph": interrupt.run.graph,
         "path": "/".join(interrupt.namespace),
         "summary": payload_summary(interrupt.payload),
@@ -179,6 +186,17 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "assignees": [*interrupt.assigned_users,
                       *(f"group {g}" for g in interrupt.assigned_groups)],
     }
+
+
+def accepted_answers(interrupts: Any) -> dict[str, Answer]:
+    """The answer each answered interrupt was closed with, by interrupt id."""
+    answered = [i.pk for i in interrupts if i.status == InterruptStatus.ANSWERED]
+    if not answered:
+        return {}
+    found: dict[str, Answer] = {}
+    for answer in Answer.objects.filter(interrupt_id__in=answered).order_by("created_at"):
+        found.setdefault(answer.interrupt_id, answer)
+    return found
 
 
 def render_row(interrupt: Interrupt, row_mode: Mode) -> str:

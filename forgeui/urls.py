@@ -28,6 +28,12 @@ pages: list[URLPattern | URLResolver] = [
     path("threads/<path:thread_id>/", views.thread_timeline, name="timeline"),
     path("audit/", views.audit, name="audit"),
     path("audit/export.json", views.audit_export, name="audit-export"),
+    path("audit/export.csv", views.audit_export, {"fmt": "csv"}, name="audit-export-csv"),
+    path("audit/decisions/", views.decisions, name="decisions"),
+    path("audit/decisions/export.json", views.decisions_export, name="decisions-export"),
+    path("audit/decisions/export.csv", views.decisions_export, {"fmt": "csv"},
+         name="decisions-export-csv"),
+    path("checkpoints/<str:checkpoint_id>/", views.checkpoint, name="checkpoint"),
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [

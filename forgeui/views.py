@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.dateparse import parse_date, parse_datetime
@@ -26,7 +26,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runtime.errors import ForgeError
 
-from . import assignment, forks, registry, runtree, services, timeline
+from . import assignment, exports, forks, registry, runtree, services, timeline
+from . import decisions as answer_rows
 from .answer_rules import declared_schema, schema_problem
 from .exceptions import (
     Forbidden,
@@ -40,6 +41,7 @@ from .forms import AnswerRejected, parse_json, read_answer, schema_form_class, s
 from .inbox import (
     PAGE_SIZE,
     InboxFilters,
+    accepted_answers,
     answer_schema,
     asks_yes_no,
     declared_actions,
@@ -49,6 +51,7 @@ from .inbox import (
 )
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
 from .roles import Action, allowed, roles_of
+from .store import DjangoCheckpointStore
 
 View = Callable[..., HttpResponse]
 REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409),
@@ -115,9 +118,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     rows = Paginator(filters.apply(found, viewer), PAGE_SIZE)
     current = rows.get_page(request.GET.get("page"))
     origins = forks.origins(i.root_thread_id for i in current)
+    answers = accepted_answers(current)
     context = {
         "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
-        "rows": [row_context(i, assignment.mode(viewer, i), origins) for i in current],
+        "rows": [row_context(i, assignment.mode(viewer, i), origins, answers)
+                 for i in current],
         "graphs": registry.graph_names(), "sub_agents": sub_agents(),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -508,11 +513,61 @@ def audit(request: HttpRequest) -> HttpResponse:
     return page(request, "forgeui/audit.html", "rows", context)
 
 
+AUDIT_COLUMNS = ["id", "created_at", "actor", "action", "object_type", "object_id", "run_id",
+                 "thread_id", "before_checkpoint_id", "after_checkpoint_id", "detail"]
+
+
 @require_GET
 @requires(Action.READ)
-def audit_export(request: HttpRequest) -> JsonResponse:
-    items = [audit_dict(entry) for entry in audit_entries(request)]
-    return download({"items": items, "count": len(items)}, "audit.json")
+def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
+    """The filtered audit log as JSON or CSV, streamed in chunks."""
+    rows = (audit_dict(entry) for entry in audit_entries(request).select_related("actor")
+            .iterator(chunk_size=500))
+    if fmt == "csv":
+        return exports.as_csv(AUDIT_COLUMNS, rows, "audit.csv")
+    return exports.as_json(rows, "audit.json")
+
+
+@require_GET
+@requires(Action.READ)
+def decisions(request: HttpRequest) -> HttpResponse:
+    """Every answered interrupt: who, what, when, the answer and the note."""
+    filters = decision_filters(request)
+    found = filters.apply(answer_rows.decisions())
+    current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    answerers = (Answer.objects.filter(user__isnull=False).order_by("user__username")
+                 .values_list("user__username", flat=True).distinct())
+    context = {"page": current, "rows": [answer_rows.row(a) for a in current],
+               "filters": filters, "query": request.GET.urlencode(),
+               "since": request.GET.get("since", ""), "until": request.GET.get("until", ""),
+               "answerers": list(answerers), "graphs": registry.graph_names()}
+    return page(request, "forgeui/decisions.html", "rows", context)
+
+
+@require_GET
+@requires(Action.READ)
+def decisions_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
+    rows = answer_rows.rows(decision_filters(request).apply(answer_rows.decisions()))
+    if fmt == "csv":
+        return exports.as_csv(answer_rows.COLUMNS, rows, "decisions.csv")
+    return exports.as_json(rows, "decisions.json")
+
+
+def decision_filters(request: HttpRequest) -> answer_rows.DecisionFilters:
+    get = request.GET
+    return answer_rows.DecisionFilters.from_query(
+        get, when(get.get("since", "")), when(get.get("until", ""), end_of_day=True))
+
+
+@require_GET
+@requires(Action.READ)
+def checkpoint(request: HttpRequest, checkpoint_id: str) -> HttpResponse:
+    """An id from the audit log, opened where it sits: its thread's timeline."""
+    found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
+    if found is None:
+        raise Http404(f"no checkpoint {checkpoint_id!r}")
+    timeline_url = reverse("forgeui:timeline", kwargs={"thread_id": found.thread_id})
+    return redirect(f"{timeline_url}#cp-{checkpoint_id}")
 
 
 def audit_entries(request: HttpRequest) -> Any:

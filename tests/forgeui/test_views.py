@@ -54,7 +54,8 @@ def rows_in(html: str) -> list[str]:
 # -- who sees what --------------------------------------------------------------------------
 
 
-PAGES = ["/", "/runs/", "/audit/", "/audit/export.json"]
+PAGES = ["/", "/runs/", "/audit/", "/audit/export.json", "/audit/export.csv",
+         "/audit/decisions/", "/audit/decisions/export.csv"]
 
 
 def test_anonymous_visitors_are_sent_to_the_login_page(users: dict[str, User]) -> None:
@@ -417,6 +418,7 @@ def test_the_audit_log_filters_and_exports(clients: dict[str, Client],
     assert "<strong>0</strong> entries" in text(client.get("/audit/?since=2999-01-01"))
     assert "<strong>3</strong> entries" in text(client.get("/audit/?until=2999-01-01"))
     assert client.get("/audit/?since=2025-02-30&until=garbage").status_code == 200
-    body = json.loads(client.get("/audit/export.json?actor=reviewer").content)
+    exported = client.get("/audit/export.json?actor=reviewer")
+    body = json.loads(b"".join(exported.streaming_content))
     assert body["count"] == 1 and body["items"][0]["action"] == "answer"
     assert body["items"][0]["object_id"] == pending.pk
