@@ -9,7 +9,8 @@ class ForgeUIConfig(AppConfig):
 
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (access.py).
-        from . import access, demo  # noqa: F401  (demo registers its deploy check)
+        # demo registers its deploy check; lockouts audits django-axes' lockouts.
+        from . import access, demo, lockouts  # noqa: F401
         from .registry import check_graphs
 
         checks.register(check_graphs)

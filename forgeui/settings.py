@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "template_partials",
     "ninja",  # /api/docs loads Swagger UI from these static files, not a CDN (CSP 'self')
+    "axes",  # login throttling: failed attempts and lockouts, in the database
     "forgeui",
 ]
 
@@ -105,6 +107,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "forgeui.urls"
@@ -177,6 +181,20 @@ FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes), for /accounts/login/ and /admin/login/ alike: after
+# FORGE_LOGIN_FAILURE_LIMIT wrong passwords for one username, or from one address, that
+# username (or address) is locked out for FORGE_LOGIN_LOCKOUT_MINUTES; a success resets
+# the count. Lockouts are rows every web process sees; an admin lifts one by deleting
+# its access attempt in /admin/ (audited as login.unlocked).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("FORGE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FORGE_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # forgeui logs and audits lockouts itself
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
