@@ -19,7 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .roles import Action, allowed
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Q
+
+from .roles import PERMISSIONS, Action, Role, allowed
 
 Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
 
@@ -114,3 +118,22 @@ def refusal(viewer: Viewer, interrupt: Any) -> str:
         return f"claimed by {who}"
     users, groups = decode(interrupt.assignees)
     return "assigned to " + ", ".join([*users, *(f"group {g}" for g in groups)])
+
+
+def answerers() -> list[tuple[str, str]]:
+    """Active users whose role lets them answer, with their roles: the assignment picker."""
+    can_answer = sorted(PERMISSIONS[Action.ANSWER])
+    found = (get_user_model().objects.filter(is_active=True)
+             .filter(Q(groups__name__in=can_answer) | Q(is_superuser=True))
+             .distinct().order_by("username").prefetch_related("groups"))
+    return [(user.get_username(),
+             ", ".join(sorted(g.name for g in user.groups.all() if g.name in can_answer))
+             or ("admin" if user.is_superuser else ""))
+            for user in found]
+
+
+def group_names() -> list[str]:
+    """Groups an interrupt can be assigned to: all but the roles that may not answer."""
+    mute = [role for role in Role if role not in PERMISSIONS[Action.ANSWER]]
+    return list(Group.objects.exclude(name__in=mute).order_by("name")
+                .values_list("name", flat=True))

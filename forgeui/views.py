@@ -142,7 +142,22 @@ def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
     panel = panel_context(interrupt, assignment.Viewer.of(request.user))
-    return page(request, "forgeui/interrupt.html", "panel", {"p": panel})
+    return page(request, "forgeui/interrupt.html", "panel",
+                {"p": panel, "assign": assign_choices(request, interrupt)})
+
+
+def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
+                   groups: list[str] | None = None, error: str = "") -> dict[str, Any] | None:
+    """The assignment picker: users who may answer and every group, the chosen ticked."""
+    if not allowed(request.user, Action.ASSIGN):
+        return None
+    users = interrupt.assigned_users if users is None else users
+    groups = interrupt.assigned_groups if groups is None else groups
+    return {"users": [{"name": name, "roles": roles, "checked": name in users}
+                      for name, roles in assignment.answerers()],
+            "groups": [{"name": name, "checked": name in groups}
+                       for name in assignment.group_names()],
+            "error": error}
 
 
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
@@ -256,11 +271,20 @@ def claim(request: HttpRequest, interrupt_id: str) -> HttpResponse:
 @require_POST
 @requires(Action.ASSIGN)
 def assign(request: HttpRequest, interrupt_id: str) -> HttpResponse:
-    """The supervisor's assignment form on the interrupt page (comma-separated names)."""
-    names = {key: [n.strip() for n in request.POST.get(key, "").split(",") if n.strip()]
-             for key in ("users", "groups")}
+    """The supervisor's assignment picker on the interrupt page (ticked users and groups).
+
+    A refusal (say, a user deleted meanwhile) comes back inside the page, choices kept.
+    """
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
+                                  pk=interrupt_id)
+    users, groups = request.POST.getlist("users"), request.POST.getlist("groups")
     try:
-        services.assign_interrupt(request.user, interrupt_id, names["users"], names["groups"])
+        services.assign_interrupt(request.user, interrupt_id, users, groups)
+    except InvalidRequest as exc:
+        panel = panel_context(interrupt, assignment.Viewer.of(request.user))
+        picker = assign_choices(request, interrupt, users, groups, str(exc))
+        return page(request, "forgeui/interrupt.html", "panel",
+                    {"p": panel, "assign": picker}, status=422)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
