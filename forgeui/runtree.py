@@ -10,6 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import graphsvg, registry
+from .exceptions import ForgeUIError
 from .models import Interrupt, Run, RunStatus
 from .store import DjangoCheckpointStore
 
@@ -86,3 +88,34 @@ def paused_inputs(node: RunNode) -> dict[str, Any]:
     """The input each paused task of the run was given, by task id (for edit-then-fork)."""
     latest = DjangoCheckpointStore().load_by_id_sync(node.run.latest_checkpoint_id)
     return {task["id"]: task.get("input") for task in latest.tasks} if latest else {}
+
+
+def drawing(root: RunNode) -> tuple[str, str]:
+    """The tree's graph as SVG with where it stands marked, or why it cannot be drawn."""
+    try:
+        executor = registry.executor_for(root.run.graph)
+    except ForgeUIError as exc:
+        return "", str(exc)
+    return graphsvg.draw(executor, marks(root, bool(executor.graph.edges))), ""
+
+
+def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
+    """Paused nodes and finished runs of the tree, by path below the root graph."""
+    paused = {(*i.namespace[1:], i.node) for node in root.walk() for i in node.pending}
+    done = {tuple(n.run.namespace[1:]) for n in root.walk()
+            if n.depth and n.run.status == RunStatus.COMPLETED}
+    store = DjangoCheckpointStore()
+    latest = store.load_by_id_sync(root.run.latest_checkpoint_id)
+    if latest is not None:
+        done |= {(step["node"],) for step in latest.history if not step.get("cancelled")}
+    observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
+    return graphsvg.Marks(frozenset(paused), frozenset(done), observed)
+
+
+def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str, str]]:
+    """Node pairs of consecutive steps: where the root's routes have led so far."""
+    steps: dict[int, set[str]] = defaultdict(set)
+    for cp in store.list_sync(thread_id):
+        steps[cp.step].update(task["node"] for task in cp.tasks)
+    return {(a, b) for step, names in steps.items() for a in names
+            for b in steps.get(step + 1, ())}

@@ -405,7 +405,9 @@ def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str,
         inputs = runtree.paused_inputs(node) if node.pending else {}
         for panel in node.panels:
             panel["fork_input"] = pretty(inputs.get(panel["interrupt"].task_id))
+    svg, svg_problem = runtree.drawing(tree) if tree else ("", "")
     return {"run": run, "tree": tree, "nodes": nodes, **extra,
+            "graph_svg": svg, "graph_problem": svg_problem,
             "fork": forks.origin(run.root_thread_id), "forks": forks.forks_of(run.root_thread_id)}
 
 
