@@ -6,13 +6,17 @@
 Protocol: the server sends HTML (htmx's ws extension swaps it); the client sends one JSON
 message, ``{"after": <last event id>}``, on every (re)connect, and the server replays what
 changed after that id, read from the ``Event`` table, so a dropped connection loses
-nothing. Rows are rendered from the interrupt's current state, never from the event, so
+nothing. A client more than a page of events behind is closed with ``frames.RELOAD`` (its
+page reloads); one that floods, or sends what is not JSON text, is closed too
+(``forgeui.frames``). Rows are rendered from the interrupt's current state, never from the event, so
 replays and out-of-order delivery end in the same page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,7 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
-from . import access, events
+from . import access, events, frames
 from .assignment import Viewer, mode
 from .events import INBOX_GROUP, INBOX_MESSAGE_TYPE
 from .feed import Snapshot, catch_up, feed, snapshots
@@ -28,6 +32,7 @@ from .inbox import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
 from .roles import Action, allowed
 
 ROWS_PER_FRAME = 200  # rows per websocket message while catching up
+logger = logging.getLogger(__name__)
 
 
 @database_sync_to_async
@@ -61,6 +66,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.filters = InboxFilters.from_query(query)
         self.access_key = (user.pk, session_key)
         self.cursor = 0
+        self.budget = frames.FrameBudget()
+        self.replayed: int | None = None  # where this socket's catch-up ended
         # websocket_disconnect leaves these groups for us.
         self.groups = [INBOX_GROUP, access.user_group(user.pk),
                        access.session_group(session_key)]
@@ -75,12 +82,47 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             access.watcher().discard(self)
             feed().discard(self)
 
+    async def receive(self, text_data: str | None = None,
+                      bytes_data: bytes | None = None) -> None:
+        """Refuse floods and frames that are not JSON text with a close code and a log
+        line (Channels would close with 1011 and a traceback)."""
+        if not self.budget.take():
+            await self.refuse(frames.POLICY_VIOLATION, "sent frames faster than allowed")
+        elif text_data is None:
+            await self.refuse(frames.UNSUPPORTED_DATA, "sent a binary frame")
+        else:
+            try:
+                content = json.loads(text_data)
+            except ValueError:
+                await self.refuse(frames.INVALID_PAYLOAD, "sent a frame that is not JSON")
+                return
+            await self.receive_json(content)
+
+    async def refuse(self, code: int, why: str) -> None:
+        logger.info("inbox socket of user %s closed (%s): it %s", self.access_key[0], code,
+                    why)
+        await self.revoke(code)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """``{"after": N}``: replay what changed after event N, once per socket.
+
+        Channels hands a consumer one frame at a time, so one catch-up runs per socket.
+        A later request on the same socket starts no earlier than where the first one
+        ended (live events have kept the socket current since), so asking again costs
+        one indexed read, however many times a client asks from 0.
+        """
         after = content.get("after") if isinstance(content, dict) else None
-        if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
-            found, last = await database_sync_to_async(catch_up)(after, self.viewer)
-            feed().caught_up(self, last)
-            await self.push(found, last)
+        if not (isinstance(after, int) and not isinstance(after, bool) and after >= 0):
+            return
+        start = after if self.replayed is None else max(after, self.replayed)
+        result = await database_sync_to_async(catch_up)(start, self.viewer)
+        if result is None:
+            await self.refuse(frames.RELOAD, f"asked to catch up from {after}, too far behind")
+            return
+        found, last = result
+        self.replayed = last
+        feed().caught_up(self, last)
+        await self.push(found, last)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels closes stale database connections before every message, through a hop

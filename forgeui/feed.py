@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CATCH_UP_BATCH = 500  # events read per query while catching up
+CATCH_UP_BATCH = 500  # events the fallback poll reads per query
+CATCH_UP_LIMIT = 1000  # events one catch-up may replay; further behind, the page reloads
 
 
 @dataclass
@@ -80,21 +81,28 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
         found.rows = {shown: render_row(interrupt, shown)}
 
 
-def catch_up(after: int, viewer: Viewer) -> tuple[list[Snapshot], int]:
+def catch_up(after: int, viewer: Viewer,
+             limit: int | None = None) -> tuple[list[Snapshot], int] | None:
     """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
-    events about no interrupt), each with its interrupt's current state; the newest id."""
+    events about no interrupt), each with its interrupt's current state; the newest id.
+
+    None when more than ``limit`` events came since: a client that far behind reloads its
+    page instead, so no request reads more than one page of the event table.
+    """
+    limit = CATCH_UP_LIMIT if limit is None else limit
+    batch = list(Event.objects.after(after)
+                 .values_list("id", "interrupt_id", "root_thread_id")[:limit + 1])
+    if len(batch) > limit:
+        return None
     latest: dict[tuple[str, str], Snapshot] = {}
-    last = after
-    while batch := list(Event.objects.after(last)
-                        .values_list("id", "interrupt_id", "root_thread_id")[:CATCH_UP_BATCH]):
-        for event_id, interrupt_id, root in batch:
-            key = (interrupt_id, "" if interrupt_id else root)
-            latest[key] = Snapshot(event_id, root, interrupt_id)
-        last = batch[-1][0]
+    for event_id, interrupt_id, root in batch:
+        key = (interrupt_id, "" if interrupt_id else root)
+        latest[key] = Snapshot(event_id, root, interrupt_id)
     pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
     for interrupt in (Interrupt.objects.select_related("run", "claimed_by")
                       .filter(pk__in=list(pending))):
         place(pending[interrupt.pk], interrupt, viewer)
+    last = batch[-1][0] if batch else after
     return sorted(latest.values(), key=lambda s: s.event_id), last
 
 

@@ -74,6 +74,10 @@
     // 4401 logged out, 4403 role lost: the server will not take us back; say so.
     if (code === 4401 || code === 4403) {
       setLive("off", code === 4401 ? " signed out" : " no access");
+    } else if (code === 4409) {
+      // Too far behind to replay: the page itself is the up-to-date view.
+      setLive("off", " reload to catch up");
+      if (!document.querySelector("form textarea:focus, form input:focus")) location.reload();
     } else if (document.body.contains(evt.target)) {
       setLive("retry", " reconnecting…");
     }

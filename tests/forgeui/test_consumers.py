@@ -8,6 +8,7 @@ from real runs of the demo graphs, started and answered through ``forgeui.servic
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -21,7 +22,7 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from forgeui import events, services
+from forgeui import events, feed, frames, services
 from forgeui.asgi import application
 from forgeui.consumers import InboxConsumer
 from forgeui.events import INBOX_MESSAGE_TYPE, EventDraft
@@ -477,3 +478,68 @@ async def test_an_event_the_layer_dropped_for_one_socket_still_reaches_it(
     [pending] = await started(users)
     assert ROW.search(await frame_with(heard, ROW, wait=3)).group(1) == pending.pk
     assert ROW.search(await frame_with(lost, ROW, wait=3)).group(1) == pending.pk
+
+
+# -- what a socket takes from its client: budget, bounded replay, close codes ---------------
+
+
+async def close_code(socket: WebsocketCommunicator, seconds: float = 3) -> tuple[int, int]:
+    """(close code, text frames received before it)."""
+    sent = 0
+    while (message := await socket.receive_output(timeout=seconds))["type"] == \
+            "websocket.send":
+        sent += 1
+    assert message["type"] == "websocket.close"
+    return message.get("code"), sent
+
+
+async def test_asking_again_on_the_same_socket_replays_nothing_twice(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    await started(users)
+    socket, _, _ = await connect(cookies["reviewer"])
+    first = await caught_up(socket, 0)
+    assert ROW.search(first)
+    again = await caught_up(socket, 0)
+    assert not ROW.search(again) and CURSOR.search(again)
+
+
+async def test_a_flood_of_frames_closes_the_socket_after_its_budget(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User],
+        caplog: pytest.LogCaptureFixture) -> None:
+    await started(users)
+    socket, _, _ = await connect(cookies["reviewer"])
+    for _ in range(40):
+        await socket.send_json_to({"after": 0})
+    code, sent = await close_code(socket)
+    assert code == frames.POLICY_VIOLATION
+    assert sent <= frames.FrameBudget().burst  # at most one reply per allowed frame
+    assert "faster than allowed" in caplog.text
+
+
+async def test_a_client_too_far_behind_is_told_to_reload(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for _ in range(3):
+        await started(users)
+    monkeypatch.setattr(feed, "CATCH_UP_LIMIT", 4)
+    socket, _, _ = await connect(cookies["reviewer"])
+    await socket.send_json_to({"after": 0})
+    code, sent = await close_code(socket)
+    assert (code, sent) == (frames.RELOAD, 0)
+
+
+@pytest.mark.parametrize(("frame_kind", "code"), [
+    ("binary", frames.UNSUPPORTED_DATA), ("not json", frames.INVALID_PAYLOAD),
+])
+async def test_frames_that_are_not_json_text_close_with_a_code_and_a_log_line(
+        connect: Connect, cookies: dict[str, str], caplog: pytest.LogCaptureFixture,
+        frame_kind: str, code: int) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    with caplog.at_level(logging.INFO, logger="forgeui"):
+        if frame_kind == "binary":
+            await socket.send_to(bytes_data=b"\x00\x01")
+        else:
+            await socket.send_to(text_data='{"after": 1')
+        assert (await close_code(socket))[0] == code
+    assert "inbox socket of user" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
