@@ -552,6 +552,7 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
     interrupt = _interrupt(interrupt_id) if interrupt_id else None
     if interrupt is not None and interrupt.run_id != run.run_id:
         raise InvalidRequest(f"interrupt {interrupt_id!r} does not belong to run {run_id!r}")
+    _require_steerable(user, run, task_id, interrupt)
     actor = user if user is not None and user.is_authenticated else None
     with transaction.atomic():
         note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
@@ -563,6 +564,22 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
                       "interrupt_id": interrupt_id})
         transaction.on_commit(partial(apply_steering_task.enqueue, note.pk))
     return note
+
+
+def _require_steerable(user: User, run: Run, task_id: str | None,
+                       interrupt: Interrupt | None) -> None:
+    """A note follows the answer's rules: never to an ended run (nobody would read it),
+    and not beside an interrupt assigned to or claimed by others."""
+    if run.status not in LIVE:  # a failed run may be recovered, and read it then
+        raise StaleResumeTarget(f"run {run.run_id!r} has ended ({run.status}); a steering "
+                                f"note would never be read", latest_metadata(run))
+    targeted = ([interrupt] if interrupt is not None else
+                Interrupt.objects.filter(run=run).pending()
+                .filter(**({"task_id": task_id} if task_id else {})).select_related("claimed_by"))
+    viewer = assignment.Viewer.of(user)
+    for pending in targeted:
+        if pending.status == InterruptStatus.PENDING:
+            require_answerable(user, pending, viewer)
 
 
 def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,

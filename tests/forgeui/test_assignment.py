@@ -16,7 +16,8 @@ from django.test import Client
 
 from forgeui import services
 from forgeui.exceptions import AlreadyClaimed, Forbidden, InvalidRequest
-from forgeui.models import AuditEntry, Interrupt, InterruptStatus
+from forgeui.models import AuditEntry, Interrupt, InterruptStatus, SteeringNote
+from runtime.errors import StaleResumeTarget
 
 from .apiclient import Api
 from .test_consumers import Connect, connect, cookies, frame_with  # noqa: F401
@@ -209,3 +210,29 @@ async def test_a_claim_moves_the_row_between_tabs_live(team: dict[str, User],
     await frame_with(queue, re.compile(GONE_OF.format(interrupt.pk)))
     arrived = await frame_with(mine, re.compile(ROW_OF.format(interrupt.pk)))
     assert "Release" in arrived and "claimed by alice" in arrived
+
+
+def test_steering_notes_follow_the_answer_rules(team: dict[str, User]) -> None:
+    theirs = pause(team, assignees={"users": ["bob"]})
+    for target in ({}, {"interrupt_id": theirs.pk}, {"task_id": theirs.task_id}):
+        with pytest.raises(Forbidden, match="assigned to bob"):
+            services.add_steering_note(team["alice"], theirs.run_id, "do it my way", **target)
+    assert not SteeringNote.objects.exists()
+    services.add_steering_note(team["bob"], theirs.run_id, "fine by me")
+
+    claimed = pause(team)
+    services.claim_interrupt(team["bob"], claimed.pk)
+    with pytest.raises(Forbidden, match="claimed by bob"):
+        services.add_steering_note(team["alice"], claimed.run_id, "mine now")
+    services.answer_interrupt(team["bob"], claimed.pk, True)
+    with pytest.raises(StaleResumeTarget, match="has ended"):  # the run completed
+        services.add_steering_note(team["bob"], claimed.run_id, "too late")
+    assert SteeringNote.objects.count() == 1
+
+
+def test_the_api_refuses_a_note_on_a_completed_run_with_409(team: dict[str, User]) -> None:
+    interrupt = pause(team)
+    services.answer_interrupt(team["alice"], interrupt.pk, True)
+    response = Api(team).post("alice", "/api/steering", {"run_id": interrupt.run_id,
+                                                        "text": "after the fact"})
+    assert response.status_code == 409 and response.json()["latest"]["status"] == "completed"
