@@ -3,7 +3,8 @@
 An interrupt that declares ``actions`` takes ``{"type": action, "args": ...}`` with one of
 them (``args``: text for ``respond``, any JSON for ``edit``, null otherwise); one that
 declares an ``answer_schema`` takes a value that schema accepts; one that declares both
-must fit both. A schema that is itself invalid (an old row, written before schemas were
+is Agent Inbox's convention: the schema describes what an ``edit`` sends (its ``args``),
+and accept, respond and ignore keep their fixed shapes. A schema that is itself invalid (an old row, written before schemas were
 checked when the interrupt is created) accepts nothing: the graph has to be fixed.
 """
 
@@ -66,6 +67,15 @@ def check(payload: Any, value: Any) -> None:
     problem = schema_problem(schema)
     if problem is not None:
         raise AnswerMismatch(f"this interrupt cannot be answered: its {problem}")
+    checked, where = value, []
+    if actions:  # the schema describes an edit's args; other responses carry no value
+        if value["type"] != "edit":
+            return
+        checked, where = value.get("args"), ["args"]
+    _check_schema_fit(schema, checked, where)
+
+
+def _check_schema_fit(schema: dict[str, Any], value: Any, where: list[str | int]) -> None:
     try:
         error = jsonschema.exceptions.best_match(
             jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
@@ -73,8 +83,9 @@ def check(payload: Any, value: Any) -> None:
         raise AnswerMismatch(f"this interrupt cannot be answered: its answer_schema refers "
                              f"to {exc}, which cannot be resolved") from None
     if error is not None:
-        raise AnswerMismatch(f"answer does not match the interrupt's schema at "
-                             f"{error.json_path}: {error.message}", list(error.absolute_path))
+        at = "$" + "".join(f".{part}" for part in where) + error.json_path[1:]
+        raise AnswerMismatch(f"answer does not match the interrupt's schema at {at}: "
+                             f"{error.message}", [*where, *error.absolute_path])
 
 
 def _check_action(actions: list[str], value: Any) -> None:

@@ -5,8 +5,10 @@ An interrupt payload decides how it may be answered (SPEC §2, issue 6):
 - ``"answer_schema"``: a form generated from simple JSON-Schema (boolean, integer and
   number with minimum/maximum, string, enum), falling back to the JSON box for anything
   richer; the value is then exactly what the schema describes.
-- ``"actions"``: buttons; the value is ``{"type": action, "args": ...}`` with ``args`` the
-  free text for ``respond``, the edited JSON for ``edit`` and null otherwise.
+- ``"actions"``: Agent Inbox's responses (``forgeui.answer_rules``); the value is
+  ``{"type": action, "args": ...}`` with ``args`` the free text for ``respond``, the edited
+  proposal for ``edit`` (a form prefilled from the payload's ``args`` when
+  ``answer_schema`` is simple, else JSON) and null otherwise.
 - neither: approve / reject (``true`` / ``false``) or any JSON typed in the answer box.
 
 The services validate the value again against the schema; this module only gives people
@@ -24,6 +26,7 @@ from django.http import QueryDict
 
 from .answer_rules import declared_actions
 from .inbox import answer_schema, asks_yes_no
+from .payloads import proposed_args
 
 MAX_JSON_CHARS = 64 * 1024
 MAX_NOTE_CHARS = 4000
@@ -77,7 +80,7 @@ def field_for(prop: dict[str, Any], required: bool, name: str) -> forms.Field:
     if isinstance(prop.get("enum"), list):
         options = prop["enum"]
         return forms.TypedChoiceField(
-            choices=[("", "—"), *((str(i), json.dumps(o)) for i, o in enumerate(options))],
+            choices=[("", "—"), *((str(i), option_label(o)) for i, o in enumerate(options))],
             coerce=lambda index: options[int(index)], empty_value=None, **common)
     kind = prop.get("type")
     bounds = {"min_value": prop.get("minimum"), "max_value": prop.get("maximum")}
@@ -89,8 +92,49 @@ def field_for(prop: dict[str, Any], required: bool, name: str) -> forms.Field:
         return forms.IntegerField(**bounds, **common)
     if kind == "number":
         return forms.FloatField(**bounds, **common)
+    longest = prop.get("maxLength")
+    # Room for several lines when the schema allows more than a line's worth.
+    widget = forms.Textarea(attrs={"rows": 5}) if not longest or longest > 200 else None
     return forms.CharField(strip=False, min_length=prop.get("minLength"),
-                           max_length=prop.get("maxLength"), **common)
+                           max_length=longest, widget=widget, **common)
+
+
+def option_label(option: Any) -> str:
+    """An enum option as a person reads it: strings without their JSON quotes."""
+    return option if isinstance(option, str) else json.dumps(option, ensure_ascii=False)
+
+
+def initial_values(schema: dict[str, Any] | None, value: Any) -> dict[str, Any]:
+    """A schema form's initial data from a value it would produce (an edit's start)."""
+    if not schema:
+        return {}
+    if schema.get("type") == "object":
+        properties = schema.get("properties") or {}
+        given = value if isinstance(value, dict) else {}
+        return {name: initial_of(prop, given[name]) for name, prop in properties.items()
+                if name in given}
+    return {"value": initial_of(schema, value)}
+
+
+def initial_of(prop: dict[str, Any], value: Any) -> Any:
+    options = prop.get("enum")
+    if isinstance(options, list):
+        return str(options.index(value)) if value in options else ""
+    if prop.get("type") == "boolean" and isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def edit_form(payload: Any, data: QueryDict | None = None) -> forms.Form | None:
+    """The edit form for a payload with ``edit`` and a simple schema, prefilled from its
+    ``args`` (bound to ``data`` when given); None when edits are typed as JSON."""
+    schema = answer_schema(payload)
+    form_class = schema_form_class(schema)
+    if form_class is None or "edit" not in declared_actions(payload):
+        return None
+    if data is not None:
+        return form_class(data, prefix="edit")
+    return form_class(prefix="edit", initial=initial_values(schema, proposed_args(payload)))
 
 
 def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:
@@ -116,7 +160,7 @@ def value_of(payload: Any, action: str, data: QueryDict) -> Any:
     if action in ("accept", "ignore", "respond", "edit"):
         if action not in actions:
             raise AnswerRejected(f"this interrupt does not offer {action!r}")
-        return {"type": action, "args": action_args(action, data)}
+        return {"type": action, "args": action_args(payload, action, data)}
     if action in ("approve", "reject"):
         if not asks_yes_no(payload):
             raise AnswerRejected("this interrupt asks for a specific answer, not yes/no")
@@ -128,14 +172,21 @@ def value_of(payload: Any, action: str, data: QueryDict) -> Any:
     raise AnswerRejected("choose how to answer")
 
 
-def action_args(action: str, data: QueryDict) -> Any:
+def action_args(payload: Any, action: str, data: QueryDict) -> Any:
     if action == "respond":
         text = data.get("text", "").strip()
         if not text:
             raise AnswerRejected("a response needs some text")
         return text
     if action == "edit":
-        return parse_json(data.get("edit_json", ""), "edited value")
+        form = edit_form(payload, data)
+        if form is None:
+            return parse_json(data.get("edit_json", ""), "edited value")
+        if not form.is_valid():
+            raise AnswerRejected("check the highlighted fields of the edit", form)
+        schema = answer_schema(payload)
+        assert schema is not None  # edit_form found a form for it
+        return schema_value(form, schema)
     return None
 
 

@@ -72,6 +72,11 @@ def present_breakpoint(payload: dict[str, Any], node: str, kind: str) -> Present
                      fields=fields_of(payload.get(where), name=where))
 
 
+def proposed_args(payload: Any) -> Any:
+    """What an ``edit`` starts from: the payload's ``args`` (None when it has none)."""
+    return payload.get("args") if isinstance(payload, dict) else None
+
+
 def heading(payload: dict[str, Any]) -> str:
     """The payload's title, else its question, else nothing."""
     for key in ("title", "question"):

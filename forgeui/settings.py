@@ -60,6 +60,7 @@ DEFAULT_GRAPHS = {
     "parallel_approvals": "runtime.examples:parallel_approvals",
     "deploy": "runtime.examples:deploy",
     "nested": "runtime.examples:nested",
+    "email": "runtime.examples:email",
 }
 
 DEV_SECRET_KEY = "forge-dev-only-insecure-secret-key-change-me"

@@ -152,7 +152,61 @@ team_agent = DurableExecutor(nodes=[("triage", triage), ("specialist_agent", spe
 nested = DurableExecutor(nodes=[("intake", triage), ("team_agent", team_agent),
                                 ("report", report)], name="nested")
 
+# -- email: Agent Inbox's four responses to one proposed action ------------------------
+
+EMAIL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "to": {"type": "string", "title": "To", "minLength": 3, "maxLength": 200},
+        "subject": {"type": "string", "title": "Subject", "minLength": 1, "maxLength": 200},
+        "body": {"type": "string", "title": "Body", "minLength": 1, "maxLength": 5000},
+    },
+    "required": ["to", "subject", "body"],
+}
+
+
+def draft_email(request: Any) -> dict[str, Any]:
+    request = request if isinstance(request, dict) else {}
+    to, topic = request.get("to", "customer@example.com"), request.get("topic", "your order")
+    return {"to": to, "subject": f"About {topic}",
+            "body": f"Hello,\n\nhere is an update about {topic}.\n\nBest regards"}
+
+
+def review_email(email: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Accept sends the draft, edit sends the reviewer's version, respond hands the
+    reviewer's words back instead of sending, ignore drops the e-mail."""
+    answer = ctx.interrupt({
+        "title": f"Send this e-mail to {email['to']}?",
+        "description": "The agent drafted an e-mail.\n\n- **Accept** sends it as drafted\n"
+                       "- **Edit** sends your version\n- **Respond** sends your words back "
+                       "to the agent instead\n- **Ignore** drops it",
+        "action": "send_email", "args": email, "actions": ACTIONS,
+        "answer_schema": EMAIL_SCHEMA,
+    })
+    kind = answer.get("type") if isinstance(answer, dict) else None
+    if kind == "accept":
+        return {"send": email, "response": "accept"}
+    if kind == "edit":
+        return {"send": answer["args"], "response": "edit"}
+    if kind == "respond":
+        return {"send": None, "response": "respond", "feedback": answer["args"]}
+    return {"send": None, "response": "ignore"}
+
+
+def send_email(decision: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    email = decision["send"]
+    if email is None:
+        return {**decision, "sent": False}
+    receipt = ctx.once("send", lambda: {"sent_to": email["to"]})
+    return {**decision, **receipt, "sent": True}
+
+
+email = DurableExecutor(
+    nodes=[("draft", draft_email), ("review", review_email), ("send", send_email)],
+    name="email",
+)
+
 GRAPHS: dict[str, str] = {
     name: f"runtime.examples:{name}"
-    for name in ("transfer", "supervisor", "parallel_approvals", "deploy", "nested")
+    for name in ("transfer", "supervisor", "parallel_approvals", "deploy", "nested", "email")
 }

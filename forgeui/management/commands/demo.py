@@ -24,6 +24,7 @@ DEMO_INPUTS: dict[str, Any] = {
     "parallel_approvals": {"item": "conference travel", "amount": 1200},
     "deploy": {"version": "2.4.0"},
     "nested": {"case": "refund dispute #4411"},
+    "email": {"to": "dana@example.com", "topic": "the delayed shipment #8812"},
 }
 
 
