@@ -4,8 +4,9 @@ An interrupt that declares ``actions`` takes ``{"type": action, "args": ...}`` w
 them (``args``: text for ``respond``, any JSON for ``edit``, null otherwise); one that
 declares an ``answer_schema`` takes a value that schema accepts; one that declares both
 is Agent Inbox's convention: the schema describes what an ``edit`` sends (its ``args``),
-and accept, respond and ignore keep their fixed shapes. A schema that is itself invalid (an old row, written before schemas were
-checked when the interrupt is created) accepts nothing: the graph has to be fixed.
+and accept, respond and ignore keep their fixed shapes. A schema that is itself invalid
+(an old row, written before schemas were checked when the interrupt is created) accepts
+nothing: the graph has to be fixed.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from . import forks
 from .answer_rules import declared_actions, declared_schema, schema_problem
 from .assignment import Mode, Viewer, is_assigned, mode
 from .models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
+from .payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 
 PAGE_SIZE = 50
 SUMMARY_LENGTH = 140
@@ -41,7 +42,7 @@ class InboxFilters:
     graph: str = ""
     sub_agent: str = ""
     namespace: str = ""  # a run-tree path prefix, "supervisor/research_agent"
-    sort: Sort = "newest"
+    sort: Sort = "deadline"  # oldest first, those with a deadline before, soonest first
     tab: Tab = "all"
     q: str = ""  # full-text search over payload and run input
 
@@ -55,8 +56,8 @@ class InboxFilters:
             value = value[-1] if isinstance(value, list) else value
             return value.strip()[:200]
 
-        sorts: dict[str, Sort] = {"oldest": "oldest", "deadline": "deadline"}
-        sort = sorts.get(first("sort"), "newest")
+        sorts: dict[str, Sort] = {"oldest": "oldest", "newest": "newest"}
+        sort = sorts.get(first("sort"), "deadline")
         tab = next((t for t, _ in TABS if t == first("tab")), "all")
         return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort,
                    tab, first("q"))
@@ -122,7 +123,8 @@ class InboxFilters:
 
 
 def payload_summary(payload: Any) -> str:
-    """One line for the row: the question if there is one, else compact JSON."""
+    """One line for any JSON value (an answer): the question if there is one, else
+    compact JSON."""
     if isinstance(payload, dict) and isinstance(payload.get("question"), str):
         rest = {k: v for k, v in payload.items() if k not in INSTRUCTIONS}
         text = payload["question"] + (" " + compact(rest) if rest else "")
@@ -130,6 +132,24 @@ def payload_summary(payload: Any) -> str:
         text = payload
     else:
         text = compact(payload)
+    return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
+
+
+def summary(interrupt: Interrupt) -> str:
+    """One line for the row: the payload's title (else its question, else a breakpoint in
+    words) and up to three scalar fields of the input it is about."""
+    payload = interrupt.payload
+    if interrupt.kind in BREAKPOINT_KINDS and isinstance(payload, dict):
+        head = present_breakpoint(payload, interrupt.node, interrupt.kind).heading
+        about = payload.get("input" if interrupt.kind == "before" else "output")
+    elif isinstance(payload, dict) and heading(payload):
+        head, about = heading(payload), interrupt.run.input
+    elif isinstance(payload, str):
+        head, about = payload, interrupt.run.input
+    else:
+        head, about = compact(payload), None
+    details = " · ".join(f"{key} {value}" for key, value in scalar_fields(about))
+    text = f"{head} · {details}" if details else head
     return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
 
 
@@ -176,7 +196,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "decision_summary": payload_summary(decision.value) if decision else "",
         "graph": interrupt.run.graph,
         "path": "/".join(interrupt.namespace),
-        "summary": payload_summary(interrupt.payload),
+        "summary": summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case.
         "plain": asks_yes_no(interrupt.payload),
@@ -185,6 +205,8 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assignees": [*interrupt.assigned_users,
                       *(f"group {g}" for g in interrupt.assigned_groups)],
+        "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
+        "note": "", "error": "",  # given back when an answer from the row is refused
     }
 
 

@@ -11,6 +11,7 @@ pages: list[URLPattern | URLResolver] = [
     path("interrupts/bulk/", views.bulk, name="bulk"),
     path("interrupts/<str:interrupt_id>/", views.interrupt_detail, name="interrupt"),
     path("interrupts/<str:interrupt_id>/answer/", views.answer, name="answer"),
+    path("interrupts/<str:interrupt_id>/note/", views.keep_note, name="keep-note"),
     path("interrupts/<str:interrupt_id>/claim/", views.claim, name="claim"),
     path("interrupts/<str:interrupt_id>/assign/", views.assign, name="assign"),
     path("runs/", views.runs, name="runs"),

@@ -14,6 +14,7 @@ from datetime import datetime, time, timedelta
 from functools import wraps
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -26,9 +27,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runtime.errors import ForgeError
 
-from . import assignment, exports, forks, registry, runtree, services, timeline
+from . import assignment, decision_context, exports, forks, registry, runtree, services, timeline
 from . import decisions as answer_rows
-from .answer_rules import declared_schema, schema_problem
+from .answer_rules import declared_actions, declared_schema, schema_problem
 from .exceptions import (
     Forbidden,
     ForgeUIError,
@@ -37,19 +38,28 @@ from .exceptions import (
     NotFound,
     StaleAnswer,
 )
-from .forms import AnswerRejected, parse_json, read_answer, schema_form_class, schema_value
+from .forms import (
+    MAX_JSON_CHARS,
+    MAX_NOTE_CHARS,
+    AnswerRejected,
+    edit_form,
+    parse_json,
+    read_answer,
+    schema_form_class,
+    schema_value,
+)
 from .inbox import (
     PAGE_SIZE,
     InboxFilters,
     accepted_answers,
     answer_schema,
     asks_yes_no,
-    declared_actions,
-    payload_summary,
     row_context,
+    summary,
     tab_links,
 )
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
+from .payloads import present
 from .roles import Action, allowed, roles_of
 from .store import DjangoCheckpointStore
 
@@ -141,9 +151,10 @@ def sub_agents() -> list[str]:
 def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
-    panel = panel_context(interrupt, assignment.Viewer.of(request.user))
+    panel = panel_context(interrupt, assignment.Viewer.of(request.user), where="page")
     return page(request, "forgeui/interrupt.html", "panel",
-                {"p": panel, "assign": assign_choices(request, interrupt)})
+                {"p": panel, "assign": assign_choices(request, interrupt),
+                 "decision": decision_context.for_interrupt(interrupt)})
 
 
 def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
@@ -160,23 +171,35 @@ def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] 
             "error": error}
 
 
+# What a person typed into an answer form, given back whenever it is shown again.
+TYPED_FIELDS = ("steering", "text", "edit_json", "json_value")
+
+
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
                   **extra: Any) -> dict[str, Any]:
     """The answer panel: the form while pending, else who answered and where things stand.
 
     With a ``viewer``, the form shows only if they may answer it (assignment, claim).
+    ``where`` says which form posts: ``page`` (the interrupt page, which then moves on
+    to the next item), ``panel`` (the run tree) or ``row``.
     """
-    schema = answer_schema(interrupt.payload)
-    form_class = schema_form_class(schema)
+    payload = interrupt.payload
+    schema = answer_schema(payload)
+    actions = declared_actions(payload)
+    form_class = None if actions else schema_form_class(schema)
     context = {
-        "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
-        "summary": payload_summary(interrupt.payload),
-        "path": "/".join(interrupt.namespace), "actions": declared_actions(interrupt.payload),
+        "interrupt": interrupt, "payload_json": pretty(payload),
+        "presented": present(payload, interrupt.node, interrupt.kind),
+        "summary": summary(interrupt), "where": "panel",
+        "path": "/".join(interrupt.namespace), "actions": actions,
         "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
-        "plain": asks_yes_no(interrupt.payload),
-        "schema_problem": (None if schema is not None or declared_schema(interrupt.payload)
-                           is None else schema_problem(declared_schema(interrupt.payload))),
-        "edit_json": pretty(editable(interrupt.payload)),
+        "edit_form": edit_form(payload),
+        "plain": asks_yes_no(payload),
+        "schema_problem": (None if schema is not None or declared_schema(payload)
+                           is None else schema_problem(declared_schema(payload))),
+        "edit_json": pretty(edit_start(payload)),
+        "note_to": note_to(interrupt),
+        "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
         "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
                          .order_by("created_at"),
         "pending": interrupt.status == InterruptStatus.PENDING,
@@ -190,40 +213,91 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
     return {**context, **extra}
 
 
+def note_to(interrupt: Interrupt) -> str:
+    """Who reads a note given with this answer: the sub-agent, else the root run."""
+    return interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})"
+
+
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def editable(payload: Any) -> Any:
-    """What an ``edit`` starts from: the payload without the answer instructions."""
+def edit_start(payload: Any) -> Any:
+    """What a JSON ``edit`` starts from: the proposal's args, else the payload without
+    the answer instructions."""
     if not isinstance(payload, dict):
         return payload
-    return {k: v for k, v in payload.items() if k not in ("question", "actions", "answer_schema")}
+    if payload.get("args") is not None:
+        return payload["args"]
+    return {k: v for k, v in payload.items()
+            if k not in ("question", "title", "description", "actions", "answer_schema")}
 
 
 @require_POST
 @requires(Action.ANSWER)
 def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
-    """Answer from a row (``where=row``) or a panel (detail page, run tree)."""
+    """Answer from a row (``where=row``), the interrupt page (``where=page``, then on to
+    the next item) or a run-tree panel. Every refusal gives back what was typed."""
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
-    where = "row" if request.POST.get("where") == "row" else "panel"
+    where = request.POST.get("where", "")
+    where = where if where in ("row", "page") else "panel"
+    typed = {name: request.POST.get(name, "") for name in TYPED_FIELDS}
     try:
         given = read_answer(interrupt.payload, request.POST)
         services.answer_interrupt(request.user, interrupt.pk, given.value,
                                   steering=given.steering or None)
     except AnswerRejected as exc:
-        return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form)
+        return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form,
+                        typed=typed)
     except StaleAnswer as stale:
-        return answered(request, interrupt, where, 409, stale=stale)
+        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
     except InvalidRequest as exc:
-        return answered(request, interrupt, where, 422, error=str(exc))
+        return answered(request, interrupt, where, 422, error=str(exc), typed=typed)
     except ForgeUIError as exc:
         return refusal(request, exc)
+    if where == "page":
+        return next_item(request, interrupt)
     if not is_htmx(request):
         return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
     interrupt.refresh_from_db()
     return answered(request, interrupt, where, 200, mine=True)
+
+
+def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
+    """After an answer on the interrupt page: the next one this person may answer, in the
+    inbox's order, or the inbox when there is none."""
+    viewer = assignment.Viewer.of(request.user)
+    following = (InboxFilters().apply(Interrupt.objects.all(), viewer)
+                 .exclude(pk=answered_one.pk).select_related("run", "claimed_by"))
+    upcoming = next((i for i in following[:50] if assignment.may_answer(viewer, i)), None)
+    note = f"Your answer to “{summary(answered_one)}” was recorded."
+    if upcoming is None:
+        messages.success(request, f"{note} Nothing else is waiting for you.")
+        target = reverse("forgeui:inbox")
+    else:
+        messages.success(request, f"{note} Next: {summary(upcoming)}")
+        target = reverse("forgeui:interrupt", kwargs={"interrupt_id": upcoming.pk})
+    if is_htmx(request):
+        return HttpResponse(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
+
+
+@require_POST
+@requires(Action.STEER)
+def keep_note(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """A note typed with an answer that lost its race, kept as a note on the run."""
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
+    text = request.POST.get("text", "")
+    try:
+        services.add_steering_note(request.user, interrupt.run_id, text[:MAX_NOTE_CHARS])
+    except (ForgeUIError, ForgeError) as exc:
+        return refusal(request, exc)
+    done = f"Saved as a steering note on {'/'.join(interrupt.namespace)}."
+    if not is_htmx(request):
+        messages.success(request, done)
+        return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
+    return render(request, "forgeui/interrupt.html#note-kept", {"message": done})
 
 
 BULK_VALUES = {"approve": True, "reject": False}
@@ -295,14 +369,24 @@ def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int
     """The row or panel after an answer attempt: done, stale (409) or refused (422)."""
     bound = extra.pop("bound", None)
     viewer = assignment.Viewer.of(request.user)
-    panel = panel_context(interrupt, viewer, **extra)
+    panel = panel_context(interrupt, viewer, where=where, **extra)
     if bound is not None:
-        panel["schema_form"] = bound
+        panel["edit_form" if bound.prefix == "edit" else "schema_form"] = bound
     if where == "row":
         row = row_context(interrupt, assignment.mode(viewer, interrupt))
-        return render(request, "forgeui/inbox.html#row-outcome",
-                      {"p": panel, "row": row, **permissions(request)}, status=status)
-    return page(request, "forgeui/interrupt.html", "panel", {"p": panel}, status)
+        if "error" in extra:  # the row itself again, with the message and the note kept
+            row.update(error=extra["error"], note=panel["typed"].get("steering", ""))
+            name = "forgeui/inbox.html#row"
+        else:
+            name = "forgeui/inbox.html#row-outcome"
+        return render(request, name, {"p": panel, "row": row, **permissions(request)},
+                      status=status)
+    context = {"p": panel}
+    if where == "page":
+        context["decision"] = decision_context.for_interrupt(interrupt)
+    else:  # a run-tree panel shows its context inside
+        panel["decision"] = decision_context.for_interrupt(interrupt)
+    return page(request, "forgeui/interrupt.html", "panel", context, status)
 
 
 # -- runs -------------------------------------------------------------------------------
@@ -401,7 +485,9 @@ def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str,
     tree = runtree.build(run.root_thread_id)
     nodes = tree.walk() if tree else []
     for node in nodes:
-        node.panels = [panel_context(interrupt, viewer) for interrupt in node.pending]
+        node.panels = [panel_context(interrupt, viewer,
+                                     decision=decision_context.for_interrupt(interrupt))
+                       for interrupt in node.pending]
         inputs = runtree.paused_inputs(node) if node.pending else {}
         for panel in node.panels:
             panel["fork_input"] = pretty(inputs.get(panel["interrupt"].task_id))

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
 from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
+from django.utils.timesince import timesince
+from django.utils.timezone import is_aware, make_aware
+
+from forgeui.payloads import Field, fields_of
 
 register = template.Library()
 
@@ -34,3 +39,25 @@ def iso(value: Any) -> datetime | Any:
         except ValueError:
             return value
     return value
+
+
+@register.filter
+def as_fields(value: Any, name: str = "value") -> list[Field]:
+    """A value as the definition list the payload view uses (``payloads.fields_of``)."""
+    return fields_of(value, name)
+
+
+@register.simple_tag
+def when(value: Any, relative: bool = False) -> str:
+    """One moment in the one format the pages use: UTC with its zone, or "4 minutes ago"
+    with that exact time on hover. forge.js re-renders it in the reader's choice of
+    local time or UTC and keeps relative times current."""
+    moment = iso(value)
+    if not isinstance(moment, datetime):
+        return format_html("<span>{}</span>", value or "—")
+    moment = moment if is_aware(moment) else make_aware(moment, UTC)
+    exact = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if relative:
+        return format_html('<time datetime="{}" data-when data-relative title="{}">{} ago</time>',
+                           moment.isoformat(), exact, timesince(moment))
+    return format_html('<time datetime="{}" data-when>{}</time>', moment.isoformat(), exact)

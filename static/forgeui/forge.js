@@ -9,6 +9,13 @@
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
+ * 6. Times: one format everywhere, in UTC or the browser's zone (the reader's choice,
+ *    kept in localStorage); relative ones show the exact time on hover.
+ * 7. Keyboard: j/k move through the inbox, a approves, r rejects, ? shows the keys;
+ *    never while typing in a field.
+ * 8. Reject (and ignore) waits five seconds with an Undo before it is sent; buttons with
+ *    data-confirm ask first.
+ * 9. Scrollable boxes get a tab stop, so a keyboard can scroll them too.
  */
 (function () {
   "use strict";
@@ -119,7 +126,34 @@
     if (target && target.id === "tree-changed") refreshTree();
   });
 
-  // -- ages -----------------------------------------------------------------------------
+  // -- times and ages -------------------------------------------------------------------
+  var TIMES_KEY = "forge-times";
+
+  function inUtc() {
+    try { return window.localStorage.getItem(TIMES_KEY) === "utc"; } catch (e) { return false; }
+  }
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  function zoneLabel(date) {
+    var offset = -date.getTimezoneOffset();
+    if (offset === 0) return "UTC";
+    var sign = offset > 0 ? "+" : "-";
+    offset = Math.abs(offset);
+    return "UTC" + sign + pad(Math.floor(offset / 60)) + ":" + pad(offset % 60);
+  }
+
+  function exact(date) {
+    if (inUtc()) {
+      return date.getUTCFullYear() + "-" + pad(date.getUTCMonth() + 1) + "-" + pad(date.getUTCDate()) +
+        " " + pad(date.getUTCHours()) + ":" + pad(date.getUTCMinutes()) + ":" +
+        pad(date.getUTCSeconds()) + " UTC";
+    }
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " +
+      pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds()) + " " +
+      zoneLabel(date);
+  }
+
   function age(seconds) {
     if (seconds < 45) return "just now";
     var minutes = Math.round(seconds / 60);
@@ -132,19 +166,182 @@
 
   function refreshAges(root) {
     var now = Date.now();
-    (root || document).querySelectorAll("time[data-due]").forEach(function (el) {
-      var due = Date.parse(el.getAttribute("datetime"));
-      if (isNaN(due)) return;
-      var left = (due - now) / 1000;
-      el.textContent = left > 0 ? "due in " + age(Math.max(left, 45)) : "due now";
-    });
-    (root || document).querySelectorAll("time[data-age]").forEach(function (el) {
+    (root || document).querySelectorAll("time[datetime]").forEach(function (el) {
       var then = Date.parse(el.getAttribute("datetime"));
-      if (!isNaN(then)) el.textContent = age(Math.max(0, (now - then) / 1000));
+      if (isNaN(then)) return;
+      if (el.hasAttribute("data-due")) {
+        var left = (then - now) / 1000;
+        el.textContent = left > 0 ? "due in " + age(Math.max(left, 45)) : "due now";
+        el.setAttribute("title", exact(new Date(then)));
+      } else if (el.hasAttribute("data-relative") || el.hasAttribute("data-age")) {
+        var ago = age(Math.max(0, (now - then) / 1000));
+        el.textContent = ago === "just now" ? ago : ago + " ago";
+        el.setAttribute("title", exact(new Date(then)));
+      } else if (/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(el.getAttribute("datetime"))) {
+        el.textContent = exact(new Date(then));
+      }
+    });
+    var toggle = document.getElementById("tz-toggle");
+    if (toggle) toggle.textContent = "Times: " + (inUtc() ? "UTC" : "local (" + zoneLabel(new Date()) + ")");
+  }
+
+  document.addEventListener("click", function (evt) {
+    if (!evt.target.closest || !evt.target.closest("#tz-toggle")) return;
+    try { window.localStorage.setItem(TIMES_KEY, inUtc() ? "local" : "utc"); } catch (e) { return; }
+    refreshAges();
+  });
+
+  // -- scrollable boxes are keyboard-reachable -------------------------------------------
+  function reachScrollables(root) {
+    (root || document).querySelectorAll("pre, .table-wrap, .bulk-report ul").forEach(function (box) {
+      var scrolls = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "Scrollable content");
+      }
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { refreshAges(); });
-  document.addEventListener("htmx:afterSettle", function () { refreshAges(); });
+  document.addEventListener("toggle", function () { reachScrollables(); }, true);
+  window.addEventListener("resize", function () { reachScrollables(); });
+
+  // -- notes: characters left ---------------------------------------------------------------
+  document.addEventListener("input", function (evt) {
+    var field = evt.target;
+    if (!field.hasAttribute || !field.hasAttribute("data-count")) return;
+    var hint = document.getElementById(field.getAttribute("aria-describedby"));
+    var max = parseInt(field.getAttribute("maxlength"), 10);
+    if (hint && !isNaN(max)) hint.textContent = field.value.length + " of " + max + " characters used.";
+  });
+
+  // -- confirm, and reject with undo ------------------------------------------------------------
+  var UNDO_SECONDS = 5;
+
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest && evt.target.closest("button[data-confirm], button[data-undo]");
+    if (!button) return;
+    if (button.hasAttribute("data-confirm")) {
+      if (!window.confirm(button.getAttribute("data-confirm"))) {
+        evt.preventDefault();
+        evt.stopPropagation();
+      }
+      return;
+    }
+    if (button.getAttribute("data-undo") === "go") {  // the countdown's own click
+      button.setAttribute("data-undo", "");
+      return;
+    }
+    evt.preventDefault();
+    evt.stopPropagation();
+    startUndo(button);
+  }, true);
+
+  function startUndo(button) {
+    var form = button.form;
+    if (!form || form.classList.contains("undoing")) return;
+    var left = UNDO_SECONDS;
+    var bar = document.createElement("div");
+    bar.className = "undo-bar";
+    bar.setAttribute("role", "status");
+    var label = document.createElement("span");
+    var undo = document.createElement("button");
+    undo.type = "button";
+    undo.className = "btn btn-sm";
+    undo.textContent = "Undo";
+    bar.appendChild(label);
+    bar.appendChild(undo);
+    var what = button.textContent.trim();
+    function show() { label.textContent = what + " in " + left + " s… "; }
+    show();
+    form.classList.add("undoing");
+    form.appendChild(bar);
+    undo.focus();
+    var timer = setInterval(function () {
+      left -= 1;
+      if (left > 0) { show(); return; }
+      clearInterval(timer);
+      bar.remove();
+      form.classList.remove("undoing");
+      button.setAttribute("data-undo", "go");
+      button.click();
+    }, 1000);
+    undo.addEventListener("click", function () {
+      clearInterval(timer);
+      bar.remove();
+      form.classList.remove("undoing");
+      button.focus();
+    });
+  }
+
+  // -- keyboard -------------------------------------------------------------------------------
+  function typing(target) {
+    return target && (/^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) || target.isContentEditable);
+  }
+
+  function inboxRows() {
+    return Array.prototype.filter.call(document.querySelectorAll("#inbox-rows tr.row[id]"),
+      function (tr) { return !tr.classList.contains("outcome"); });
+  }
+
+  function currentRow() {
+    var active = document.activeElement;
+    var holder = active && active.closest ? active.closest("#inbox-rows tr.row") : null;
+    return holder || document.querySelector("#inbox-rows tr.row.current");
+  }
+
+  function makeCurrent(tr) {
+    if (!tr) return;
+    document.querySelectorAll("#inbox-rows tr.row.current").forEach(function (other) {
+      other.classList.remove("current");
+    });
+    tr.classList.add("current");
+    var link = tr.querySelector(".row-link");
+    if (link) link.focus();
+    if (tr.scrollIntoView) tr.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(step) {
+    var rows = inboxRows();
+    if (!rows.length) return;
+    var at = rows.indexOf(currentRow());
+    var next = at < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, at + step));
+    makeCurrent(rows[next]);
+  }
+
+  function press(key) {
+    var row = currentRow();
+    var scope = row || document.querySelector(".answer-form");
+    var button = scope && scope.querySelector("button[data-key=" + key + "]");
+    if (button) button.click();
+  }
+
+  // After a row is answered, the next one becomes current, so the flow goes on.
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form.classList || !form.classList.contains("row-answer")) return;
+    var tr = form.closest("tr");
+    if (tr !== currentRow()) return;
+    var rows = inboxRows();
+    var at = rows.indexOf(tr);
+    makeCurrent(rows[at + 1] || rows[at - 1]);
+  });
+
+  document.addEventListener("keydown", function (evt) {
+    if (evt.ctrlKey || evt.metaKey || evt.altKey || typing(evt.target)) return;
+    var help = document.getElementById("keys-help");
+    if (help && help.open) return;
+    if (evt.key === "?") {
+      if (help && help.showModal) { help.showModal(); evt.preventDefault(); }
+    } else if (evt.key === "j" || evt.key === "k") {
+      move(evt.key === "j" ? 1 : -1);
+      evt.preventDefault();
+    } else if (evt.key === "a" || evt.key === "r") {
+      press(evt.key);
+      evt.preventDefault();
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { refreshAges(); reachScrollables(); });
+  document.addEventListener("htmx:afterSettle", function () { refreshAges(); reachScrollables(); });
   setInterval(refreshAges, 15000);
 })();

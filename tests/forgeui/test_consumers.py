@@ -191,7 +191,7 @@ async def test_a_new_interrupt_arrives_and_leaves_when_answered(
     [pending] = await started(users)
     text = await frame_with(socket, ROW)
     assert ROW.search(text).group(1) == pending.pk
-    assert 'hx-swap-oob="afterbegin:#inbox-rows"' in text
+    assert 'hx-swap-oob="beforeend:#inbox-rows"' in text  # the default order: oldest first
     assert 'value="approve"' in text  # a reviewer may answer from the row
     assert int(CURSOR.search(text).group(1)) > 0
     await answer(users["supervisor"], pending.pk, True)

@@ -125,7 +125,9 @@ def test_reviewers_answer_steer_and_fork_but_only_supervisors_cancel(
     [pending] = start(users, "transfer")
     reviewer = clients["reviewer"]
     html = text(reviewer.get(f"/runs/{pending.run_id}/"))
-    assert "/steer/" in html and "/cancel/" not in html and "/fork/" in html
+    # One note field for the paused run: its answer form's, not a second steer form.
+    assert html.count('name="steering"') == 1 and "/steer/" not in html
+    assert "/cancel/" not in html and "/fork/" in html
     assert reviewer.post(f"/runs/{pending.run_id}/cancel/").status_code == 403
     assert reviewer.post(f"/runs/{pending.run_id}/steer/", {"text": "be brief"}).status_code == 302
     forked = reviewer.post(f"/threads/{pending.thread_id}/fork/")
@@ -185,7 +187,7 @@ def test_the_inbox_lists_every_pending_interrupt_with_its_coordinates(
                       interrupt.node, interrupt.sub_agent_id or "root"):
             assert value in html
     assert "Use these sources?" in html and 'data-event-id="' in html
-    assert 'ws-connect="/ws/inbox/?sort=newest"' in html
+    assert 'ws-connect="/ws/inbox/?sort=deadline"' in html  # the default: oldest first
 
 
 def test_filters_and_sorting(clients: dict[str, Client], users: dict[str, User]) -> None:
@@ -199,8 +201,9 @@ def test_filters_and_sorting(clients: dict[str, Client], users: dict[str, User])
     assert sorted(rows_in(text(client.get("/?namespace=supervisor")))) == sorted(
         i.pk for i in children)
     assert rows_in(text(client.get("/?namespace=supervisor/nope"))) == []
-    newest, oldest = rows_in(text(client.get("/"))), rows_in(text(client.get("/?sort=oldest")))
+    newest, oldest = rows_in(text(client.get("/?sort=newest"))), rows_in(text(client.get("/")))
     assert newest == oldest[::-1] and newest[0] == transfer.pk
+    assert rows_in(text(client.get("/?sort=oldest"))) == oldest  # no deadlines here
     html = text(client.get("/?graph=transfer&sort=oldest", **HTMX))
     assert html.lstrip().startswith('<section id="inbox"')  # just the fragment
     assert 'ws-connect="/ws/inbox/?graph=transfer&amp;sort=oldest"' in html
