@@ -3,9 +3,9 @@
 The keys a payload may use to talk to the reviewer (documented in the README):
 ``title`` (a heading), ``question``, ``description`` (markdown), ``action`` and ``args``
 (the action an agent proposes, what ``edit`` starts from), ``actions`` and
-``answer_schema`` (how it may be answered). Control keys (assignees, deadline, default)
-are not shown as content. Everything else is listed as fields: scalars as text, lists of
-scalars as lists, JSON only for nested values.
+``answer_schema`` (how it may be answered). Everything else is listed as fields, keys
+such as ``deadline_s`` too (control options come only from ``ctx.interrupt`` keywords):
+scalars as text, lists of scalars as lists, JSON only for nested values.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .markdown import render_markdown
 
 # Keys that say how to present or answer the payload, not what it is about.
 PRESENTATION = ("title", "question", "description", "action", "args")
-INSTRUCTIONS = ("actions", "answer_schema", "assignees", "deadline_s", "default")
+INSTRUCTIONS = ("actions", "answer_schema")
 BREAKPOINT_KINDS = ("before", "after")
 MAX_SCALAR_CHARS = 300
 

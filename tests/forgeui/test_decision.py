@@ -38,7 +38,8 @@ def test_a_payload_is_a_heading_text_and_fields() -> None:
                      "answer_schema": {"type": "boolean"}, "deadline_s": 60}, "ask")
     assert shown.heading == "Refund?" and shown.description == "<p><em>why</em></p>\n"
     fields = {f.key: f for f in shown.fields}
-    assert set(fields) == {"amount", "urgent", "owner", "tags", "nested"}  # no instructions
+    # Answer instructions are not content; a deadline_s key is (it is never obeyed).
+    assert set(fields) == {"amount", "urgent", "owner", "tags", "nested", "deadline_s"}
     assert (fields["amount"].text, fields["urgent"].text, fields["owner"].text) == (
         "12.5", "yes", "—")
     assert fields["tags"].items == ("a", "b") and '"y": 2' in fields["nested"].json
