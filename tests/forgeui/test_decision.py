@@ -156,18 +156,30 @@ def test_every_refusal_gives_back_what_was_typed(
 
 def test_a_lost_race_offers_to_keep_the_note_on_the_run(
         clients: dict[str, Client], users: dict[str, User]) -> None:  # noqa: F811
-    [pending] = start(users, "transfer")
-    services.answer_interrupt(users["supervisor"], pending.pk, True)
-    lost = answer(clients["reviewer"], pending, action="reject", steering="check the fee",
+    # Legal's answer leaves the run live (finance is still pending): a note can still help.
+    [legal] = [i for i in start(users, "parallel_approvals", {"amount": 5})
+               if i.node == "legal"]
+    services.answer_interrupt(users["supervisor"], legal.pk, {"type": "accept", "args": None})
+    lost = answer(clients["reviewer"], legal, action="accept", steering="check the fee",
                   where="page")
     assert lost.status_code == 409 and "Already answered by supervisor" in text(lost)
-    assert f"/interrupts/{pending.pk}/note/" in text(lost) and "check the fee</textarea>" in text(
-        lost)
-    kept = clients["reviewer"].post(f"/interrupts/{pending.pk}/note/",
+    assert f"/interrupts/{legal.pk}/note/" in text(lost)
+    assert "check the fee</textarea>" in text(lost)
+    kept = clients["reviewer"].post(f"/interrupts/{legal.pk}/note/",
                                     {"text": "check the fee"}, **HTMX)
     assert kept.status_code == 200 and "Saved as a steering note" in text(kept)
     note = SteeringNote.objects.get(text="check the fee")
-    assert note.run_id == pending.run_id and note.answer_id is None
+    assert note.run_id == legal.run_id and note.answer_id is None
+
+
+def test_a_lost_race_on_an_ended_run_still_shows_the_note(
+        clients: dict[str, Client], users: dict[str, User]) -> None:  # noqa: F811
+    [pending] = start(users, "transfer")
+    services.answer_interrupt(users["supervisor"], pending.pk, True)  # the run completes
+    lost = answer(clients["reviewer"], pending, action="reject", steering="too late",
+                  where="page")
+    assert lost.status_code == 409 and "the run has ended" in text(lost)
+    assert "too late</textarea>" in text(lost) and "/note/" not in text(lost)
 
 
 def test_answering_on_the_page_moves_on_to_the_next_item(
