@@ -176,6 +176,9 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.
                                if PRODUCTION else "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
+# Anonymous password reset mails a link, so it is on only where e-mail was configured
+# (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.accounts throttles it.
+FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.environ)
 
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
 FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from . import health, views
+from . import accounts, health, views
 from .api import api
 
 # The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
@@ -45,6 +45,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", api.urls),
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(accounts.urlpatterns())),
     path("", include((pages, "forgeui"))),
 ]
