@@ -78,25 +78,34 @@ api_auth = [BearerAuth(), SessionAuth()]
 
 
 def login_required_for_docs(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """The schema and docs are for signed-in users (session or token), like every route.
+    """The schema and docs are for users with a forge role (session or token), like every
+    route.
 
-    A browser without a session is sent to the login page; anything else gets a JSON 401.
+    A browser without a session is sent to the login page; anything else gets a JSON 401,
+    and a signed-in user with no role a 403 (audited, as on the API's routes).
     """
     @wraps(view)
     def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if _signed_in(request):
-            return view(request, *args, **kwargs)
-        if "authorization" not in request.headers and "text/html" in request.headers.get(
-                "Accept", ""):
-            return redirect_to_login(request.get_full_path())
-        return JsonResponse({"detail": "Unauthorized"}, status=401)
+        user = _caller(request)
+        if user is None:
+            if "authorization" not in request.headers and "text/html" in request.headers.get(
+                    "Accept", ""):
+                return redirect_to_login(request.get_full_path())
+            return JsonResponse({"detail": "Unauthorized"}, status=401)
+        try:
+            may_read(request, user)
+        except AuthorizationError as exc:
+            return JsonResponse({"detail": exc.message}, status=exc.status_code)
+        return view(request, *args, **kwargs)
     return checked
 
 
-def _signed_in(request: HttpRequest) -> bool:
+def _caller(request: HttpRequest) -> Any:
+    """The signed-in user (by token when a header is sent, else by session), or None."""
     if "authorization" not in request.headers:
-        return bool(request.user.is_authenticated)
-    try:
-        return bool(BearerAuth()(request))
-    except HttpError:  # a user without a role: not for them either
-        return False
+        return request.user if request.user.is_authenticated else None
+    scheme, _, token = request.headers["authorization"].partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    found = ApiToken.objects.authenticate(token.strip())
+    return found.user if found is not None else None

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from forgeui.models import ApiToken, Run
+from forgeui.models import ApiToken, AuditEntry, Run
 
 from .apiclient import Api
 
@@ -99,3 +99,19 @@ def test_admin_creates_a_token_shows_it_once_and_revokes_it(api: Api) -> None:
     token.refresh_from_db()
     assert token.revoked_at is not None
     assert bearer(secret).get("/api/graphs").status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/api/openapi.json", "/api/docs"])
+def test_the_schema_and_docs_need_a_forge_role(api: Api, path: str) -> None:
+    roleless = Client()
+    roleless.force_login(api.users["nobody"])
+    refused = roleless.get(path)
+    assert refused.status_code == 403 and "no forge role" in refused.json()["detail"]
+    assert AuditEntry.objects.filter(action="api.denied", actor=api.users["nobody"]).exists()
+    assert bearer(api.tokens["nobody"]).get(path).status_code == 403
+    assert Client().get(path).status_code == 401
+    for who in ("auditor", "reviewer"):
+        assert bearer(api.tokens[who]).get(path).status_code == 200
+        reader = Client()
+        reader.force_login(api.users[who])
+        assert reader.get(path).status_code == 200
