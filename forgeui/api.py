@@ -21,7 +21,7 @@ from ninja.pagination import paginate
 from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
 
 from . import assignment, registry, services
-from .auth import api_auth, login_required_for_docs
+from .auth import CsrfFailed, api_auth, login_required_for_docs
 from .exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -408,9 +408,10 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
                                         "type": "json_invalid"}])
     if isinstance(cause, BodyRefused):
         return _json(request, cause.status, {"detail": str(cause)})
-    # AuthorizationError comes from the read gate, which audits its own refusals.
+    # AuthorizationError comes from the read gate, which audits its own refusals; a CSRF
+    # failure is most likely forged by another site and gets no row in the user's name.
     return _json(request, exc.status_code, {"detail": str(exc)},
-                 audited=isinstance(exc, AuthorizationError))
+                 audited=isinstance(exc, AuthorizationError | CsrfFailed))
 
 
 @api.exception_handler(Exception)

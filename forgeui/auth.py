@@ -27,7 +27,7 @@ from .models import ApiToken, AuditEntry
 from .roles import Action, Role, allowed, needed_roles, roles_of
 
 # The role table lives in forgeui.roles; these names are re-exported for older imports.
-__all__ = ["Action", "BearerAuth", "Role", "SessionAuth", "allowed", "api_auth",
+__all__ = ["Action", "BearerAuth", "CsrfFailed", "Role", "SessionAuth", "allowed", "api_auth",
            "login_required_for_docs", "roles_of"]
 
 
@@ -52,6 +52,11 @@ class BearerAuth(HttpBearer):
         return may_read(request, found.user)
 
 
+class CsrfFailed(HttpError):
+    """A session request without its CSRF token: most likely another site's forged
+    request riding on the user's cookie, so it is not recorded in the user's name."""
+
+
 class SessionAuth(APIKeyCookie):
     """The browser's Django session; unsafe methods must carry the CSRF token.
 
@@ -64,8 +69,8 @@ class SessionAuth(APIKeyCookie):
         if "authorization" in request.headers or not request.user.is_authenticated:
             return None  # a token request never falls back to cookies
         if not getattr(request, "_ninja_csrf_exempt", False) and check_csrf(request):
-            raise HttpError(403, "CSRF check failed: send the csrftoken cookie's value "
-                                 "in the X-CSRFToken header")
+            raise CsrfFailed(403, "CSRF check failed: send the csrftoken cookie's value "
+                                  "in the X-CSRFToken header")
         return request.COOKIES.get(self.param_name, "")
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:

@@ -538,7 +538,19 @@ def _refused(user: User, interrupt: Interrupt, stale: StaleAnswer, value: Any) -
     audit(user, "answer.refused", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=stale.latest.get("checkpoint_id") or "",
-          detail={**stale.as_dict(), "value": value})
+          detail={**stale.as_dict(), "value": clipped(value)})
+
+
+REFUSED_VALUE_CHARS = 1000  # a refused value is kept as evidence, not in full
+
+
+def clipped(value: Any) -> Any:
+    """``value`` itself when its JSON is short; else its size and a preview, so a refused
+    megabyte does not land in the append-only log."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= REFUSED_VALUE_CHARS:
+        return value
+    return {"truncated": True, "json_chars": len(text), "preview": text[:200]}
 
 
 def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = None,

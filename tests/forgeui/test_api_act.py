@@ -6,6 +6,7 @@ nothing else), and its error codes.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -430,3 +431,15 @@ def test_an_answer_to_a_run_whose_graph_cannot_be_loaded_is_refused(api: Api) ->
     assert Interrupt.objects.get(pk=pending["id"]).status == "pending"
     assert api.post("reviewer", f"/api/interrupts/{pending['id']}/resume",
                     {"value": True}).status_code == 202
+
+
+def test_a_refused_answer_is_audited_compactly(api: Api) -> None:
+    interrupt = api.pending_of(api.start("transfer"))[0]
+    path = f"/api/interrupts/{interrupt['id']}/resume"
+    assert api.post("reviewer", path, {"value": True}).status_code == 202
+    huge = {"blob": "x" * 900_000}
+    assert api.post("reviewer", path, {"value": huge}).status_code == 409
+    refused = AuditEntry.objects.get(action="answer.refused")
+    assert refused.detail["value"]["truncated"] is True
+    assert refused.detail["value"]["json_chars"] > 900_000
+    assert len(json.dumps(refused.detail)) < 5_000

@@ -115,3 +115,12 @@ def test_the_schema_and_docs_need_a_forge_role(api: Api, path: str) -> None:
         reader = Client()
         reader.force_login(api.users[who])
         assert reader.get(path).status_code == 200
+
+
+def test_a_csrf_failure_leaves_no_audit_row_in_the_users_name(api: Api) -> None:
+    victim = Client(enforce_csrf_checks=True)
+    victim.force_login(api.users["supervisor"])
+    before = AuditEntry.objects.count()
+    forged = victim.post("/api/runs", {"graph": "transfer"}, content_type="application/json")
+    assert forged.status_code == 403 and "CSRF" in forged.json()["detail"]
+    assert AuditEntry.objects.count() == before
