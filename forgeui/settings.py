@@ -180,6 +180,10 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
 # (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.accounts throttles it.
 FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.environ)
 
+# Webhooks may reach loopback, link-local and private addresses only when this is on
+# (a receiver inside the network); otherwise a webhook cannot probe it (forgeui.egress).
+FORGE_WEBHOOK_ALLOW_PRIVATE = env_bool("FORGE_WEBHOOK_ALLOW_PRIVATE", False)
+
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
 FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 

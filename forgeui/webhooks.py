@@ -17,8 +17,6 @@ import hmac
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -29,7 +27,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import assignment
+from . import assignment, egress
 from .mail import send_quietly
 from .models import (
     DeliveryStatus,
@@ -164,15 +162,18 @@ def deliver(delivery_id: int, sleep: Callable[[float], None] = time.sleep) -> st
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
-    """(status code or None, error text); never raises."""
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    """(status code or None, error text); never raises. Private destinations and
+    redirects are refused (``forgeui.egress``)."""
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return response.status, ""
-    except urllib.error.HTTPError as exc:
-        return exc.code, f"HTTP {exc.code}"
+        code = egress.post(url, body, headers, TIMEOUT_S,
+                           allow_private=settings.FORGE_WEBHOOK_ALLOW_PRIVATE)
+    except egress.RefusedDestination as exc:
+        return None, f"refused: {exc}"[:1000]
     except Exception as exc:  # refused, timed out, bad URL: all the receiver's problem
         return None, f"{type(exc).__name__}: {exc}"[:1000]
+    if 300 <= code < 400:
+        return code, f"HTTP {code}: redirects are not followed"
+    return code, "" if 200 <= code < 300 else f"HTTP {code}"
 
 
 # -- e-mail ------------------------------------------------------------------------------
