@@ -26,6 +26,7 @@ class RunNode:
     depth: int = 0
     panels: list[dict[str, Any]] = field(default_factory=list)  # answer panels, by the view
     cancelling: bool = False  # a cancel was asked for and its task has not applied it yet
+    recovering: bool = False  # likewise a recover
 
     @property
     def live(self) -> bool:
@@ -52,6 +53,11 @@ class RunNode:
         for node in self.walk():
             if node.live:
                 node.cancelling, node.panels = True, []
+
+    @property
+    def busy(self) -> bool:
+        """Changing without a person: worth polling while the socket has no word of it."""
+        return self.run.status == RunStatus.RUNNING or self.cancelling or self.recovering
 
     def walk(self) -> list[RunNode]:
         return [self, *(node for child in self.children for node in child.walk())]

@@ -58,7 +58,7 @@ from .inbox import (
     summary,
     tab_links,
 )
-from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run
+from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run, RunStatus
 from .payloads import present
 from .roles import Action, allowed, roles_of
 from .store import DjangoCheckpointStore
@@ -492,7 +492,8 @@ def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str,
         for panel in node.panels:
             panel["fork_input"] = pretty(inputs.get(panel["interrupt"].task_id))
     svg, svg_problem = runtree.drawing(tree) if tree else ("", "")
-    return {"run": run, "tree": tree, "nodes": nodes, **extra,
+    busy = run.status == "queued" or any(node.busy for node in nodes)
+    return {"run": run, "tree": tree, "nodes": nodes, "busy": busy, **extra,
             "graph_svg": svg, "graph_problem": svg_problem,
             "fork": forks.origin(run.root_thread_id), "forks": forks.forks_of(run.root_thread_id)}
 
@@ -544,11 +545,11 @@ def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
 @requires(Action.RECOVER)
 def recover(request: HttpRequest, run_id: str) -> HttpResponse:
     return run_action(request, run_id, lambda: services.recover_run(request.user, run_id),
-                      "Recovery started: the failed step runs again.")
+                      "Recovery started: the failed step runs again.", recovering=run_id)
 
 
 def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
-               done: str, cancelling: str = "") -> HttpResponse:
+               done: str, cancelling: str = "", recovering: str = "") -> HttpResponse:
     """Do ``act``, then redraw the tree of the page the form was on (``page_run``)."""
     run = get_object_or_404(Run, pk=request.POST.get("page_run") or run_id)
     try:
@@ -558,9 +559,12 @@ def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
     if not is_htmx(request):
         return redirect("forgeui:run", run_id=run.run_id)
     context = tree_context(run, assignment.Viewer.of(request.user), notice=done)
-    cancelled = next((n for n in context["nodes"] if n.run.run_id == cancelling), None)
-    if cancelled is not None and cancelled.run.status in runtree.LIVE:
-        cancelled.mark_cancelling()  # a queued cancel: the socket redraws once it is done
+    for node in context["nodes"]:  # queued work: shown at once, redrawn once it is done
+        if node.run.run_id == cancelling and node.live:
+            node.mark_cancelling()
+        if node.run.run_id == recovering and node.run.status == RunStatus.FAILED:
+            node.recovering = True
+    context["busy"] = any(node.busy for node in context["nodes"])
     return page(request, "forgeui/run.html", "tree", context)
 
 

@@ -104,13 +104,14 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 30
 
 
 @contextmanager
-def serve(folder: Path) -> Iterator[LiveServer]:
+def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
     """A fresh forge (database, demo users, API tokens) under daphne on a free port."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
                DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
-               ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
+               ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
+               **extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")
     tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 
 from forgeui import services
 from forgeui.exceptions import Forbidden, InvalidRequest
@@ -233,3 +233,19 @@ def test_the_run_page_forks_with_an_edited_input_and_keeps_bad_json(
     assert "input of ask edited" in client.get(f"/runs/{fork.run_id}/").content.decode()
     assert logged_in(users["auditor"]).post(url, {"interrupt_id": asked.pk, "value": "1"}
                                             ).status_code == 403
+
+
+def test_a_queued_recover_shows_at_once_and_the_tree_polls_until_done(
+        users: dict[str, User], tmp_path: Path) -> None:
+    outage = tmp_path / "outage"
+    outage.touch()
+    run = started(users["supervisor"], "flaky", {"fail_while": str(outage)})
+    client = logged_in(users["supervisor"])
+    assert "every 1s" not in client.get(f"/runs/{run.run_id}/").content.decode()
+    queued = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
+              "notify": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+    with override_settings(TASKS=queued):
+        page = client.post(f"/runs/{run.run_id}/recover/", HTTP_HX_REQUEST="true")
+    html = page.content.decode()
+    assert "recovering…" in html and "every 1s" in html
+    assert "run-error" not in html and f"/runs/{run.run_id}/recover/" not in html
