@@ -122,7 +122,7 @@ deploy = DurableExecutor(
     input_schema={
         "type": "object",
         "properties": {
-            "version": {"type": "string", "title": "Version", "minLength": 1,
+            "version": {"type": "string", "title": "Version", "minLength": 1, "maxLength": 40,
                         "description": "The release to build and deploy (default 1.0.0)"},
             "canary": {"type": "boolean", "title": "Canary first"},
         },
