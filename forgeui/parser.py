@@ -59,6 +59,16 @@ def _parse_float(text: str) -> float:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object; a key given twice is refused (parsers disagree on which one wins)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise BodyRefused(f"key {key[:40]!r} appears more than once in one object")
+        found[key] = value
+    return found
+
+
 def _check_text(text: str, where: str) -> None:
     if "\x00" in text:
         raise BodyRefused(f"{where}: NUL characters (\\u0000) are not accepted")
@@ -95,7 +105,7 @@ def loads(body: bytes) -> Any:
         raise BodyRefused(f"request body is not valid UTF-8 (byte {exc.start})") from None
     try:
         data = json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int,
-                          parse_float=_parse_float)
+                          parse_float=_parse_float, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise BodyRefused(f"JSON nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as exc:

@@ -61,6 +61,8 @@ def nested(depth: int) -> str:
     b'{"value": "\\ud800"}',                        # a lone surrogate
     b'{"value": "a\\u0000b"}',                      # NUL: PostgreSQL's jsonb refuses it
     b'{"\\u0000": 1, "value": 1}',
+    b'{"value": true, "value": false}',             # duplicate keys: which one wins?
+    b'{"value": {"a": 1, "a": 2}}',
     ('{"value": ' + nested(MAX_DEPTH) + "}").encode(),
     ('{"value": ' + nested(200_000) + "}").encode(),  # would blow the recursion limit
 ])
