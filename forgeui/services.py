@@ -298,6 +298,11 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
     for interrupt in interrupts:
         if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
             raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
+        if interrupt.sub_agent_id:  # answering a sub-agent by its place in the tree is a
+            # targeted resume, whichever route carries it: the same role as /api/resume
+            require_role(user, Action.RESUME_TARGETED, object_type="interrupt",
+                         object_id=interrupt.pk, run_id=interrupt.run_id,
+                         thread_id=interrupt.root_thread_id)
         require_answerable(user, interrupt)
         require_graph(interrupt.run)
         _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,

@@ -443,3 +443,14 @@ def test_a_refused_answer_is_audited_compactly(api: Api) -> None:
     assert refused.detail["value"]["truncated"] is True
     assert refused.detail["value"]["json_chars"] > 900_000
     assert len(json.dumps(refused.detail)) < 5_000
+
+
+def test_resume_map_follows_the_targeted_resume_rule_for_sub_agents(api: Api) -> None:
+    started = api.start("supervisor", {"topic": "Q2"})
+    writer = next(i for i in api.pending_of(started) if i["sub_agent_id"] == "writer_agent")
+    targeted = {"run_id": writer["run_id"], "interrupt_id": writer["id"], "value": ACCEPT}
+    mapped = {"thread_id": started["thread_id"], "answers": {writer["id"]: ACCEPT}}
+    assert api.post("reviewer", "/api/resume", targeted).status_code == 403
+    assert api.post("reviewer", "/api/resume_map", mapped).status_code == 403
+    assert not Answer.objects.exists()
+    assert api.post("supervisor", "/api/resume_map", mapped).status_code == 202
