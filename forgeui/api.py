@@ -29,6 +29,7 @@ from .exceptions import (
     InvalidRequest,
     NotFound,
     StaleAnswer,
+    ThreadTaken,
     UnknownGraph,
 )
 from .models import AuditEntry, Checkpoint, Interrupt, Run, Thread
@@ -360,6 +361,12 @@ def _stale_answer(request: HttpRequest, exc: StaleAnswer) -> HttpResponse:
 def _already_claimed(request: HttpRequest, exc: AlreadyClaimed) -> HttpResponse:
     return _conflict(request, str(exc), {}, interrupt_id=exc.interrupt_id, status="pending",
                      claimed_by=exc.claimed_by)
+
+
+@api.exception_handler(ThreadTaken)
+def _thread_taken(request: HttpRequest, exc: ThreadTaken) -> HttpResponse:
+    return _conflict(request, str(exc), {"thread_id": exc.thread_id, "status": exc.status},
+                     graph=exc.graph)
 
 
 @api.exception_handler(StaleResumeTarget)

@@ -92,3 +92,12 @@ class AlreadyClaimed(ForgeUIError):
         super().__init__(f"already claimed by {claimed_by}")
         self.interrupt_id = interrupt_id
         self.claimed_by = claimed_by
+
+
+class ThreadTaken(ForgeUIError):
+    """The thread id already holds a run of another graph; nothing was started."""
+
+    def __init__(self, thread_id: str, graph: str, status: str) -> None:
+        super().__init__(f"thread {thread_id!r} holds a {status} run of graph {graph!r}; "
+                         f"start another graph on a new thread id")
+        self.thread_id, self.graph, self.status = thread_id, graph, status

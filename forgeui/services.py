@@ -37,6 +37,7 @@ from .exceptions import (
     InvalidRequest,
     NotFound,
     StaleAnswer,
+    ThreadTaken,
 )
 from .mail import send_quietly
 from .models import (
@@ -105,6 +106,10 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     latest = DjangoCheckpointStore().load_sync(thread_id)
     if latest is not None and latest.status in LIVE:
         raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
+    if latest is not None:  # a finished thread goes on only with the graph it ran
+        owner = Run.objects.filter(pk=latest.run_id).values_list("graph", flat=True).first()
+        if owner is not None and owner != executor.name:
+            raise ThreadTaken(thread_id, owner, latest.status)
     # The run id is handed out now, so a caller can follow a run that is still queued.
     request_id = run_id = uuid.uuid4().hex
     with transaction.atomic():

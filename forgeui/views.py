@@ -37,6 +37,7 @@ from .exceptions import (
     InvalidRequest,
     NotFound,
     StaleAnswer,
+    ThreadTaken,
 )
 from .forms import (
     MAX_JSON_CHARS,
@@ -64,7 +65,7 @@ from .roles import Action, allowed, roles_of
 from .store import DjangoCheckpointStore
 
 View = Callable[..., HttpResponse]
-REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409),
+REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409), (ThreadTaken, 409),
                   (GraphUnavailable, 409), (ForgeUIError, 422),
                   (ForgeError, 409)]
 

@@ -454,3 +454,18 @@ def test_resume_map_follows_the_targeted_resume_rule_for_sub_agents(api: Api) ->
     assert api.post("reviewer", "/api/resume_map", mapped).status_code == 403
     assert not Answer.objects.exists()
     assert api.post("supervisor", "/api/resume_map", mapped).status_code == 202
+
+
+def test_a_finished_thread_is_not_reused_by_another_graph(api: Api) -> None:
+    first = api.post("supervisor", "/api/runs", {"graph": "pipeline", "input": {"n": 1},
+                                                 "thread_id": "shared-thread"})
+    assert first.status_code == 201 and first.json()["status"] == "completed"
+    other = api.post("supervisor", "/api/runs", {"graph": "transfer", "input": {},
+                                                 "thread_id": "shared-thread"})
+    assert other.status_code == 409, other.content
+    assert "graph 'pipeline'" in other.json()["detail"]
+    assert other.json()["latest"]["thread_id"] == "shared-thread"
+    assert Run.objects.filter(thread_id="shared-thread").count() == 1
+    again = api.post("supervisor", "/api/runs", {"graph": "pipeline", "input": {"n": 2},
+                                                 "thread_id": "shared-thread"})
+    assert again.status_code == 201
