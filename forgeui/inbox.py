@@ -17,7 +17,7 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from . import forks
+from . import bidi, forks
 from .answer_rules import declared_actions, declared_schema, schema_problem
 from .assignment import Mode, Viewer, is_assigned, mode
 from .models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
@@ -222,7 +222,9 @@ def accepted_answers(interrupts: Any) -> dict[str, Answer]:
 
 
 def render_row(interrupt: Interrupt, row_mode: Mode) -> str:
-    return render_to_string("forgeui/inbox.html#row", {"row": row_context(interrupt, row_mode)})
+    """One row for the websocket (pages get the same marking from their middleware)."""
+    return bidi.mark(render_to_string("forgeui/inbox.html#row",
+                                      {"row": row_context(interrupt, row_mode)}))
 
 
 def render_rows(interrupt: Interrupt) -> dict[Mode, str]:

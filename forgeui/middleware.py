@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.decorators import sync_and_async_middleware
+
+from . import bidi
 
 
 @sync_and_async_middleware
@@ -51,6 +53,22 @@ def nul_in_request(request: HttpRequest) -> str | None:
     return None
 
 
+def after_each(get_response: Callable[[HttpRequest], Any],
+               after: Callable[[HttpResponse], HttpResponse]) -> Any:
+    """A middleware applying ``after`` to every response, sync or async like
+    ``get_response`` (no thread hop under ASGI)."""
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return after(await async_get(request))
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            return after(get_response(request))
+    return middleware
+
+
+@sync_and_async_middleware
 def NulInputMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
     """Answer 400 to a page request with a NUL character anywhere in its input.
 
@@ -58,9 +76,36 @@ def NulInputMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
     (500) on every page that filters or stores it. The API validates its own input (422).
     """
 
-    def middleware(request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith("/api/") and (where := nul_in_request(request)):
-            return render(request, "forgeui/bad_input.html", {"where": where}, status=400)
-        response: HttpResponse = get_response(request)
-        return response
+    def refused(request: HttpRequest) -> bool:
+        return not request.path.startswith("/api/") and nul_in_request(request) is not None
+
+    def refuse(request: HttpRequest) -> HttpResponse:
+        where = nul_in_request(request)
+        return render(request, "forgeui/bad_input.html", {"where": where}, status=400)
+
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            if refused(request):  # the page reads request.user: the database, so a thread
+                return await sync_to_async(refuse)(request)
+            return await async_get(request)
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            return refuse(request) if refused(request) else get_response(request)
     return middleware
+
+
+def mark_bidi(response: HttpResponse) -> HttpResponse:
+    if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+        return response
+    text = response.content.decode(response.charset or "utf-8")
+    if bidi.CONTROLS.search(text):
+        response.content = bidi.mark(text).encode(response.charset or "utf-8")
+    return response
+
+
+@sync_and_async_middleware
+def BidiMarkingMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """Show bidirectional controls in every HTML page as visible markers (``bidi``)."""
+    return after_each(get_response, mark_bidi)

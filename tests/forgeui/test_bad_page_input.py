@@ -60,3 +60,15 @@ def test_the_api_keeps_its_own_422(users: dict[str, User]) -> None:
     api = Api(users)
     response = api.get("auditor", "/api/runs", graph="a\x00b")
     assert response.status_code == 422
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_under_asgi_the_refusal_renders_too(users: dict[str, User]) -> None:
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    client = AsyncClient()
+    await sync_to_async(client.force_login)(users["auditor"])
+    response = await client.get("/runs/", {"q": "\x00"})
+    assert response.status_code == 400
+    assert "auditor" in response.content.decode()  # the page knows who is signed in
