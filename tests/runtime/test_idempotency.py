@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtime import DurableExecutor, ForgeError, NodeContext
+from runtime import DurableExecutor, ForgeError, InMemoryCheckpointStore, NodeContext, NodeError
 
 from .helpers import Calls, latest
 
@@ -140,3 +140,26 @@ async def test_once_result_must_be_json() -> None:
     ex = DurableExecutor(nodes=[("node", node)])
     with pytest.raises(ForgeError, match="object"):
         await ex.run(None)
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+async def test_once_async_saves_its_result_before_it_returns(durability: str) -> None:
+    """What the node sees right after ``await ctx.once_async`` is already in the store:
+    a crash at that moment must not repeat the side effect."""
+    store = InMemoryCheckpointStore()
+    seen: list[Any] = []
+
+    async def send() -> dict[str, int]:
+        return {"message_id": 9}
+
+    async def mail(x: Any, ctx: NodeContext) -> Any:
+        assert await ctx.once_async("mail", send) == {"message_id": 9}
+        saved = await store.load(ctx.thread_id)
+        seen.append(saved.once if saved is not None else None)
+        raise RuntimeError("crashed right after sending")
+
+    ex = DurableExecutor(nodes=[("mail", mail)], store=store,
+                         durability=durability)  # type: ignore[arg-type]
+    with pytest.raises(NodeError):
+        await ex.run(None, thread_id="t-mail")
+    assert seen == [{"mail": {"message_id": 9}}]
