@@ -20,6 +20,7 @@ from ._graph import NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
+    Additions,
     BlockingStore,
     Checkpoint,
     CheckpointStore,
@@ -357,8 +358,7 @@ class RunExecution:
     def _complete(self, task: dict[str, Any], output: Any) -> None:
         task["status"] = "done"
         task["output"] = output
-        self.cp.state[task["node"]] = output
-        self.cp.history.append({"node": task["node"], "output": output})
+        self.cp.add_history({"node": task["node"], "output": output, "task_id": task["id"]})
 
     def _mark_cancelled(self, task: dict[str, Any]) -> None:
         # An explicit marker, not None: the next node must be able to tell "cancelled"
@@ -366,7 +366,8 @@ class RunExecution:
         marker = cancelled_output(task["node"])
         task["status"] = "cancelled"
         task["output"] = marker
-        self.cp.history.append({"node": task["node"], "output": marker, "cancelled": True})
+        self.cp.add_history({"node": task["node"], "output": marker, "cancelled": True,
+                             "task_id": task["id"]})
 
     # -- sub-agents -----------------------------------------------------------------
 
@@ -401,6 +402,7 @@ class RunExecution:
             tasks=[new_task(run_id, 0, child_executor.graph.first, task["input"])],
             lease=self.shared.lease, metadata={"parent_task_id": task["id"]},
         )
+        cp.additions = Additions(reset=True)
         task["child_thread_id"] = thread
         task["child_run_id"] = run_id
         return RunExecution(child_executor, cp, self.shared, None, self)
@@ -435,8 +437,8 @@ class RunExecution:
         iid = task.pop("interrupt_id")
         record = next(i for i in self.cp.interrupts if i["id"] == iid)
         self.cp.interrupts.remove(record)
-        self.cp.resolved.append({**record, "status": "answered", "answer": entry["value"],
-                                 "answered_at": entry["at"], "answered_by": entry.get("by")})
+        self.cp.add_resolved([{**record, "status": "answered", "answer": entry["value"],
+                               "answered_at": entry["at"], "answered_by": entry.get("by")}])
         # The entry stays in the inbox until no checkpoint of the tree shows the interrupt
         # pending (see _stamp): a crash before the child's save must not lose the answer.
         self.shared.consumed.add(iid)
@@ -472,8 +474,8 @@ class RunExecution:
                 task.pop("interrupt_id", None)
                 self._mark_cancelled(task)
         at = now_ms()
-        self.cp.resolved.extend({**i, "status": "cancelled", "answer": None, "answered_at": at}
-                                for i in self.cp.interrupts)
+        self.cp.add_resolved([{**i, "status": "cancelled", "answer": None, "answered_at": at}
+                              for i in self.cp.interrupts])
         self.cp.interrupts = []
         self.shared.cancels.discard(self.cp.run_id)
         self.dirty = True
@@ -496,6 +498,7 @@ class RunExecution:
                 return NodeError(task["node"], task["id"], f"route failed: {exc}")
             for name in nxt:
                 incoming.setdefault(name, {})[task["node"]] = task.get("output")
+        output = self._last_output()
         self.cp.step += 1
         self.cp.tasks = [
             new_task(self.cp.run_id, self.cp.step, name,
@@ -503,9 +506,17 @@ class RunExecution:
             for name, preds in incoming.items()
         ]
         if not self.cp.tasks:
-            self.cp.output = self.cp.history[-1]["output"] if self.cp.history else None
+            self.cp.output = output
         self.dirty = True
         return None
+
+    def _last_output(self) -> Any:
+        """The run's output: that of the task completed last (its step is the last)."""
+        last = self.cp.last_completed
+        if last is None:
+            return None
+        task = next((t for t in self.cp.tasks if t["id"] == last["task_id"]), None)
+        return task.get("output") if task is not None else None
 
     # -- saving ---------------------------------------------------------------------
 
@@ -613,8 +624,9 @@ class RunExecution:
             cp.steering = self.steering_for_run()
         first = _tree.pending(cp)[:1] if self.is_root else cp.interrupts[:1]
         cp.interrupt_payload = first[0]["payload"] if first else None
+        last = cp.last_completed
         cp.node = (cp.interrupts[0]["node"] if cp.interrupts
-                   else cp.history[-1]["node"] if cp.history else None)
+                   else last["node"] if last else None)
 
     def _merge(self, latest: Checkpoint | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""

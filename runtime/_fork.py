@@ -1,7 +1,8 @@
 """Copying a run tree, as of one root checkpoint, into a new thread.
 
 Run ids are new in the copy, and interrupt ids derive from run ids, so a fork's
-interrupts never collide with the original's; the original is not touched.
+interrupts never collide with the original's; the original is not touched. Only the
+heads are copied: each copy's history is its original's, which the store keeps shared.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import _tree
+from . import _records, _tree
 from ._ids import interrupt_id, new_id, now_ms
 from .checkpoint import Checkpoint, CheckpointStore
 from .errors import ResumeError
@@ -31,7 +32,7 @@ class _Renamer:
         return self.runs.get(run_id, run_id) if run_id is not None else None
 
     def checkpoint(self, src: Checkpoint) -> Checkpoint:
-        cp = Checkpoint.from_json(src.to_json())
+        cp = _records.copy_head(src)
         cp.id, cp.parent_id, cp.created_at = new_id(), None, now_ms()
         cp.forked_from, cp.lease, cp.answers, cp.cancels = src.id, None, {}, []
         cp.thread_id = self.thread(cp.thread_id) or ""

@@ -29,6 +29,16 @@ def json_copy(value: Any) -> Any:
     return json.loads(dumps(value))
 
 
+def loads(text: str | bytes) -> Any:
+    """A value from JSON text the runtime wrote (orjson reads it when it can)."""
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:  # e.g. integers past 64 bits: the stdlib reads them
+            pass
+    return json.loads(text)
+
+
 def dumps_proven(value: Any) -> str:
     """Compact JSON text of a value already proven JSON (``json_copy``), as a checkpoint is.
 

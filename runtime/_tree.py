@@ -23,8 +23,17 @@ def root_summary(root: Checkpoint) -> dict[str, Any]:
 
 def runs(root: Checkpoint) -> list[dict[str, Any]]:
     """Every run of the tree, root first, then by namespace (stable)."""
-    children = sorted(root.children.values(), key=lambda r: (r["namespace"], r["run_id"]))
-    return [root_summary(root), *children]
+    return [root_summary(root), *_sorted_children(root.children)]
+
+
+def runs_of(head: dict[str, Any]) -> list[dict[str, Any]]:
+    """``runs`` for a stored head: the root's interrupts, then each child's."""
+    return [{"interrupts": head.get("interrupts", [])},
+            *_sorted_children(head.get("children", {}))]
+
+
+def _sorted_children(children: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(children.values(), key=lambda r: (r["namespace"], r["run_id"]))
 
 
 def find_run(root: Checkpoint, run_id: str) -> dict[str, Any] | None:

@@ -10,25 +10,82 @@ import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from ._jsonvalue import dumps_proven
+from ._jsonvalue import dumps_proven, loads
 from .errors import CheckpointConflict
 from .types import RunStatus
 
 T = TypeVar("T")
 
 
+GROWING: tuple[str, ...] = ("history", "state", "resolved")
+# A checkpoint's history, state and resolved, in that order.
+Growing = tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]
+
+
+@dataclass
+class Additions:
+    """What the executor added to a checkpoint's growing fields since its base was saved:
+    history entries (with the ``task_id`` that made them) and ended interrupts.
+    ``reset``: a new run on an old thread, whose history starts empty."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+    reset: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.history or self.resolved or self.reset)
+
+
+class _GrowingField:
+    """``history``, ``state`` and ``resolved``: built only when read.
+
+    A checkpoint the executor works on carries no history, only what it added
+    (``Checkpoint.additions``); a loaded one builds the rest from its store when first
+    read. Reading one of them settles all three into plain values.
+    """
+
+    def __init__(self, default: tuple[()] | None = None) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Checkpoint | None, owner: type | None = None) -> Any:
+        if obj is None:
+            if self.default is None:
+                raise AttributeError(self.slot)  # a required field, for the dataclass
+            return self.default
+        if obj.__dict__.get("_source") is not None or obj.additions is not None:
+            obj.settle()
+        return obj.__dict__[self.slot]
+
+    def __set__(self, obj: Checkpoint, value: Any) -> None:
+        if obj.__dict__.get("_source") is not None or obj.__dict__.get("additions"):
+            obj.settle()
+        obj.__dict__[self.slot] = list(value) if isinstance(value, tuple) else value
+        obj.__dict__["additions"] = None  # set by hand: a store saves it whole
+
+
 @dataclass
 class Checkpoint:
-    """One saved point of one run's thread. Every field is JSON-serialisable."""
+    """One saved point of one run's thread. Every field is JSON-serialisable.
+
+    ``history``, ``state`` and ``resolved`` grow with the thread; a checkpoint loaded from
+    a store builds them only when they are read, and the executor never reads them.
+    """
 
     id: str
     thread_id: str
     node: str | None
     interrupt_payload: Any
-    state: dict[str, Any]
-    history: list[dict[str, Any]]
+    if TYPE_CHECKING:
+        state: dict[str, Any]
+        history: list[dict[str, Any]]
+    else:
+        state: dict = _GrowingField()
+        history: list = _GrowingField()
     pending_input: Any
     created_at: int
     run_id: str = ""
@@ -46,7 +103,10 @@ class Checkpoint:
     # This run's own pending interrupts (Interrupt.to_dict()).
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     # This run's ended interrupts: the interrupt plus status, answer and when.
-    resolved: list[dict[str, Any]] = field(default_factory=list)
+    if TYPE_CHECKING:
+        resolved: list[dict[str, Any]] = field(default_factory=list)
+    else:
+        resolved: list = _GrowingField(())
     # Accepted answers not yet applied, by interrupt id (kept on the root of a tree).
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Runs of the tree that a person asked to cancel, not yet applied (root only).
@@ -61,6 +121,93 @@ class Checkpoint:
     # Which executor is applying this run right now (None when nobody is).
     lease: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Internal, not fields: what the executor added since the last save, the head
+        # that save wrote (the base of the next record), and where the growing fields
+        # come from when they are not plain values yet.
+        self.additions: Additions | None = self.__dict__.get("additions")
+        self._source: Callable[[], Growing] | None = None
+        self._base: tuple[str, str] | None = None
+        self._base_doc: dict[str, Any] | None = None
+        self.forked_from_base: str | None = None
+        self.last_completed: dict[str, Any] | None = None
+
+    @classmethod
+    def with_growing(cls, fields: dict[str, Any],
+                     growing: Growing | Callable[[], Growing]) -> Checkpoint:
+        """A checkpoint whose growing fields are ``growing``, or built by it when read."""
+        if callable(growing):
+            cp = cls(**fields, state={}, history=[])
+            cp._source = growing
+        else:
+            history, state, resolved = growing
+            cp = cls(**fields, state=state, history=history, resolved=resolved)
+        cp.additions = Additions()
+        return cp
+
+    def settle(self) -> None:
+        """Make the growing fields plain values (the store's, plus what was added)."""
+        source, additions = self._source, self.__dict__.get("additions")
+        self._source = None
+        self.__dict__["additions"] = None
+        if source is not None:
+            history, state, resolved = source()
+        else:
+            history = self.__dict__["_history"]
+            state, resolved = self.__dict__["_state"], self.__dict__["_resolved"]
+        if additions is not None:
+            if additions.reset:
+                history, state, resolved = [], {}, []
+            history, state, resolved = list(history), dict(state), list(resolved)
+            for entry in additions.history:
+                history.append({k: v for k, v in entry.items() if k != "task_id"})
+                if not entry.get("cancelled"):
+                    state[entry["node"]] = entry["output"]
+            resolved.extend(additions.resolved)
+        self.__dict__.update(_history=history, _state=state, _resolved=resolved)
+
+    def add_history(self, entry: dict[str, Any]) -> None:
+        """A task completed (``output``) or was cancelled (``cancelled``)."""
+        self.last_completed = {"node": entry["node"], "task_id": entry.get("task_id"),
+                               "cancelled": bool(entry.get("cancelled"))}
+        if self.additions is not None:
+            self.additions.history.append(entry)
+            return
+        self.history.append({k: v for k, v in entry.items() if k != "task_id"})
+        if not entry.get("cancelled"):
+            self.state[entry["node"]] = entry["output"]
+
+    def add_resolved(self, records: list[dict[str, Any]]) -> None:
+        """Interrupts that ended (answered or cancelled)."""
+        if self.additions is not None:
+            self.additions.resolved.extend(records)
+        else:
+            self.resolved.extend(records)
+
+    def mark_saved(self, source: Callable[[], Growing]) -> None:
+        """A store saved this checkpoint: its growing fields are now ``source``'s."""
+        self._source, self.additions = source, Additions()
+
+    def growing_source(self) -> Callable[[], Growing]:
+        """A function giving this checkpoint's growing fields, as they are now."""
+        if self._source is not None and not self.additions:
+            return self._source
+        growing = (self.history, self.state, self.resolved)
+        return lambda: growing
+
+    def base_head(self, base_id: str | None) -> dict[str, Any] | None:
+        """The head saved as ``base_id``, if this checkpoint was built on it."""
+        if base_id is None or self._base is None or self._base[0] != base_id:
+            return None
+        if self._base_doc is None:
+            self._base_doc = loads(self._base[1])
+        return self._base_doc
+
+    def remember_head(self, head_text: str, checkpoint_id: str | None = None) -> None:
+        """The head just written (or loaded) as ``checkpoint_id`` (default: this id):
+        the next save of this checkpoint is a patch against it."""
+        self._base, self._base_doc = (checkpoint_id or self.id, head_text), None
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELD_NAMES}

@@ -16,6 +16,7 @@ from ._graph import Graph, Route
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
+    Additions,
     BlockingStore,
     Checkpoint,
     CheckpointStore,
@@ -130,6 +131,9 @@ class DurableExecutor:
             tasks=[new_task(run_id, 0, self.graph.first, input)], lease=new_id(),
             once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
         )
+        cp.additions = Additions(reset=True)
+        if existing is not None:  # the new run's first save is a patch against the old head
+            cp._base, cp._base_doc = existing._base, existing._base_doc
         return RunExecution(self, cp, Shared.from_root(cp, self, loop),
                             existing.id if existing else None)
 

@@ -1,0 +1,183 @@
+"""Step records: how a store keeps a thread at the cost of what each step wrote.
+
+A checkpoint has two parts. Its *head* is what a run needs to go on (tasks and their
+inputs, pending interrupts, answers, the tree's children, ...); its *history* (``history``,
+``state`` and ``resolved``) only grows. A store keeps, per checkpoint, one record:
+
+- ``base``: the checkpoint it follows (its parent, or for a fork's first checkpoint the
+  checkpoint it was forked from, in another thread);
+- ``head``: a patch (``_patch``) of the head against the base's head;
+- ``add``: the history entries and ended interrupts of this step, each output a patch
+  against the input of the task that made it, or ``full``: the whole history, for a
+  checkpoint built by hand rather than by the executor.
+
+A store also keeps each thread's latest head whole, so going on with a run reads one
+value. Every other checkpoint is rebuilt by replaying records from the thread's first
+(``Replay``): a linear walk, never needed on the run's hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _patch, _tree
+from ._jsonvalue import dumps_proven, loads
+from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing
+
+HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One save, ready for a store: the new head (JSON) and the step record (JSON)."""
+
+    head: str
+    record: str
+    base_id: str | None
+
+
+def head_of(cp: Checkpoint) -> dict[str, Any]:
+    doc = {name: getattr(cp, name) for name in HEAD_NAMES}
+    doc["_last"] = cp.last_completed
+    # What the executor derives from the tasks and interrupts is not stored twice.
+    pending_input, payload = _derived(doc)
+    if doc["pending_input"] is pending_input:
+        del doc["pending_input"]
+    if doc["interrupt_payload"] is payload:
+        del doc["interrupt_payload"]
+    return doc
+
+
+def _derived(doc: dict[str, Any]) -> tuple[Any, Any]:
+    """The paused task's input and the first pending payload, as the executor sets them."""
+    waiting = next((t for t in doc.get("tasks", ()) if t.get("status") == "interrupted"), None)
+    if doc.get("parent_run_id") is None:
+        first = next((i for run in _tree.runs_of(doc) for i in run["interrupts"]), None)
+    else:
+        first = next(iter(doc.get("interrupts", ())), None)
+    return (waiting.get("input") if waiting else None,
+            first.get("payload") if first else None)
+
+
+def encode(cp: Checkpoint) -> Encoded:
+    """``cp`` as a head and a record against its base; remembers the head as the base
+    of the next save (``Checkpoint.saved``)."""
+    head = head_of(cp)
+    head_text = dumps_proven(head)
+    base_id = cp.parent_id if cp.parent_id is not None else cp.forked_from_base
+    base_head = cp.base_head(base_id)
+    record: dict[str, Any] = {"base": base_id}
+    if base_head is not None:
+        record["head"] = _patch.diff(base_head, head)
+    else:
+        record["head"] = {"v": head}
+    additions = cp.additions
+    if additions is None or (base_id is None and not additions.reset):
+        history, state, resolved = cp.history, cp.state, cp.resolved
+        record["full"] = {"history": history, "state": state, "resolved": resolved}
+    else:
+        record["add"] = _encode_additions(additions, base_head)
+    cp.remember_head(head_text)
+    return Encoded(head_text, dumps_proven(record), base_id)
+
+
+def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,
+                      ) -> dict[str, Any]:
+    inputs = {t["id"]: t.get("input") for t in (base_head or {}).get("tasks", ())}
+    entries = []
+    for entry in additions.history:
+        task_id = entry.get("task_id")
+        if task_id in inputs and not entry.get("cancelled"):
+            patch = _patch.diff(inputs[task_id], entry["output"])
+            entries.append({"node": entry["node"], "from": task_id, "p": patch})
+        else:
+            entries.append({k: v for k, v in entry.items() if k != "task_id"})
+    encoded: dict[str, Any] = {"h": entries, "r": additions.resolved}
+    if additions.reset:
+        encoded["reset"] = True
+    return encoded
+
+
+@dataclass
+class Replayed:
+    """A checkpoint rebuilt from records: its head and what it has accumulated."""
+
+    head: dict[str, Any]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+
+    def checkpoint(self) -> Checkpoint:
+        return from_head(self.head, (self.history, self.state, self.resolved))
+
+
+def replay(records: Iterable[str | dict[str, Any]],
+           start: Replayed | None = None) -> Iterator[Replayed]:
+    """Each checkpoint of a chain of records, oldest first, from ``start`` (the base of
+    the first record, or None when it has none). Values the records did not change are
+    shared between the checkpoints yielded: copy one before changing it."""
+    current = start
+    for raw in records:
+        record = loads(raw) if isinstance(raw, str) else raw
+        current = _step(current, record)
+        yield current
+
+
+def _step(prev: Replayed | None, record: dict[str, Any]) -> Replayed:
+    prev_head = prev.head if prev is not None else {}
+    head = _patch.apply(prev_head, record["head"])
+    if "full" in record:
+        full = record["full"]
+        return Replayed(head, full["history"], full["state"], full["resolved"])
+    added = record["add"]
+    if prev is None or added.get("reset"):
+        history, state, resolved = [], {}, []
+    else:
+        history, state, resolved = prev.history, prev.state, prev.resolved
+    inputs = {t["id"]: t.get("input") for t in prev_head.get("tasks", ())}
+    if added["h"]:
+        history, state = list(history), dict(state)
+        for entry in added["h"]:
+            if "p" in entry:
+                entry = {"node": entry["node"], "output": _patch.apply(inputs[entry["from"]],
+                                                                       entry["p"])}
+            history.append(entry)
+            if not entry.get("cancelled"):
+                state[entry["node"]] = entry["output"]
+    if added["r"]:
+        resolved = [*resolved, *added["r"]]
+    return Replayed(head, history, state, resolved)
+
+
+def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> Checkpoint:
+    """A checkpoint from its head; ``growing`` is its history, state and resolved, or a
+    function that builds them when first read."""
+    fields = {name: doc[name] for name in HEAD_NAMES if name in doc}
+    pending_input, payload = _derived(doc)
+    fields.setdefault("pending_input", pending_input)
+    fields.setdefault("interrupt_payload", payload)
+    cp = Checkpoint.with_growing(fields, growing)
+    cp.last_completed = doc.get("_last")
+    return cp
+
+
+def copy_head(src: Checkpoint) -> Checkpoint:
+    """A new checkpoint with ``src``'s head (a deep copy) and, shared, its history: saved,
+    it is a record against ``src`` however long its history is."""
+    head = head_of(src)
+    text = dumps_proven(head)
+    cp = from_head(loads(text), src.growing_source())
+    cp.forked_from_base = src.id
+    cp.remember_head(text, src.id)
+    return cp
+
+
+def loaded(head_text: str, checkpoint_id: str,
+           growing: Growing | Callable[[], Growing]) -> Checkpoint:
+    """The latest checkpoint of a thread from its stored head, ready for the executor
+    to go on from (its next save is a patch against this head)."""
+    cp = from_head(loads(head_text), growing)
+    cp.remember_head(head_text, checkpoint_id)
+    return cp
