@@ -32,7 +32,7 @@ from .exceptions import (
     ThreadTaken,
     UnknownGraph,
 )
-from .models import AuditEntry, Checkpoint, Interrupt, Run, Thread
+from .models import AuditEntry, Interrupt, Run, Thread
 from .parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
 from .schemas import (
     BODY_ERRORS,
@@ -66,6 +66,7 @@ from .schemas import (
     SteeringOut,
     TargetedResumeIn,
 )
+from .store import DjangoCheckpointStore
 
 logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -140,13 +141,16 @@ def get_run(request: HttpRequest, run_id: Id) -> Any:
 @paginate(Page)
 def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
     """Oldest first. Sub-agent thread ids contain '/'; send them as they are."""
-    _get(Thread.objects, "thread", thread_id)
-    return Checkpoint.objects.of_thread(thread_id)
+    _get(Thread.objects.filter(deleted=False), "thread", thread_id)
+    return DjangoCheckpointStore().list_sync(thread_id)
 
 
 @router.get("/checkpoints/{checkpoint_id}", response={200: CheckpointOut, **ERRORS})
 def get_checkpoint(request: HttpRequest, checkpoint_id: Id) -> Any:
-    return _get(Checkpoint.objects, "checkpoint", checkpoint_id)
+    found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
+    if found is None:
+        raise Http404(f"no checkpoint {checkpoint_id!r}")
+    return found
 
 
 @router.get("/interrupts", response={200: list[InterruptOut], **ERRORS})

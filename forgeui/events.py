@@ -4,11 +4,11 @@ Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_ids"
 (ids in order: what one drain of the outbox found, often the events of one save); a
 reconnecting client reads ``Event.objects.after(last_id)``, so ids must become visible in
 id order: ``write_events`` serialises event writers until they commit (SQLite's write
-lock from ``BEGIN IMMEDIATE``; an advisory lock on PostgreSQL, taken by the insert
-itself). The checkpoint store
-writes its events inside the save; ``publish_on_commit`` writes a request's events in a
-short transaction of their own once the request's transaction has committed. Either way
-the group message goes out after the commit.
+lock, held from a transaction's first write; an advisory lock on PostgreSQL, taken just
+before the insert). The checkpoint store writes its events inside the save;
+``publish_on_commit`` writes a request's events in a short transaction of their own once
+the request's transaction has committed. Either way the group message goes out after the
+commit.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
-from . import fastsql
 from .models import Event
 
 # Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
 EVENT_ORDER_LOCK = 0x666F726765  # "forge"
-EVENT_COLUMNS = ("kind", "run_id", "root_thread_id", "interrupt_id", "data", "created_at")
 INBOX_GROUP = "inbox"
 INBOX_MESSAGE_TYPE = "inbox.event"
 
@@ -75,19 +73,16 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
     """
     if not drafts:
         return []
-    connection = connections[using]
-    lock = EVENT_ORDER_LOCK if connection.vendor == "postgresql" else None
-    sql = fastsql.insert_events(Event, EVENT_COLUMNS, len(drafts), lock, connection)
+    if connections[using].vendor == "postgresql":
+        with connections[using].cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
     now = timezone.now()
-    params: list[Any] = []
-    for d in drafts:
-        params += fastsql.prepare(Event, {
-            "kind": d.kind, "run_id": d.run_id, "root_thread_id": d.root_thread_id,
-            "interrupt_id": d.interrupt_id, "data": d.data, "created_at": now,
-        }, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+    rows = Event.objects.using(using).bulk_create([
+        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+              interrupt_id=d.interrupt_id, data=d.data, created_at=now)
+        for d in drafts
+    ])
+    return [row.id for row in rows]
 
 
 def announce(event_ids: list[int]) -> None:

@@ -44,11 +44,18 @@ class ChildPolicy(models.TextChoices):
 
 
 class Thread(models.Model):
-    """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell."""
+    """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell, and
+    ``head`` the latest checkpoint's head, whole (``runtime._records``), so going on with a
+    run reads one row."""
 
     thread_id = models.CharField(primary_key=True, max_length=ID_LENGTH)
     latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
     seq = models.PositiveBigIntegerField(default=1, help_text="checkpoints saved so far")
+    head = models.TextField(blank=True, default="",
+                            help_text="JSON; empty until the thread's first own save "
+                                      "(a fork's first checkpoint is rebuilt instead)")
+    # A deleted thread whose records a fork still builds on: hidden, under a new id.
+    deleted = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return self.thread_id
@@ -63,7 +70,7 @@ class CheckpointQuerySet(models.QuerySet["Checkpoint"]):
 
 
 class Checkpoint(models.Model):
-    """One saved point of a thread; ``data`` is the whole runtime checkpoint."""
+    """One saved point of a thread, kept as what its step changed (``record``)."""
 
     id = models.CharField(primary_key=True, max_length=ID_LENGTH)
     # No index of its own: the (thread, seq) constraint's index leads with it.
@@ -76,7 +83,10 @@ class Checkpoint(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices)
     step = models.IntegerField(default=0)
     created_at = models.DateTimeField()
-    data = models.JSONField()
+    # The checkpoint this one's record is a patch against: its parent, or for a fork's
+    # first checkpoint the one it was forked from ("" for none).
+    base_id = models.CharField(max_length=ID_LENGTH, blank=True, default="", db_index=True)
+    record = models.TextField(help_text="JSON step record (runtime._records)")
 
     objects = CheckpointQuerySet.as_manager()
 

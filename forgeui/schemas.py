@@ -264,19 +264,21 @@ class CheckpointOut(Schema):
     status: str
     step: int
     created_at: datetime
-    namespace: list[str] = Field(alias="data.namespace")
-    interrupt_payload: Any = Field(alias="data.interrupt_payload")
-    pending_input: Any = Field(alias="data.pending_input")
-    state: dict[str, Any] = Field(alias="data.state")
-    history: list[Any] = Field(alias="data.history")
-    interrupts: list[Any] = Field(alias="data.interrupts",
-                                  description="this run's pending interrupts at this point")
-    resolved: list[Any] = Field(alias="data.resolved",
-                                description="interrupts answered or cancelled so far")
-    steering: list[Any] = Field(alias="data.steering")
-    output: Any = Field(alias="data.output")
-    error: Any = Field(alias="data.error")
-    forked_from: str | None = Field(alias="data.forked_from")
+    namespace: list[str]
+    interrupt_payload: Any
+    pending_input: Any
+    state: dict[str, Any]
+    history: list[Any]
+    interrupts: list[Any] = Field(description="this run's pending interrupts at this point")
+    resolved: list[Any] = Field(description="interrupts answered or cancelled so far")
+    steering: list[Any]
+    output: Any
+    error: Any
+    forked_from: str | None
+
+    @staticmethod
+    def resolve_created_at(obj: Any) -> datetime:
+        return datetime.fromtimestamp(obj.created_at / 1000, UTC)
 
     @staticmethod
     def resolve_parent_id(obj: Any) -> str | None:

@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .models import Answer, Checkpoint, SteeringNote
+from django.utils import timezone
+
+from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
+
+from .models import Answer, SteeringNote
+from .store import DjangoCheckpointStore
+from .store.rows import from_ms
 
 
 @dataclass
@@ -70,30 +76,34 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
 
 def entries(thread_id: str) -> list[Entry]:
     """Every checkpoint of ``thread_id``, oldest first, with answers and notes placed."""
-    rows = list(Checkpoint.objects.of_thread(thread_id).only("id", "seq", "data", "created_at"))
-    answers = _answers({r["id"] for row in rows for r in row.data.get("resolved") or []})
-    previous: dict[str, Any] = {}
+    checkpoints = DjangoCheckpointStore().list_sync(thread_id)
+    ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
+    answers = _answers({r["id"] for records in ended for r in records})
+    previous: RuntimeCheckpoint | None = None
     result = []
-    for row in rows:
-        result.append(_entry(row, previous, answers))
-        previous = row.data
-    _place_notes(result, rows)
+    for seq, (cp, records) in enumerate(zip(checkpoints, ended, strict=True), start=1):
+        result.append(_entry(seq, cp, previous, records, answers))
+        previous = cp
+    _place_notes(result, checkpoints)
     return result
 
 
-def _entry(row: Checkpoint, previous: dict[str, Any], answers: dict[str, Answer]) -> Entry:
-    data = row.data
-    seen = {i["id"] for i in previous.get("interrupts") or []}
-    done = {r["id"] for r in previous.get("resolved") or []}
+def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[dict[str, Any]]:
+    """The interrupts that ended at ``cp`` (resolved only grows within one run)."""
+    done = len(previous.resolved) if previous else 0
+    return cp.resolved[done:] if len(cp.resolved) >= done else cp.resolved
+
+
+def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
+           ended: list[dict[str, Any]], answers: dict[str, Answer]) -> Entry:
+    seen = {i["id"] for i in previous.interrupts} if previous else set()
     return Entry(
-        seq=row.seq, checkpoint_id=row.id, run_id=data.get("run_id", ""),
-        node=data.get("node") or "", status=data.get("status", ""),
-        created_at=row.created_at.isoformat(),
-        raised=[i for i in data.get("interrupts") or [] if i["id"] not in seen],
-        resolved=[_resolution(r, answers.get(r["id"]))
-                  for r in data.get("resolved") or [] if r["id"] not in done],
-        diff=state_diff(previous.get("state") or {}, data.get("state") or {}),
-        forked_from=data.get("forked_from") if not previous else None,
+        seq=seq, checkpoint_id=cp.id, run_id=cp.run_id, node=cp.node or "",
+        status=cp.status, created_at=from_ms(cp.created_at, timezone.now()).isoformat(),
+        raised=[i for i in cp.interrupts if i["id"] not in seen],
+        resolved=[_resolution(r, answers.get(r["id"])) for r in ended],
+        diff=state_diff(previous.state if previous else {}, cp.state),
+        forked_from=cp.forked_from if previous is None else None,
     )
 
 
@@ -116,7 +126,7 @@ def _answers(interrupt_ids: set[str]) -> dict[str, Answer]:
     return found
 
 
-def _place_notes(result: list[Entry], rows: list[Checkpoint]) -> None:
+def _place_notes(result: list[Entry], checkpoints: list[RuntimeCheckpoint]) -> None:
     """Standalone notes go to the first checkpoint saved after them (else the last)."""
     if not result:
         return
@@ -124,8 +134,9 @@ def _place_notes(result: list[Entry], rows: list[Checkpoint]) -> None:
     notes = (SteeringNote.objects.filter(run_id__in=run_ids, answer__isnull=True)
              .select_related("user").order_by("created_at"))
     for note in notes:
-        index = next((i for i, row in enumerate(rows) if row.created_at >= note.created_at),
-                     len(rows) - 1)
+        at = note.created_at.timestamp() * 1000
+        index = next((i for i, cp in enumerate(checkpoints) if cp.created_at >= at),
+                     len(checkpoints) - 1)
         result[index].notes.append(Note(
             text=note.text, by=note.user.get_username() if note.user else None,
             at=note.created_at.isoformat(), interrupt_id=note.interrupt_id,

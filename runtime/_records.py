@@ -38,6 +38,12 @@ class Encoded:
     base_id: str | None
 
 
+def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
+    """A fork's first checkpoint: a store need not keep its head, which its record and
+    the original's rebuild (so a fork writes almost nothing)."""
+    return cp.parent_id is None and encoded.base_id is not None
+
+
 def head_of(cp: Checkpoint) -> dict[str, Any]:
     doc = {name: getattr(cp, name) for name in HEAD_NAMES}
     doc["_last"] = cp.last_completed
@@ -181,3 +187,45 @@ def loaded(head_text: str, checkpoint_id: str,
     cp = from_head(loads(head_text), growing)
     cp.remember_head(head_text, checkpoint_id)
     return cp
+
+
+def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Encoded]:
+    """Records for one thread kept the old way, as whole checkpoints (``to_dict``),
+    oldest first: each keeps only what it added to its parent where that holds."""
+    prev: Checkpoint | None = None
+    for doc in docs:
+        cp = Checkpoint.from_dict(doc)
+        history, state, resolved = cp.history, cp.state, cp.resolved
+        if history:
+            last = history[-1]
+            done = next((t["id"] for t in reversed(cp.tasks) if t["node"] == last["node"]), None)
+            cp.last_completed = {"node": last["node"], "task_id": done,
+                                 "cancelled": bool(last.get("cancelled"))}
+        additions = _added_since(prev, cp) if prev is not None else None
+        if additions is not None:
+            cp.additions = additions
+            assert prev is not None and prev._base is not None
+            cp.remember_head(prev._base[1], prev.id)
+        elif not (history or state or resolved):
+            cp.additions = Additions(reset=True)
+        encoded = encode(cp)
+        yield encoded
+        cp.__dict__.update(_history=history, _state=state, _resolved=resolved)
+        prev = cp
+
+
+def _added_since(prev: Checkpoint, cp: Checkpoint) -> Additions | None:
+    """What ``cp`` added to ``prev``'s growing fields, if it only added."""
+    if cp.parent_id != prev.id:
+        return None
+    old_h, old_r = prev.__dict__["_history"], prev.__dict__["_resolved"]
+    new_h, new_r = cp.history, cp.resolved
+    if not (_patch.same(old_h, new_h[:len(old_h)]) and _patch.same(old_r, new_r[:len(old_r)])):
+        return None
+    state = dict(prev.__dict__["_state"])
+    for entry in new_h[len(old_h):]:
+        if not entry.get("cancelled"):
+            state[entry["node"]] = entry["output"]
+    if not _patch.same(state, cp.state):
+        return None
+    return Additions(history=new_h[len(old_h):], resolved=new_r[len(old_r):])

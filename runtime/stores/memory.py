@@ -37,7 +37,10 @@ class InMemoryCheckpointStore:
                 raise CheckpointConflict(cp.thread_id, cp.parent_id, latest)
             chain.append(cp.id)
             self._records[cp.id] = (cp.thread_id, encoded.base_id, encoded.record)
-            self._heads[cp.thread_id] = encoded.head
+            if _records.is_fork_start(cp, encoded):
+                self._heads.pop(cp.thread_id, None)  # rebuilt from the original until saved
+            else:
+                self._heads[cp.thread_id] = encoded.head
             self._runs[cp.run_id] = cp.id
         cp.mark_saved(partial(self._growing, cp.id))
 
@@ -45,6 +48,9 @@ class InMemoryCheckpointStore:
         chain = self._threads.get(thread_id)
         if not chain:
             return None
+        if thread_id not in self._heads:
+            found = self._replayed(chain[-1])
+            return found.checkpoint() if found is not None else None
         return _records.loaded(self._heads[thread_id], chain[-1],
                                partial(self._growing, chain[-1]))
 

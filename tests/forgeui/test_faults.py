@@ -27,8 +27,8 @@ from .conftest import lines
 pytestmark = [pytest.mark.postgres,
               pytest.mark.django_db(transaction=True, databases=["postgres"])]
 
-# The statement that advances a thread and inserts its checkpoint (forgeui.fastsql).
-SAVE = 'WITH moved AS (UPDATE "forgeui_thread"'
+# The statement that advances a thread: a save's first (forgeui.store).
+SAVE = 'UPDATE "forgeui_thread"'
 
 
 def terminate(pid: int) -> None:

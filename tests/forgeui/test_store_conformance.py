@@ -5,12 +5,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from forgeui.store import DjangoCheckpointStore
-from tests.runtime.store_conformance import StoreConformance
+from forgeui.models import Checkpoint, Thread
+from tests.runtime.store_conformance import LongThreadConformance, StoreConformance
 
 
-class TestDjangoStoreOnSQLite(StoreConformance):
+class DjangoStoredBytes(LongThreadConformance):
+    async def stored_bytes(self, store: DjangoCheckpointStore, thread_id: str) -> int:
+        return await sync_to_async(_stored_bytes)(store.using, thread_id)
+
+
+def _stored_bytes(using: str, thread_id: str) -> int:
+    records = Checkpoint.objects.using(using).filter(thread_id=thread_id)
+    heads = Thread.objects.using(using).filter(pk=thread_id)
+    return (sum(len(r) for r in records.values_list("record", flat=True))
+            + sum(len(h) for h in heads.values_list("head", flat=True)))
+
+
+class TestDjangoStoreOnSQLite(StoreConformance, DjangoStoredBytes):
     pytestmark = pytest.mark.django_db(transaction=True, databases=["sqlite"])
 
     @pytest.fixture
@@ -18,7 +32,7 @@ class TestDjangoStoreOnSQLite(StoreConformance):
         yield DjangoCheckpointStore("sqlite")
 
 
-class TestDjangoStoreOnPostgres(StoreConformance):
+class TestDjangoStoreOnPostgres(StoreConformance, DjangoStoredBytes):
     pytestmark = [
         pytest.mark.postgres,
         pytest.mark.django_db(transaction=True, databases=["postgres"]),

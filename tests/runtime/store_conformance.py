@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runtime import Checkpoint, CheckpointConflict, CheckpointStore
+from runtime import Checkpoint, CheckpointConflict, CheckpointStore, DurableExecutor
 from runtime.checkpoint import update_latest
 
 
@@ -161,3 +161,100 @@ class StoreConformance:
         assert [cp.id for cp in await store.list("t-refuse")] == [chain[0].id]
         with pytest.raises(LookupError, match="None"):
             await update_latest(store, "t-unknown", change)
+
+
+def chat(inp: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """One turn of a conversation: the answer appended to the messages carried along."""
+    answer = ctx.interrupt({"question": "next?"})
+    return {"messages": [*inp["messages"], {"role": "user", "content": answer}]}
+
+
+def chat_graph(store: CheckpointStore) -> DurableExecutor:
+    return DurableExecutor([("ask", chat)], edges={"ask": lambda out, ctx=None: "ask"},
+                           store=store, name="chat")
+
+
+async def talk(executor: DurableExecutor, turns: int, thread_id: str | None = None) -> str:
+    result = (await executor.run({"messages": []}) if thread_id is None
+              else await executor.get_state(thread_id))
+    for turn in range(turns):
+        result = await executor.resume(result.thread_id, f"message {turn:04d} " + "x" * 180)
+    return result.thread_id
+
+
+def expected_messages(turns: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"message {t:04d} " + "x" * 180} for t in range(turns)]
+
+
+class LongThreadConformance:
+    """Long threads: history built from step records, forks that share them.
+
+    A backend test class provides ``store`` and ``stored_bytes(store, thread_id)``, what
+    the backend keeps for the thread (records and head, in bytes).
+    """
+
+    async def stored_bytes(self, store: CheckpointStore, thread_id: str) -> int:
+        raise AssertionError("a backend's test class says how much it stores")
+
+    async def test_a_long_thread_keeps_its_whole_history(self, store: CheckpointStore) -> None:
+        thread = await talk(chat_graph(store), 60)
+        checkpoints = await store.list(thread)
+        latest = await store.load(thread)
+        assert latest is not None and latest.id == checkpoints[-1].id
+        assert latest.pending_input == {"messages": expected_messages(60)}
+        assert latest.state["ask"]["messages"] == expected_messages(60)
+        assert [h["output"]["messages"] for h in latest.history] == [
+            expected_messages(n) for n in range(1, 61)]
+        assert len(latest.resolved) == 60
+        for cp in checkpoints[::17]:  # any checkpoint, alone, equals its place in the list
+            assert await store.load_by_id(cp.id) == cp
+
+    async def test_storage_grows_linearly_with_turns(self, store: CheckpointStore) -> None:
+        executor = chat_graph(store)
+        short, long = await talk(executor, 50), await talk(executor, 200)
+        ratio = await self.stored_bytes(store, long) / await self.stored_bytes(store, short)
+        assert ratio < 4 * 1.25, ratio  # four times the turns, not sixteen
+
+    async def test_a_fork_of_a_long_thread_shares_the_original(
+        self, store: CheckpointStore,
+    ) -> None:
+        executor = chat_graph(store)
+        original = await talk(executor, 80)
+        before = await self.stored_bytes(store, original)
+        fork = await executor.fork(original)
+        assert await self.stored_bytes(store, fork) < 10_000
+        assert await self.stored_bytes(store, original) == before
+        await talk(executor, 1, fork)
+        forked = await store.load(fork)
+        assert forked is not None
+        assert forked.state["ask"]["messages"] == expected_messages(80) + expected_messages(1)
+        assert len(forked.history) == 81
+        source = await store.load(original)
+        assert source is not None and len(source.history) == 80
+
+    async def test_deleting_either_fork_leaves_the_other_whole(
+        self, store: CheckpointStore,
+    ) -> None:
+        executor = chat_graph(store)
+        original = await talk(executor, 30)
+        fork = await executor.fork(original)
+        await talk(executor, 2, fork)
+        await store.delete(original)
+        assert await store.load(original) is None and await store.list(original) == []
+        kept = await store.load(fork)
+        assert kept is not None
+        assert kept.history[-1]["output"]["messages"] == expected_messages(30) + expected_messages(2)
+        assert len(await store.list(fork)) == 1 + 2 * 3  # the copy, then three a turn
+        await talk(executor, 1, fork)
+        await store.delete(fork)
+        assert await store.load(fork) is None
+        again = await executor.run({"messages": []}, thread_id=original)
+        assert again.status == "interrupted"
+
+    async def test_history_is_built_only_when_read(self, store: CheckpointStore) -> None:
+        executor = chat_graph(store)
+        thread = await talk(executor, 20)
+        latest = await store.load(thread)
+        assert latest is not None
+        assert "_history" not in vars(latest) or latest._source is not None
+        assert latest.history[-1]["output"]["messages"] == expected_messages(20)

@@ -8,11 +8,13 @@ loop, and chains of lone sync steps on the store's thread (``drive_on_store_thre
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import ClassVar, TypeVar
 
-from runtime import InMemoryCheckpointStore
+from runtime import InMemoryCheckpointStore, _records
 from runtime.checkpoint import Checkpoint
 
 T = TypeVar("T")
@@ -47,7 +49,8 @@ class StoreThreadMemoryStore(InMemoryCheckpointStore):
 
     def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
         super().save_sync(cp, durable)
-        self.recent[cp.thread_id] = cp.to_json()
+        assert cp._base is not None  # the head this save wrote, whole
+        self.recent[cp.thread_id] = cp._base[1]
         if not durable:
             self.unwaited.append(cp.id)
         self.behind_disk = not durable
@@ -58,7 +61,10 @@ class StoreThreadMemoryStore(InMemoryCheckpointStore):
 
     def recent_sync(self, thread_id: str) -> Checkpoint | None:
         text = self.recent.get(thread_id)
-        return None if text is None else Checkpoint.from_json(text)
+        if text is None:
+            return None
+        checkpoint_id = json.loads(text)["id"]
+        return _records.loaded(text, checkpoint_id, partial(self._growing, checkpoint_id))
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         self.trips += 1

@@ -4,10 +4,15 @@ import pytest
 
 from runtime import InMemoryCheckpointStore
 
-from .store_conformance import StoreConformance
+from .store_conformance import LongThreadConformance, StoreConformance
 
 
-class TestInMemoryStore(StoreConformance):
+class TestInMemoryStore(StoreConformance, LongThreadConformance):
     @pytest.fixture
     def store(self) -> InMemoryCheckpointStore:
         return InMemoryCheckpointStore()
+
+    async def stored_bytes(self, store: InMemoryCheckpointStore, thread_id: str) -> int:
+        chain = store._threads.get(thread_id, [])
+        return (sum(len(store._records[i][2]) for i in chain)
+                + len(store._heads.get(thread_id, "")))

@@ -8,9 +8,6 @@ back to pending.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,13 +15,12 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
-from . import assignment, fastsql
-from .events import EventDraft
-from .models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
+from .. import assignment
+from ..events import EventDraft
+from ..models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
 
 # What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
-# when the row is made (a fork makes new run ids), and leaving them out of the upsert
-# spares their indexes a write per save.
+# when the row is made (a fork makes new run ids).
 RUN_UPDATE_FIELDS = ("status", "output", "error", "latest_checkpoint_id", "updated_at")
 
 
@@ -36,7 +32,8 @@ def from_ms(value: Any, default: datetime) -> datetime:
 
 
 def sync_rows(cp: Checkpoint, using: str) -> list[EventDraft]:
-    """Sync the interrupts (the run row is the caller's); return the events deserved."""
+    """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved."""
+    upsert_run(cp, using)
     drafts = sync_interrupts(cp, using)
     if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
         drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
@@ -48,23 +45,24 @@ def root_of(cp: Checkpoint) -> str:
     return cp.root_thread_id or cp.thread_id
 
 
-def run_row(cp: Checkpoint) -> dict[str, Any]:
-    """The ``Run`` row's values; an upsert updates only ``RUN_UPDATE_FIELDS``."""
+def run_row(cp: Checkpoint) -> Run:
     now = timezone.now()
     started_by = cp.metadata.get("started_by")
     # input, started_by and created_at keep the values of the run's first checkpoint.
-    return {
-        "run_id": cp.run_id, "thread_id": cp.thread_id, "root_thread_id": root_of(cp),
-        "parent_run": cp.parent_run_id, "graph": cp.graph, "namespace": cp.namespace,
-        "sub_agent_id": cp.sub_agent_id or "", "status": cp.status, "input": run_input(cp),
-        "output": cp.output, "error": cp.error, "latest_checkpoint_id": cp.id,
-        "started_by": started_by if isinstance(started_by, int) else None,
-        "created_at": from_ms(cp.created_at, now), "updated_at": now,
-    }
+    return Run(
+        run_id=cp.run_id, thread_id=cp.thread_id, root_thread_id=root_of(cp),
+        parent_run_id=cp.parent_run_id, graph=cp.graph, namespace=cp.namespace,
+        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=run_input(cp),
+        output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
+        started_by_id=started_by if isinstance(started_by, int) else None,
+        created_at=from_ms(cp.created_at, now), updated_at=now,
+    )
 
 
 def upsert_run(cp: Checkpoint, using: str) -> None:
-    fastsql.insert(Run, run_row(cp), using, conflict="run_id", update=RUN_UPDATE_FIELDS)
+    Run.objects.using(using).bulk_create(
+        [run_row(cp)], update_conflicts=True, unique_fields=["run_id"],
+        update_fields=list(RUN_UPDATE_FIELDS))
 
 
 def run_input(cp: Checkpoint) -> Any:
@@ -74,75 +72,31 @@ def run_input(cp: Checkpoint) -> Any:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Synced:
-    """What a committed save wrote for its checkpoint: the interrupts pending and ended,
-    and the run whose row it mirrored (None: no checkpoint, a thread's first save)."""
-
-    pending: frozenset[str]
-    resolved: frozenset[str]
-    run_id: str | None
-
-
-class _SyncedIds:
-    """What recently saved checkpoints synced (``Synced``), by checkpoint id.
-
-    The next save of a thread finds what changed since its parent without reading the
-    rows back (``saveplan.plan_save``), and whether its run's row is already there.
-    Only committed checkpoints can be parents, so an entry is never wrong; a miss
-    (another process saved the parent, or it aged out) reads the rows instead.
-    """
-
-    def __init__(self, size: int = 10_000) -> None:
-        self.size = size
-        self.entries: OrderedDict[str, Synced] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, checkpoint_id: str | None) -> Synced | None:
-        if checkpoint_id is None:
-            return Synced(frozenset(), frozenset(), None)  # a thread's first: all is new
-        with self.lock:
-            return self.entries.get(checkpoint_id)
-
-    def put(self, checkpoint_id: str, pending: list[str], resolved: list[str],
-            run_id: str) -> None:
-        with self.lock:
-            self.entries[checkpoint_id] = Synced(frozenset(pending), frozenset(resolved), run_id)
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-
-
-synced_ids = _SyncedIds()
+def ended(cp: Checkpoint) -> list[dict[str, Any]]:
+    """The interrupts this save ended: what the executor added since the last save, or,
+    for a checkpoint built by hand, every one it lists."""
+    if cp.additions is not None:
+        return cp.additions.resolved
+    return cp.resolved
 
 
 def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
-    """The reading path: what the rows say decides (``saveplan`` decides without them)."""
+    """Create, move and close interrupt rows; what the rows say decides."""
+    closing = ended(cp)
     pending = [i["id"] for i in cp.interrupts]
-    resolved = [r["id"] for r in cp.resolved]
-    drafts = sync_interrupts_from_rows(cp, pending, resolved, using)
-    synced_ids.put(cp.id, pending, resolved, cp.run_id)
-    return drafts
-
-
-def sync_interrupts_from_rows(cp: Checkpoint, pending: list[str], resolved: list[str],
-                              using: str) -> list[EventDraft]:
-    ids = pending + resolved
+    ids = pending + [r["id"] for r in closing]
     if not ids:
         return []
-    known = dict(Interrupt.objects.using(using).filter(pk__in=ids).values_list("id", "status"))
-    wanted = set(pending)
-    drafts = create_pending(
-        cp, [i for i in cp.interrupts if i["id"] in wanted and i["id"] not in known], using)
+    rows = Interrupt.objects.using(using)
+    known = dict(rows.filter(pk__in=ids).values_list("id", "status"))
+    drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
     still_pending = [i for i in pending if i in known]
     if still_pending:
         # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
         # client sends back as expected_checkpoint_id.
-        fastsql.update(Interrupt, {"checkpoint_id": cp.id}, still_pending, using)
-    closing = set(resolved)
-    for data in cp.resolved:
-        if data["id"] in closing and (
-            known.get(data["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING
-        ):
+        rows.filter(pk__in=still_pending).update(checkpoint_id=cp.id)
+    for data in closing:
+        if known.get(data["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING:
             drafts.extend(resolve(cp, data, exists=data["id"] in known, using=using))
     return drafts
 
@@ -182,8 +136,9 @@ def resolve(cp: Checkpoint, data: dict[str, Any], exists: bool, using: str) -> l
               else InterruptStatus.ANSWERED)
     answered_at = from_ms(data.get("answered_at"), timezone.now())
     if exists:
-        moved = fastsql.update(Interrupt, {"status": status, "answered_at": answered_at},
-                               [data["id"]], using, status=InterruptStatus.PENDING)
+        moved = Interrupt.objects.using(using).filter(
+            pk=data["id"], status=InterruptStatus.PENDING,
+        ).update(status=status, answered_at=answered_at)
     else:
         row = interrupt_row(cp, data, status)
         row.answered_at = answered_at

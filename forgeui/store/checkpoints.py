@@ -1,0 +1,281 @@
+"""``DjangoCheckpointStore``: the runtime's ``CheckpointStore`` on the Django ORM.
+
+A thread is a ``Thread`` row (the compare-and-set cell and the latest head) and one
+``Checkpoint`` row per save holding that save's step record (``runtime._records``): what
+the step changed, not a copy of what came before. ``save`` is one transaction: the
+conditional update of the thread row, the checkpoint row, the ``Run`` / ``Interrupt``
+rows that mirror it (``rows``) and the inbox ``Event`` rows it causes, announced on the
+channel layer after the commit. This module is the one place where the database's
+``IntegrityError`` becomes ``CheckpointConflict``.
+
+The protocol is async; the ORM is sync. Each async method runs its sync half through
+``sync_to_async`` (thread-sensitive, like Django's own async ORM methods). Sync callers
+(the tasks) use the executor's ``*_sync`` methods, which call the sync halves on the
+caller's own thread, and ``async_to_sync`` only for a run that needs an event loop
+(``run_from_sync``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, ParamSpec, TypeVar
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db.models import F
+
+from runtime import _records
+from runtime.checkpoint import Checkpoint, Growing
+from runtime.errors import CheckpointConflict
+
+from .. import models
+from ..events import announce, write_events
+from .rows import sync_rows
+
+P = ParamSpec("P")
+T = TypeVar("T")
+# Rebuilding history read from inside an event loop: the ORM may not block that loop's
+# thread, so the (rare, read-side) query runs on a thread of its own.
+_READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="forge-history")
+
+
+def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
+    return sync_to_async(fn, thread_sensitive=True)
+
+
+class DjangoCheckpointStore:
+    """Checkpoints in ``forgeui.models``; ``using`` names the database alias."""
+
+    def __init__(self, using: str = DEFAULT_DB_ALIAS) -> None:
+        self.using = using
+
+    def __repr__(self) -> str:
+        return f"DjangoCheckpointStore(using={self.using!r})"
+
+    async def save(self, cp: Checkpoint) -> None:
+        """Append ``cp`` to its thread; ``CheckpointConflict`` unless its parent is latest."""
+        await _in_thread(self.save_sync)(cp)
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        """The thread's latest checkpoint, or None."""
+        return await _in_thread(self.load_sync)(thread_id)
+
+    async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
+        """One checkpoint by id, or None."""
+        return await _in_thread(self.load_by_id_sync)(checkpoint_id)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        """Every checkpoint of the thread, oldest first."""
+        return await _in_thread(self.list_sync)(thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread, its checkpoints and the runs mirrored from it."""
+        await _in_thread(self.delete_sync)(thread_id)
+
+    async def load_run(self, run_id: str) -> Checkpoint | None:
+        """The latest checkpoint of run ``run_id``, or None."""
+        return await _in_thread(self.load_run_sync)(run_id)
+
+    async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
+        """``BlockingStore``: run ``fn`` where the sync halves may be called (the thread
+        the ORM calls above run in); the executor runs lone sync steps there."""
+        result: T = await _in_thread(fn)()
+        return result
+
+    def can_block_here(self) -> bool:
+        """``BlockingStore``: always; a sync caller's thread saves on its own connection,
+        inside the caller's transaction as a savepoint of it."""
+        return True
+
+    def run_from_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``SyncRunner``: ``async_to_sync``, as Django's own code does, so the calls made
+        from that loop (``_in_thread``) come back to this waiting thread. Under
+        ``asyncio.run`` they would go where a request's thread-sensitive context sends
+        them: to this very thread, blocked, so they would never run."""
+        async def awaited() -> T:
+            return await coro
+
+        result: T = async_to_sync(awaited)()
+        return result
+
+    # -- the sync halves ------------------------------------------------------------
+
+    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
+        """``save``, blocking (every save waits for the disk: ``durable`` is ignored)."""
+        encoded = _records.encode(cp)
+        try:
+            with transaction.atomic(using=self.using):
+                head = "" if _records.is_fork_start(cp, encoded) else encoded.head
+                seq = self._advance(cp, head)
+                self._checkpoints().create(
+                    id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
+                    parent_id=cp.parent_id or "", base_id=encoded.base_id or "",
+                    node=cp.node or "", status=cp.status, step=cp.step,
+                    created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
+                    record=encoded.record)
+                drafts = sync_rows(cp, self.using)
+                if drafts:  # last: the event ordering lock waits for other writers
+                    transaction.on_commit(partial(announce, write_events(drafts, self.using)),
+                                          using=self.using)
+        except IntegrityError as exc:
+            conflict = self._conflict_behind(cp)
+            if conflict is None:
+                raise
+            raise conflict from exc
+        cp.mark_saved(partial(self._growing, cp.id))
+
+    def _advance(self, cp: Checkpoint, head: str) -> int:
+        """The compare-and-set: move the thread to ``cp``; the checkpoint's position."""
+        threads = models.Thread.objects.using(self.using)
+        if cp.parent_id is None:
+            with transaction.atomic(using=self.using):  # a savepoint: a lost race is ours
+                threads.create(thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1,
+                               head=head)
+            return 1
+        moved = threads.filter(pk=cp.thread_id, latest_checkpoint_id=cp.parent_id,
+                               deleted=False).update(latest_checkpoint_id=cp.id,
+                                                     seq=F("seq") + 1, head=head)
+        if not moved:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+        return int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
+
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
+        row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
+               .values_list("latest_checkpoint_id", "head").first())
+        if row is None:
+            return None
+        latest, head = row
+        if not head:  # a fork's first checkpoint: rebuilt from the original's records
+            return self.load_by_id_sync(latest)
+        return _records.loaded(head, latest, partial(self._growing, latest))
+
+    def recent_sync(self, thread_id: str) -> Checkpoint | None:
+        """``BlockingStore``: this store keeps no memory of its own; ``load_sync`` is one
+        row."""
+        return None
+
+    def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
+        found = self._replayed(checkpoint_id, visible_only=True)
+        if found is None:
+            return None
+        cp = found.checkpoint()
+        cp.seq = self._checkpoints().filter(pk=checkpoint_id).values_list("seq", flat=True)[0]
+        return cp
+
+    def list_sync(self, thread_id: str) -> builtins.list[Checkpoint]:
+        if not models.Thread.objects.using(self.using).filter(pk=thread_id,
+                                                               deleted=False).exists():
+            return []
+        rows = builtins.list(self._checkpoints().of_thread(thread_id)
+                             .values_list("record", "base_id"))
+        if not rows:
+            return []
+        start = self._replayed(rows[0][1]) if rows[0][1] else None
+        found = [r.checkpoint() for r in _records.replay((r for r, _ in rows), start)]
+        for seq, cp in enumerate(found, start=1):
+            cp.seq = seq  # the thread's positions run from 1 without gaps
+        return found
+
+    def delete_sync(self, thread_id: str) -> None:
+        """Forget the thread. Records a fork builds on stay, hidden under a new thread
+        id, until no thread needs them."""
+        with transaction.atomic(using=self.using):
+            models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
+            threads = models.Thread.objects.using(self.using)
+            first_base = (self._checkpoints().filter(thread_id=thread_id)
+                          .order_by("seq").values_list("base_id", flat=True).first())
+            if self._forks_of(thread_id).exists():
+                hidden = f"{thread_id}#deleted-{uuid.uuid4().hex}"
+                threads.filter(pk=thread_id).update(deleted=True, head="")
+                self._checkpoints().filter(thread_id=thread_id).update(thread_id=hidden)
+                threads.filter(pk=thread_id).update(thread_id=hidden)
+                return
+            threads.filter(pk=thread_id).delete()
+            if first_base:
+                self._collect(first_base)
+
+    def _forks_of(self, thread_id: str) -> models.CheckpointQuerySet:
+        """Checkpoints of other threads whose records build on this thread's."""
+        own = self._checkpoints().filter(thread_id=thread_id).values("id")
+        return self._checkpoints().filter(base_id__in=own).exclude(thread_id=thread_id)
+
+    def _collect(self, checkpoint_id: str) -> None:
+        """The thread of ``checkpoint_id``, if deleted, goes once no fork needs it."""
+        row = (self._checkpoints().filter(pk=checkpoint_id, thread__deleted=True)
+               .values_list("thread_id", flat=True).first())
+        if row is not None:
+            models.Thread.objects.using(self.using).filter(pk=row).update(deleted=False)
+            self.delete_sync(row)
+
+    def load_run_sync(self, run_id: str) -> Checkpoint | None:
+        row = (models.Run.objects.using(self.using).filter(pk=run_id)
+               .values_list("thread_id", "latest_checkpoint_id").first())
+        if row is None:
+            return None
+        latest = self.load_sync(row[0])
+        if latest is not None and latest.id == row[1]:
+            return latest
+        return self.load_by_id_sync(row[1])
+
+    # -- rebuilding from records ------------------------------------------------------
+
+    def _growing(self, checkpoint_id: str) -> Growing:
+        """History, state and resolved of a checkpoint, rebuilt from its records."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            found = self._replayed(checkpoint_id)
+        else:
+            found = _READER.submit(self._replayed_apart, checkpoint_id).result()
+        assert found is not None, checkpoint_id
+        return found.history, found.state, found.resolved
+
+    def _replayed_apart(self, checkpoint_id: str) -> _records.Replayed | None:
+        """``_replayed`` on a reader thread, which keeps no connection open afterwards."""
+        try:
+            return self._replayed(checkpoint_id)
+        finally:
+            connections.close_all()
+
+    def _replayed(self, checkpoint_id: str, visible_only: bool = False,
+                  ) -> _records.Replayed | None:
+        """The checkpoint rebuilt from the first record of its lineage (a fork's lineage
+        goes on into the thread it was forked from), or None."""
+        found = self._checkpoints().filter(pk=checkpoint_id)
+        if visible_only:
+            found = found.filter(thread__deleted=False)
+        row = found.values_list("thread_id", "seq").first()
+        if row is None:
+            return None
+        rows = builtins.list(self._checkpoints().filter(thread_id=row[0], seq__lte=row[1])
+                             .order_by("seq").values_list("record", "base_id"))
+        start = self._replayed(rows[0][1]) if rows[0][1] else None
+        *_, last = _records.replay((r for r, _ in rows), start)
+        return last
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _checkpoints(self) -> models.CheckpointQuerySet:
+        return models.Checkpoint.objects.using(self.using)  # type: ignore[return-value]
+
+    def _latest_id(self, thread_id: str) -> str | None:
+        return (
+            models.Thread.objects.using(self.using)
+            .filter(pk=thread_id)
+            .values_list("latest_checkpoint_id", flat=True)
+            .first()
+        )
+
+    def _conflict_behind(self, cp: Checkpoint) -> CheckpointConflict | None:
+        """Is this ``IntegrityError`` a lost compare-and-set (or a reused id)? Else a bug."""
+        latest = self._latest_id(cp.thread_id)
+        reused = self._checkpoints().filter(pk=cp.id).exists()
+        if latest != cp.parent_id or reused:
+            return CheckpointConflict(cp.thread_id, cp.parent_id, latest)
+        return None
