@@ -268,27 +268,11 @@ class BlockingStore(Protocol):
     ``can_block_here`` allows.
     """
 
-    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
-        """``save``, blocking.
-
-        ``durable=False``: the save is committed and every writer sees it at once, but it
-        may reach the disk only with the next durable save. For a claim whose caller
-        saves again before it reports anything (``update_latest_blocking``'s
-        ``then_saves``): a crash before that save leaves nobody told, as a crash just
-        before the claim would. Stores without that distinction ignore it.
-        """
+    def save_sync(self, cp: Checkpoint) -> None:
+        """``save``, blocking."""
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         """``load``, blocking."""
-
-    def recent_sync(self, thread_id: str) -> Checkpoint | None:
-        """The thread's latest checkpoint as this process last saved it, if the store
-        remembers one (a fresh copy each call), else None; no database call.
-
-        Another process may have saved since, so it is only a guess for a
-        compare-and-set (``update_latest_blocking``): a resume of a run this process
-        paused skips the read.
-        """
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
         """``load_run``, blocking."""
@@ -357,36 +341,13 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
         return cp
 
 
-def update_latest_blocking(store: BlockingStore, thread_id: str, change: Change,
-                           then_saves: Callable[[], bool] | None = None) -> Checkpoint:
-    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread.
-
-    First on the store's recent copy, if it has one: the compare-and-set proves it was
-    the latest. If it was not, or ``change`` refuses it (a stale copy can look like a
-    run in another state), ``change`` decides again on what ``load_sync`` says.
-    ``then_saves``, asked after each ``change``: will the caller save again before it
-    reports anything? Then this save need not wait for the disk (``save_sync``).
-    """
-    def save(cp: Checkpoint) -> None:
-        store.save_sync(cp, durable=then_saves is None or not then_saves())
-
-    guess = store.recent_sync(thread_id)
-    if guess is not None:
-        try:
-            cp: Checkpoint | None = change(guess)
-        except Exception:
-            cp = None
-        if cp is not None:
-            try:
-                save(cp)
-            except CheckpointConflict:
-                pass
-            else:
-                return cp
+def update_latest_blocking(store: BlockingStore, thread_id: str,
+                           change: Change) -> Checkpoint:
+    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
     while True:
         cp = change(store.load_sync(thread_id))
         try:
-            save(cp)
+            store.save_sync(cp)
         except CheckpointConflict:
             continue
         return cp

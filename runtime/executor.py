@@ -204,7 +204,7 @@ class DurableExecutor:
     def _submit_here(self, blocking: BlockingStore, claim: _Claim) -> RunResult:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
         claim, then drive right here (``RunExecution.drive_here``)."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim, claim.then_saves)
+        root = update_latest_blocking(blocking, claim.root_thread, claim)
         execution = self._execution(root, claim, None)
         if execution is None:
             return self._result(root)
@@ -216,7 +216,7 @@ class DurableExecutor:
                          ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
         """On the store's thread: claim, then go on as far as lone sync steps reach
         (``drive_on_store_thread``); the loop does the rest."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim, claim.then_saves)
+        root = update_latest_blocking(blocking, claim.root_thread, claim)
         execution = self._execution(root, claim, loop)
         return root, execution, execution is not None and execution.drive_on_store_thread()
 
@@ -397,13 +397,6 @@ class _Claim:
             root.status, root.lease = "running", new_id()
         root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
         return root
-
-    def then_saves(self) -> bool:
-        """Does the caller save again before it reports anything? A claim that took the
-        lease leads to an execution, which starts dirty and so saves before it returns
-        (paused, ended, failed or cancelled); a note or a request left to the lease's
-        holder is reported as soon as it is saved."""
-        return self.take_lease
 
 
 def _answer(root_thread: str, target: ResumeTarget | None, command: Command,

@@ -106,8 +106,8 @@ class DjangoCheckpointStore:
 
     # -- the sync halves ------------------------------------------------------------
 
-    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
-        """``save``, blocking (every save waits for the disk: ``durable`` is ignored)."""
+    def save_sync(self, cp: Checkpoint) -> None:
+        """``save``, blocking."""
         encoded = _records.encode(cp)
         try:
             with transaction.atomic(using=self.using):
@@ -154,11 +154,6 @@ class DjangoCheckpointStore:
         if not head:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
         return _records.loaded(head, latest, partial(self._growing, latest))
-
-    def recent_sync(self, thread_id: str) -> Checkpoint | None:
-        """``BlockingStore``: this store keeps no memory of its own; ``load_sync`` is one
-        row."""
-        return None
 
     def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
         found = self._replayed(checkpoint_id, visible_only=True)

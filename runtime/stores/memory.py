@@ -27,8 +27,7 @@ class InMemoryCheckpointStore:
     async def load(self, thread_id: str) -> Checkpoint | None:
         return self.load_sync(thread_id)
 
-    def save_sync(self, cp: Checkpoint, durable: bool = True) -> None:
-        """``save``; ``durable`` means nothing here (nothing outlives the process)."""
+    def save_sync(self, cp: Checkpoint) -> None:
         encoded = _records.encode(cp)  # before the lock: a bad value changes nothing
         with self._lock:
             chain = self._threads.setdefault(cp.thread_id, [])
@@ -53,10 +52,6 @@ class InMemoryCheckpointStore:
             return found.checkpoint() if found is not None else None
         return _records.loaded(self._heads[thread_id], chain[-1],
                                partial(self._growing, chain[-1]))
-
-    def recent_sync(self, thread_id: str) -> Checkpoint | None:
-        """Nothing to guess: ``load_sync`` is as cheap as a memory of it would be."""
-        return None
 
     async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
         record = self._records.get(checkpoint_id)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from asgiref.sync import sync_to_async
 
-from forgeui.store import DjangoCheckpointStore
 from forgeui.models import Checkpoint, Thread
+from forgeui.store import DjangoCheckpointStore
 from tests.runtime.store_conformance import LongThreadConformance, StoreConformance
 
 

@@ -243,7 +243,8 @@ class LongThreadConformance:
         assert await store.load(original) is None and await store.list(original) == []
         kept = await store.load(fork)
         assert kept is not None
-        assert kept.history[-1]["output"]["messages"] == expected_messages(30) + expected_messages(2)
+        last = kept.history[-1]["output"]["messages"]
+        assert last == expected_messages(30) + expected_messages(2)
         assert len(await store.list(fork)) == 1 + 2 * 3  # the copy, then three a turn
         await talk(executor, 1, fork)
         await store.delete(fork)
