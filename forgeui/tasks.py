@@ -138,14 +138,16 @@ def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
     run = store().load_run_sync(run_id)
     if run is None:
         return "gone"
-    for record in run.resolved:
-        if record["id"] == interrupt_id:
-            return "cancelled" if record.get("status") == "cancelled" else "answered"
     root = root_checkpoint(run)
     if root is not None and interrupt_id in root.answers:
         return "accepted"
-    pending = any(record["id"] == interrupt_id for record in run.interrupts)
-    return "open" if pending else "gone"
+    if any(record["id"] == interrupt_id for record in run.interrupts):
+        return "open"
+    # Ended: only now read the run's history (built from its records) to say how.
+    for record in run.resolved:
+        if record["id"] == interrupt_id:
+            return "cancelled" if record.get("status") == "cancelled" else "answered"
+    return "gone"
 
 
 def root_checkpoint(cp: Checkpoint) -> Checkpoint | None:
