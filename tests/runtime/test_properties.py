@@ -37,6 +37,8 @@ from runtime import (
     StaleResumeTarget,
 )
 
+from .reference_store import FullCopyReference
+
 SLOTS = ("a0", "a1", "c", "g")
 NAMESPACE = {"a": ["root"], "c": ["root", "child"], "g": ["root", "child", "grandchild"]}
 SUB_AGENT = {"a": None, "c": "child", "g": "grandchild"}
@@ -131,7 +133,7 @@ class TreeMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.store = InMemoryCheckpointStore()
+        self.store = FullCopyReference()
         self.rec = Recorder()
         self.ex = build(self.store, self.rec)
         self.models: dict[str, Model] = {}
@@ -311,6 +313,8 @@ class TreeMachine(RuleBasedStateMachine):
         self._completed_nodes_never_rerun()
 
     async def _audit(self) -> None:
+        # Rebuilt from step records, every checkpoint equals its full copy.
+        await self.store.assert_rebuilds_every_checkpoint()
         for root in self.models:
             tree = await self.ex.get_tree(root)
             await self._checkpoint_lists_only_grow([n.thread_id for n in tree])
