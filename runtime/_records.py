@@ -100,7 +100,11 @@ def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,
             entries.append({"node": entry["node"], "from": task_id, "p": patch})
         else:
             entries.append({k: v for k, v in entry.items() if k != "task_id"})
-    encoded: dict[str, Any] = {"h": entries, "r": additions.resolved}
+    # An ended interrupt was pending in the base's head: keep only how it ended.
+    pending = {i["id"]: i for i in (base_head or {}).get("interrupts", ())}
+    ended = [{"from": r["id"], "p": _patch.diff(pending[r["id"]], r)} if r["id"] in pending
+             else r for r in additions.resolved]
+    encoded: dict[str, Any] = {"h": entries, "r": ended}
     if additions.reset:
         encoded["reset"] = True
     return encoded
@@ -153,7 +157,9 @@ def _step(prev: Replayed | None, record: dict[str, Any]) -> Replayed:
             if not entry.get("cancelled"):
                 state[entry["node"]] = entry["output"]
     if added["r"]:
-        resolved = [*resolved, *added["r"]]
+        pending = {i["id"]: i for i in prev_head.get("interrupts", ())}
+        resolved = [*resolved, *(_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
+                                 for r in added["r"])]
     return Replayed(head, history, state, resolved)
 
 
