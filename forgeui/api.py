@@ -8,6 +8,7 @@ logs and answers JSON, and the test suite asserts it never fires.
 """
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -67,6 +68,7 @@ from .schemas import (
     TargetedResumeIn,
 )
 from .store import DjangoCheckpointStore
+from .store.pages import ThreadPages
 
 logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -142,7 +144,8 @@ def get_run(request: HttpRequest, run_id: Id) -> Any:
 def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
     """Oldest first. Sub-agent thread ids contain '/'; send them as they are."""
     _get(Thread.objects.filter(deleted=False), "thread", thread_id)
-    return DjangoCheckpointStore().list_sync(thread_id)
+    store = DjangoCheckpointStore()
+    return ThreadPages(store.count_sync(thread_id), partial(store.list_sync, thread_id))
 
 
 @router.get("/checkpoints/{checkpoint_id}", response={200: CheckpointOut, **ERRORS})

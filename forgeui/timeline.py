@@ -9,6 +9,7 @@ The same entries feed the page and the JSON export.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from django.utils import timezone
@@ -17,6 +18,7 @@ from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
 
 from .models import Answer, SteeringNote
 from .store import DjangoCheckpointStore
+from .store.pages import ThreadPages
 from .store.rows import from_ms
 
 
@@ -74,17 +76,30 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
     return sorted(changes, key=lambda change: change.key)
 
 
-def entries(thread_id: str) -> list[Entry]:
-    """Every checkpoint of ``thread_id``, oldest first, with answers and notes placed."""
-    checkpoints = DjangoCheckpointStore().list_sync(thread_id)
+def pages(thread_id: str, newest_first: bool = False) -> ThreadPages:
+    """The thread's entries for a paginator: a page rebuilds only the records it needs."""
+    store = DjangoCheckpointStore()
+    return ThreadPages(store.count_sync(thread_id), partial(entries, thread_id),
+                       newest_first)
+
+
+def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Entry]:
+    """The checkpoints of ``thread_id`` at positions ``first`` to ``last`` (default: all),
+    oldest first, with answers and notes placed."""
+    checkpoints = DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last)
     ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
     answers = _answers({r["id"] for records in ended for r in records})
     previous: RuntimeCheckpoint | None = None
     result = []
-    for seq, (cp, records) in enumerate(zip(checkpoints, ended, strict=True), start=1):
-        result.append(_entry(seq, cp, previous, records, answers))
+    for cp, records in zip(checkpoints, ended, strict=True):
+        if cp.seq >= first:
+            result.append(_entry(cp.seq, cp, previous, records, answers))
         previous = cp
-    _place_notes(result, checkpoints)
+    before = checkpoints[0].created_at if first > 1 and checkpoints else None
+    checkpoints = checkpoints[-len(result):] if result else []
+    more = bool(checkpoints) and checkpoints[-1].seq < DjangoCheckpointStore().count_sync(
+        thread_id)
+    _place_notes(result, checkpoints, before, checkpoints[-1].created_at if more else None)
     return result
 
 
@@ -126,8 +141,10 @@ def _answers(interrupt_ids: set[str]) -> dict[str, Answer]:
     return found
 
 
-def _place_notes(result: list[Entry], checkpoints: list[RuntimeCheckpoint]) -> None:
-    """Standalone notes go to the first checkpoint saved after them (else the last)."""
+def _place_notes(result: list[Entry], checkpoints: list[RuntimeCheckpoint],
+                 after: int | None, until: int | None) -> None:
+    """Standalone notes go to the first checkpoint saved after them (else the last); a
+    page takes the notes made after the checkpoint before it and up to its own last."""
     if not result:
         return
     run_ids = {entry.run_id for entry in result}
@@ -135,6 +152,8 @@ def _place_notes(result: list[Entry], checkpoints: list[RuntimeCheckpoint]) -> N
              .select_related("user").order_by("created_at"))
     for note in notes:
         at = note.created_at.timestamp() * 1000
+        if (after is not None and at <= after) or (until is not None and at > until):
+            continue
         index = next((i for i, cp in enumerate(checkpoints) if cp.created_at >= at),
                      len(checkpoints) - 1)
         result[index].notes.append(Note(

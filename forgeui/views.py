@@ -585,6 +585,10 @@ def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 # -- timeline and audit -----------------------------------------------------------------
 
+# A long thread's timeline is read a page at a time: each page replays only its records.
+TIMELINE_PAGE = 50
+
+
 def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
     entries = timeline.entries(thread_id)
     if not entries:
@@ -595,10 +599,16 @@ def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
 @require_GET
 @requires(Action.READ)
 def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
-    entries = _timeline_or_404(thread_id)
+    newest_first = request.GET.get("order") == "newest"
+    found = timeline.pages(thread_id, newest_first)
+    if not len(found):
+        raise Http404(f"no thread {thread_id!r}")
+    current = Paginator(found, TIMELINE_PAGE).get_page(request.GET.get("page"))
+    entries = list(current.object_list)
     runs_here = Run.objects.filter(thread_id=thread_id).order_by("created_at")
     children = Run.objects.filter(parent_run__in=runs_here).order_by("created_at")
-    context = {"thread_id": thread_id, "entries": entries, "run": runs_here.first(),
+    context = {"thread_id": thread_id, "entries": entries, "page": current,
+               "newest_first": newest_first, "run": runs_here.first(),
                "children": children, "fork": forks.origin(thread_id),
                "forks": forks.forks_of(thread_id)}
     return page(request, "forgeui/timeline.html", "entries", context)

@@ -163,19 +163,34 @@ class DjangoCheckpointStore:
         cp.seq = self._checkpoints().filter(pk=checkpoint_id).values_list("seq", flat=True)[0]
         return cp
 
-    def list_sync(self, thread_id: str) -> builtins.list[Checkpoint]:
+    def list_sync(self, thread_id: str, start: int = 1,
+                  stop: int | None = None) -> builtins.list[Checkpoint]:
+        """Every checkpoint of the thread, oldest first; or those at positions ``start``
+        to ``stop`` (from 1, inclusive), rebuilt from no more records than they need."""
         if not models.Thread.objects.using(self.using).filter(pk=thread_id,
                                                                deleted=False).exists():
             return []
-        rows = builtins.list(self._checkpoints().of_thread(thread_id)
-                             .values_list("record", "base_id"))
-        if not rows:
+        rows = self._checkpoints().of_thread(thread_id)
+        if stop is not None:
+            rows = rows.filter(seq__lte=stop)
+        records = builtins.list(rows.values_list("record", "base_id"))
+        if not records:
             return []
-        start = self._replayed(rows[0][1]) if rows[0][1] else None
-        found = [r.checkpoint() for r in _records.replay((r for r, _ in rows), start)]
-        for seq, cp in enumerate(found, start=1):
-            cp.seq = seq  # the thread's positions run from 1 without gaps
+        start_from = self._replayed(records[0][1]) if records[0][1] else None
+        found = []
+        replayed = _records.replay((r for r, _ in records), start_from)
+        for seq, one in enumerate(replayed, start=1):  # positions run from 1, no gaps
+            if seq >= start:
+                cp = one.checkpoint()
+                cp.seq = seq
+                found.append(cp)
         return found
+
+    def count_sync(self, thread_id: str) -> int:
+        """How many checkpoints the thread has (0 for an unknown or deleted thread)."""
+        seq = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
+               .values_list("seq", flat=True).first())
+        return int(seq or 0)
 
     def delete_sync(self, thread_id: str) -> None:
         """Forget the thread. Records a fork builds on stay, hidden under a new thread
