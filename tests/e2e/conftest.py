@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from runtime.examples import GRAPHS
 from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +112,9 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
                DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
                ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
-               **extra_env)
+               # The demo graphs, and one that pauses with whatever payload its input holds.
+               FORGE_GRAPHS=json.dumps({**GRAPHS, "custom": "tests.forgeui.graphs:custom"}))
+    env.update(extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")
     tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}

@@ -1,0 +1,114 @@
+"""axe-core over every page, for every role, at desktop and phone sizes.
+
+axe-core is vendored for the tests only (``vendor/``, MPL-2.0, from the npm registry) and
+injected by Playwright; users are never served it. A page passes with no serious or
+critical violation and no sideways scroll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import PASSWORDS, LiveServer
+
+AXE = Path(__file__).parent / "vendor" / "axe-4.14.1.min.js"
+SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
+RUN_AXE = """async () => {
+    const found = await axe.run(document, {resultTypes: ["violations"]});
+    return found.violations.filter(v => ["serious", "critical"].includes(v.impact))
+        .map(v => ({rule: v.id, impact: v.impact, help: v.help,
+                    where: v.nodes.slice(0, 5).map(n => n.target.join(" "))}));
+}"""
+
+
+@pytest.fixture(scope="module")
+def pages(forge: LiveServer) -> dict[str, str]:
+    """One of every page, with runs in every state worth drawing."""
+    transfer = forge.start("transfer", {"amount": 12, "currency": "EUR", "to": "ACME"})[0]
+    email = forge.start("email", {"to": "dana@example.com"})[0]
+    deploy = forge.start("deploy", {"version": "3.0.0"})[0]
+    tree = forge.start("supervisor", {"topic": "axe"})[0]
+    approvals = forge.start("parallel_approvals", {"item": "chairs", "amount": 90})
+    approvals = forge.pending(approvals[0]["root_thread_id"], at_least=2)
+    finance = next(i for i in approvals if i["node"] == "finance")
+    answered = forge.start("transfer", {"amount": 1})[0]
+    forge.api("POST", f"/api/interrupts/{answered['id']}/resume",
+              {"value": True, "steering": "fine"}, who="reviewer")
+    return {"inbox": "/", "interrupt": f"/interrupts/{transfer['id']}/",
+            "actions": f"/interrupts/{email['id']}/",
+            "schema": f"/interrupts/{finance['id']}/",
+            "breakpoint": f"/interrupts/{deploy['id']}/",
+            "answered": f"/interrupts/{answered['id']}/",
+            "runs": "/runs/", "run tree": f"/runs/{tree['run_id']}/",
+            "timeline": f"/threads/{answered['thread_id']}/", "audit": "/audit/",
+            "decisions": "/audit/decisions/"}
+
+
+@pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])
+def size(request: pytest.FixtureRequest) -> dict[str, int]:
+    return dict(request.param)
+
+
+def check(page: Any, where: str) -> list[str]:
+    """axe's serious and critical findings on the page as it is now, and sideways scroll."""
+    page.add_script_tag(path=str(AXE))
+    problems = [f"{where}: {v['rule']} ({v['impact']}) {v['help']} at {v['where']}"
+                for v in page.evaluate(RUN_AXE)]
+    if not page.evaluate("() => document.scrollingElement.scrollWidth <= innerWidth"):
+        problems.append(f"{where}: scrolls sideways")
+    return problems
+
+
+@pytest.fixture
+def context_at(browser: Any, size: dict[str, int]) -> Iterator[Any]:
+    # The page's CSP forbids inline scripts, axe's tag included: tests only bypass it.
+    context = browser.new_context(viewport=size, bypass_csp=True)
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize("who", ["reviewer", "supervisor", "auditor"])
+def test_every_page_has_no_serious_violation(forge: LiveServer, pages: dict[str, str],
+                                             context_at: Any, who: str) -> None:
+    page = context_at.new_page()
+    page.goto(f"{forge.url}/accounts/login/")
+    problems = check(page, "login")
+    page.fill("#id_username", who)
+    page.fill("#id_password", PASSWORDS[who])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{forge.url}/")
+    for name, path in pages.items():
+        page.goto(forge.url + path)
+        page.wait_for_load_state("load")
+        problems += check(page, name)
+    page.goto(forge.url + "/")
+    page.keyboard.press("?")  # the shortcut help, open
+    problems += check(page, "keyboard help")
+    assert problems == []
+
+
+def test_error_states_have_no_serious_violation(forge: LiveServer, pages: dict[str, str],
+                                                context_at: Any) -> None:
+    page = context_at.new_page()
+    page.goto(f"{forge.url}/accounts/login/")
+    page.fill("#id_username", "reviewer")
+    page.fill("#id_password", "wrong")
+    page.click("button[type=submit]")
+    problems = check(page, "login refused")
+    page.fill("#id_username", "reviewer")
+    page.fill("#id_password", PASSWORDS["reviewer"])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{forge.url}/")
+    page.goto(forge.url + pages["schema"])
+    page.get_by_label("limit").fill("-1")
+    page.get_by_role("button", name="Send answer").click()
+    page.locator(".field.has-error").first.wait_for()
+    problems += check(page, "schema error")
+    page.goto(forge.url + pages["answered"])
+    problems += check(page, "answered")
+    assert problems == []
