@@ -9,7 +9,11 @@ from asgiref.sync import sync_to_async
 
 from forgeui.models import Checkpoint, Thread
 from forgeui.store import DjangoCheckpointStore
-from tests.runtime.store_conformance import LongThreadConformance, StoreConformance
+from tests.runtime.store_conformance import (
+    BlockingStoreConformance,
+    LongThreadConformance,
+    StoreConformance,
+)
 
 
 class DjangoStoredBytes(LongThreadConformance):
@@ -24,7 +28,7 @@ def _stored_bytes(using: str, thread_id: str) -> int:
             + sum(len(h) for h in heads.values_list("head", flat=True)))
 
 
-class TestDjangoStoreOnSQLite(StoreConformance, DjangoStoredBytes):
+class TestDjangoStoreOnSQLite(StoreConformance, BlockingStoreConformance, DjangoStoredBytes):
     pytestmark = pytest.mark.django_db(transaction=True, databases=["sqlite"])
 
     @pytest.fixture
@@ -32,7 +36,8 @@ class TestDjangoStoreOnSQLite(StoreConformance, DjangoStoredBytes):
         yield DjangoCheckpointStore("sqlite")
 
 
-class TestDjangoStoreOnPostgres(StoreConformance, DjangoStoredBytes):
+class TestDjangoStoreOnPostgres(StoreConformance, BlockingStoreConformance,
+                                DjangoStoredBytes):
     pytestmark = [
         pytest.mark.postgres,
         pytest.mark.django_db(transaction=True, databases=["postgres"]),

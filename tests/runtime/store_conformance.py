@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runtime import Checkpoint, CheckpointConflict, CheckpointStore, DurableExecutor
-from runtime.checkpoint import update_latest
+from runtime.checkpoint import BlockingStore, update_latest
 
 
 def make_checkpoint(thread_id: str, parent_id: str | None, **changes: Any) -> Checkpoint:
@@ -211,7 +211,7 @@ class LongThreadConformance:
 
     async def test_storage_grows_linearly_with_turns(self, store: CheckpointStore) -> None:
         executor = chat_graph(store)
-        short, long = await talk(executor, 50), await talk(executor, 200)
+        short, long = await talk(executor, 30), await talk(executor, 120)
         ratio = await self.stored_bytes(store, long) / await self.stored_bytes(store, short)
         assert ratio < 4 * 1.25, ratio  # four times the turns, not sixteen
 
@@ -259,3 +259,32 @@ class LongThreadConformance:
         assert latest is not None
         assert "_history" not in vars(latest) or latest._source is not None
         assert latest.history[-1]["output"]["messages"] == expected_messages(20)
+
+
+class BlockingStoreConformance:
+    """The blocking twins (``runtime.checkpoint.BlockingStore``), for a store that offers
+    them: the same answers as the async methods, and the same compare-and-set."""
+
+    async def test_is_a_blocking_store(self, store: CheckpointStore) -> None:
+        assert isinstance(store, BlockingStore)
+        assert isinstance(store.can_block_here(), bool)
+
+    async def test_the_twins_save_and_load_in_the_store_thread(
+        self, store: CheckpointStore,
+    ) -> None:
+        assert isinstance(store, BlockingStore)
+
+        def in_thread() -> tuple[Checkpoint | None, Checkpoint | None]:
+            first = make_checkpoint("t-twin", None, run_id="r-twin")
+            store.save_sync(first)
+            second = make_checkpoint("t-twin", first.id, run_id="r-twin", status="completed")
+            store.save_sync(second)
+            with pytest.raises(CheckpointConflict):
+                store.save_sync(make_checkpoint("t-twin", first.id))
+            return store.load_sync("t-twin"), store.load_run_sync("r-twin")
+
+        latest, of_run = await store.call_in_store_thread(in_thread)
+        assert latest is not None and latest == await store.load("t-twin")
+        assert of_run == latest and latest.status == "completed"
+        assert [cp.id for cp in await store.list("t-twin")][-1] == latest.id
+        assert await store.call_in_store_thread(lambda: store.load_sync("nope")) is None
