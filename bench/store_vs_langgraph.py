@@ -6,7 +6,7 @@ to the end), on SQLite (WAL, synchronous=FULL) and on PostgreSQL, beside LangGra
 insert-and-commit rate of the same database. Every completed step is checkpointed
 (``durability="sync"``), so crash safety is not traded for speed. Each side's
 checkpoints and commits per finished run are counted too (``commits_per_run``), and
-how many of those commits did not wait for the disk (a resume's claim: ``forgeui.unwaited``).
+how many of those commits did not wait for the disk (statements that lower the wait).
 
 Each side runs twice, sync API against sync API and async against async: forge's
 ``ex.run_sync`` / ``ex.resume_sync`` (lone sync steps on the caller's thread, no event
@@ -230,7 +230,7 @@ def langgraph_async_runner(kind: str, target: str, stack: ExitStack) -> tuple[Ph
 
 
 def unwaited(sql: str) -> bool:
-    """Does this statement make a commit skip waiting for the disk (``forgeui.unwaited``)?
+    """Does this statement make a commit skip waiting for the disk?
     SQLite: ``synchronous`` lowered to NORMAL (0 or 1) for it; PostgreSQL:
     ``synchronous_commit`` turned off for it."""
     text = sql.replace(" ", "").lower()

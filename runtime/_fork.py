@@ -70,7 +70,7 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
     rename = _Renamer(src.thread_id, new_thread, [src.run_id, *src.children])
     originals: dict[str, Checkpoint] = {src.run_id: src}
     for old_run, summary in src.children.items():
-        child = await store.load_by_id(summary["checkpoint_id"])
+        child = await _load_child(store, summary)
         if child is None:
             raise ValueError(f"sub-agent checkpoint {summary['checkpoint_id']!r} is missing")
         originals[old_run] = child
@@ -85,6 +85,15 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
         await store.save(cp)
     await store.save(root)  # last: a half-made fork is never reachable from a root
     return new_thread
+
+
+async def _load_child(store: CheckpointStore, summary: dict[str, Any]) -> Checkpoint | None:
+    """The sub-agent's checkpoint the summary names: its thread's latest when it still is
+    (one read, and the copy is then saved as a patch against it), else rebuilt by id."""
+    latest = await store.load(summary["thread_id"])
+    if latest is not None and latest.id == summary["checkpoint_id"]:
+        return latest
+    return await store.load_by_id(summary["checkpoint_id"])
 
 
 def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid: str,
