@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
 
-from .models import Answer, SteeringNote
+from .models import Answer, Run, SteeringNote
 from .store import DjangoCheckpointStore
 from .store.pages import ThreadPages
 from .store.rows import from_ms
@@ -62,6 +62,10 @@ class Entry:
     notes: list[Note] = field(default_factory=list)
     diff: list[Change] = field(default_factory=list)
     forked_from: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)  # the whole state at this point
+    input: Any = None  # the run's input, on a run's first checkpoint
+    namespace: list[str] = field(default_factory=list)
+    thread_id: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +78,16 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
     changes += [Change(key, "changed", before[key], after[key])
                 for key in after if key in before and before[key] != after[key]]
     return sorted(changes, key=lambda change: change.key)
+
+
+def tree_history(root_thread_id: str, sub_agent: str = "") -> list[Entry]:
+    """Every run of a tree, its entries interleaved by time (oldest first), each with its
+    namespace; ``sub_agent`` keeps one sub-agent's runs (and those below it)."""
+    runs = Run.objects.of_tree(root_thread_id).values_list("thread_id", "namespace")
+    threads = list(dict.fromkeys(
+        thread for thread, namespace in runs if not sub_agent or sub_agent in namespace[1:]))
+    found = [entry for thread in threads for entry in entries(thread)]
+    return sorted(found, key=lambda entry: (entry.created_at, len(entry.namespace)))
 
 
 def pages(thread_id: str, newest_first: bool = False) -> ThreadPages:
@@ -112,14 +126,32 @@ def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[di
 def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
            ended: list[dict[str, Any]], answers: dict[str, Answer]) -> Entry:
     seen = {i["id"] for i in previous.interrupts} if previous else set()
+    raised = [i for i in cp.interrupts if i["id"] not in seen]
+    starts = previous is None or cp.run_id != previous.run_id
     return Entry(
-        seq=seq, checkpoint_id=cp.id, run_id=cp.run_id, node=cp.node or "",
-        status=cp.status, created_at=from_ms(cp.created_at, timezone.now()).isoformat(),
-        raised=[i for i in cp.interrupts if i["id"] not in seen],
+        seq=seq, checkpoint_id=cp.id, run_id=cp.run_id,
+        node=", ".join(_what_happened(cp, previous, ended, raised)), status=cp.status,
+        created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
         resolved=[_resolution(r, answers.get(r["id"])) for r in ended],
         diff=state_diff(previous.state if previous else {}, cp.state),
-        forked_from=cp.forked_from if previous is None else None,
+        forked_from=cp.forked_from if previous is None else None, state=cp.state,
+        input=cp.tasks[0].get("input") if starts and cp.step == 0 and cp.tasks else None,
+        namespace=list(cp.namespace), thread_id=cp.thread_id,
     )
+
+
+def _what_happened(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
+                   ended: list[dict[str, Any]], raised: list[dict[str, Any]]) -> list[str]:
+    """The nodes this checkpoint is about: those that completed in its step, else those
+    answered, else those that paused, else the sub-agents the run waits on."""
+    done = len(previous.history) if previous else 0
+    added = cp.history[done:] if len(cp.history) >= done else cp.history
+    for names in ([h["node"] for h in added], [r["node"] for r in ended],
+                  [i["node"] for i in raised],
+                  [t["node"] for t in cp.tasks if t.get("status") == "interrupted"]):
+        if names:
+            return list(dict.fromkeys(names))
+    return [cp.node] if cp.node else []
 
 
 def _resolution(record: dict[str, Any], answer: Answer | None) -> Resolution:

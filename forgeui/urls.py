@@ -26,6 +26,7 @@ pages: list[URLPattern | URLResolver] = [
     # come first so the greedy <path:> of the timeline cannot swallow them.
     path("threads/<path:thread_id>/export.json", views.thread_export, name="timeline-export"),
     path("threads/<path:thread_id>/fork/", views.fork, name="fork"),
+    path("threads/<path:thread_id>/tree/", views.tree_history, name="tree-history"),
     path("threads/<path:thread_id>/", views.thread_timeline, name="timeline"),
     path("audit/", views.audit, name="audit"),
     path("audit/export.json", views.audit_export, name="audit-export"),

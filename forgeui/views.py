@@ -587,6 +587,7 @@ def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 # A long thread's timeline is read a page at a time: each page replays only its records.
 TIMELINE_PAGE = 50
+TREE_PAGE = 100
 
 
 def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
@@ -594,6 +595,21 @@ def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
     if not entries:
         raise Http404(f"no thread {thread_id!r}")
     return entries
+
+
+@require_GET
+@requires(Action.READ)
+def tree_history(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """One history for a whole run tree: every run's checkpoints interleaved by time."""
+    runs = Run.objects.of_tree(thread_id)
+    if not runs.exists():
+        raise Http404(f"no run tree {thread_id!r}")
+    agents = sorted({run.sub_agent_id for run in runs if run.sub_agent_id})
+    sub_agent = request.GET.get("agent", "")
+    events = timeline.tree_history(thread_id, sub_agent if sub_agent in agents else "")
+    context = {"thread_id": thread_id, "agents": agents, "agent": sub_agent,
+               "page": Paginator(events, TREE_PAGE).get_page(request.GET.get("page"))}
+    return render(request, "forgeui/tree_history.html", context)
 
 
 @require_GET
