@@ -9,7 +9,8 @@ spread over both daphnes) connect and stay idle for ``--idle`` seconds, longer t
 Redis read timeout; then ``--interrupts`` runs of ``transfer`` are started through the
 API, one every ``--gap`` seconds, each pausing at an interrupt. Reported:
 
-- sockets that closed (none may), rows delivered / expected (every socket, every row);
+- sockets that failed to connect or closed (none may; they connect CONNECT_BATCH at a
+  time), rows delivered / expected (every socket, every row);
 - arrival latency per (socket, row): when the socket received the row minus the commit
   of its ``interrupt.created`` event row (one machine, one clock): p50, p95, max.
 
@@ -35,6 +36,7 @@ from tests.forgeui.cluster import Cluster, cluster, wait_until
 
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 P95_LIMIT_MS = 200.0
+CONNECT_BATCH = 20  # sockets opened together; the next batch waits for their handshakes
 
 
 class Socket:
@@ -92,8 +94,12 @@ async def measure(forge: Cluster, clients: int, idle: float, interrupts: int,
                   gap: float) -> dict[str, Any]:
     sockets = [Socket(forge.urls[n % len(forge.urls)], forge.cookie) for n in range(clients)]
     after = last_event(forge)
-    tasks = [asyncio.create_task(s.follow(after)) for s in sockets]
-    await asyncio.wait_for(asyncio.gather(*(s.open.wait() for s in sockets)), 60)
+    tasks = []
+    for start in range(0, clients, CONNECT_BATCH):  # tabs open over time, not in one burst
+        batch = sockets[start:start + CONNECT_BATCH]
+        tasks += [asyncio.create_task(s.follow(after)) for s in batch]
+        await asyncio.wait_for(asyncio.gather(*(s.open.wait() for s in batch)), 60)
+    failed = sum(s.closed is not None for s in sockets)
     await asyncio.sleep(idle)
     closed_idle = sum(s.closed is not None for s in sockets)
     run_ids = await asyncio.to_thread(start_runs, forge, interrupts, gap)
@@ -111,7 +117,7 @@ async def measure(forge: Cluster, clients: int, idle: float, interrupts: int,
                  if i in s.arrivals and i in at]
     reasons = sorted({s.closed for s in sockets if s.closed})
     return {"clients": clients, "idle_s": idle, "interrupts": len(pending),
-            "closed_while_idle": closed_idle,
+            "failed_to_connect": failed, "closed_while_idle": closed_idle - failed,
             "closed": sum(s.closed is not None for s in sockets), "close_reasons": reasons,
             "delivered": len(latencies), "expected": clients * len(pending),
             "p50_ms": statistics.median(latencies) if latencies else None,
