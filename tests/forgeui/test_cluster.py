@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,10 @@ def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
     """Nothing happens for IDLE_SECONDS: the channel layer's blocking reads, the idle
     rqworkers and a sweeper loop must all still work afterwards, with the client defaults
     of the redis version in constraints.txt."""
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text()
+                .splitlines() if "==" in line)
+    for package in ("redis", "channels_redis", "rq", "django-rq"):
+        assert metadata.version(package) == pins[package], f"{package} is not the pinned one"
     env = {**forge.env, "FORGE_SWEEP_SECONDS": "1"}
     with (forge.folder / "sweeper.log").open("ab") as log:
         sweeper = subprocess.Popen(
