@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 from . import _tree
 from ._graph import NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
-from ._jsonvalue import NotJSON, json_copy
+from ._jsonvalue import NotJSON, json_clone, json_copy
 from .checkpoint import (
     Additions,
     BlockingStore,
@@ -280,7 +280,7 @@ class RunExecution:
             return
         ctx = NodeContext(self, task)
         try:
-            output = await self._call(spec, json_copy(task["input"]), ctx)
+            output = await self._call(spec, json_clone(task["input"]), ctx)
         except InterruptSignal as signal:
             self._pause(task, signal.payload, signal.order, "node", signal)
             return
@@ -293,7 +293,7 @@ class RunExecution:
             return
         ctx = NodeContext(self, task)
         try:
-            output = spec.fn(*_node_args(spec, json_copy(task["input"]), ctx))
+            output = spec.fn(*_node_args(spec, json_clone(task["input"]), ctx))
         except InterruptSignal as signal:
             self._pause(task, signal.payload, signal.order, "node", signal)
             return
