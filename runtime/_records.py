@@ -36,6 +36,9 @@ class Encoded:
     head: str
     record: str
     base_id: str | None
+    # The interrupts pending in the head this record patches (None: saved whole), so a
+    # store mirroring rows can tell new interrupts from kept ones without reading.
+    was_pending: frozenset[str] | None = None
 
 
 def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
@@ -86,7 +89,9 @@ def encode(cp: Checkpoint) -> Encoded:
     else:
         record["add"] = _encode_additions(additions, base_head)
     cp.remember_head(head_text)
-    return Encoded(head_text, dumps_proven(record), base_id)
+    was_pending = None if base_head is None else frozenset(
+        i["id"] for i in base_head.get("interrupts", ()))
+    return Encoded(head_text, dumps_proven(record), base_id, was_pending)
 
 
 def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,

@@ -113,13 +113,14 @@ class DjangoCheckpointStore:
             with transaction.atomic(using=self.using):
                 head = "" if _records.is_fork_start(cp, encoded) else encoded.head
                 seq = self._advance(cp, head)
+                position = (cp.id, seq)
                 self._checkpoints().create(
                     id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
                     parent_id=cp.parent_id or "", base_id=encoded.base_id or "",
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
                     record=encoded.record)
-                drafts = sync_rows(cp, self.using)
+                drafts = sync_rows(cp, self.using, encoded.was_pending)
                 if drafts:  # last: the event ordering lock waits for other writers
                     transaction.on_commit(partial(announce, write_events(drafts, self.using)),
                                           using=self.using)
@@ -129,6 +130,7 @@ class DjangoCheckpointStore:
                 raise
             raise conflict from exc
         cp.mark_saved(partial(self._growing, cp.id))
+        cp.position = position
 
     def _advance(self, cp: Checkpoint, head: str) -> int:
         """The compare-and-set: move the thread to ``cp``; the checkpoint's position."""
@@ -143,17 +145,22 @@ class DjangoCheckpointStore:
                                                      seq=F("seq") + 1, head=head)
         if not moved:
             raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+        known = getattr(cp, "position", None)  # (checkpoint id, its place in the thread)
+        if known is not None and known[0] == cp.parent_id:
+            return int(known[1]) + 1  # the update proved the parent was the latest
         return int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
-               .values_list("latest_checkpoint_id", "head").first())
+               .values_list("latest_checkpoint_id", "head", "seq").first())
         if row is None:
             return None
-        latest, head = row
+        latest, head, seq = row
         if not head:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
-        return _records.loaded(head, latest, partial(self._growing, latest))
+        cp = _records.loaded(head, latest, partial(self._growing, latest))
+        cp.position = (latest, seq)
+        return cp
 
     def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
         found = self._replayed(checkpoint_id, visible_only=True)

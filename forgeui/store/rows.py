@@ -31,10 +31,12 @@ def from_ms(value: Any, default: datetime) -> datetime:
     return default
 
 
-def sync_rows(cp: Checkpoint, using: str) -> list[EventDraft]:
-    """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved."""
+def sync_rows(cp: Checkpoint, using: str,
+              was_pending: frozenset[str] | None = None) -> list[EventDraft]:
+    """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved.
+    ``was_pending``: the interrupts pending at the checkpoint ``cp`` follows, when known."""
     upsert_run(cp, using)
-    drafts = sync_interrupts(cp, using)
+    drafts = sync_interrupts(cp, using, was_pending)
     if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
         drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
                                  data={"status": cp.status, "checkpoint_id": cp.id}))
@@ -80,15 +82,22 @@ def ended(cp: Checkpoint) -> list[dict[str, Any]]:
     return cp.resolved
 
 
-def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
-    """Create, move and close interrupt rows; what the rows say decides."""
+def sync_interrupts(cp: Checkpoint, using: str,
+                    was_pending: frozenset[str] | None = None) -> list[EventDraft]:
+    """Create, move and close interrupt rows. What was pending before says which rows
+    exist; when that is not known, the rows are read. A row a person already moved away
+    from pending stays as it is."""
     closing = ended(cp)
     pending = [i["id"] for i in cp.interrupts]
-    ids = pending + [r["id"] for r in closing]
-    if not ids:
+    if not pending and not closing:
         return []
     rows = Interrupt.objects.using(using)
-    known = dict(rows.filter(pk__in=ids).values_list("id", "status"))
+    if was_pending is None:
+        ids = pending + [r["id"] for r in closing]
+        statuses = dict(rows.filter(pk__in=ids).values_list("id", "status"))
+        known: frozenset[str] = frozenset(statuses)
+    else:
+        statuses, known = {}, was_pending
     drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
     still_pending = [i for i in pending if i in known]
     if still_pending:
@@ -96,8 +105,10 @@ def sync_interrupts(cp: Checkpoint, using: str) -> list[EventDraft]:
         # client sends back as expected_checkpoint_id.
         rows.filter(pk__in=still_pending).update(checkpoint_id=cp.id)
     for data in closing:
-        if known.get(data["id"], InterruptStatus.PENDING) == InterruptStatus.PENDING:
-            drafts.extend(resolve(cp, data, exists=data["id"] in known, using=using))
+        if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:
+            continue
+        exists = data["id"] in known or rows.filter(pk=data["id"]).exists()
+        drafts.extend(resolve(cp, data, exists=exists, using=using))
     return drafts
 
 
