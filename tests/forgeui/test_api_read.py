@@ -39,7 +39,7 @@ def test_openapi_schema_and_docs_are_served_to_signed_in_users(api: Api) -> None
     assert Client().get("/api/openapi.json").status_code == 401
     docs = Client().get("/api/docs", headers={"Accept": "text/html"})
     assert docs.status_code == 302 and docs["Location"].startswith("/accounts/login/")
-    assert api.get("nobody", "/api/openapi.json").status_code == 401  # no role, no docs
+    assert api.get("nobody", "/api/openapi.json").status_code == 403  # no role, no docs
     browser = Client()
     browser.force_login(api.users["auditor"])
     assert browser.get("/api/docs").status_code == 200
