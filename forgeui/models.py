@@ -83,9 +83,9 @@ class Checkpoint(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices)
     step = models.IntegerField(default=0)
     created_at = models.DateTimeField()
-    # The checkpoint this one's record is a patch against: its parent, or for a fork's
-    # first checkpoint the one it was forked from ("" for none).
-    base_id = models.CharField(max_length=ID_LENGTH, blank=True, default="", db_index=True)
+    # For a fork's first checkpoint, the checkpoint (of another thread) its record is a
+    # patch against; "" for every other, whose base is its parent.
+    base_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     record = models.TextField(help_text="JSON step record (runtime._records)")
 
     objects = CheckpointQuerySet.as_manager()
@@ -94,6 +94,11 @@ class Checkpoint(models.Model):
         constraints = [
             # Also the index behind "latest of thread" and the history listing.
             models.UniqueConstraint(fields=["thread", "seq"], name="forgeui_checkpoint_seq"),
+        ]
+        indexes = [
+            # Which forks build on a thread's records: only fork starts have a base.
+            models.Index(fields=["base_id"], name="forgeui_checkpoint_fork_base",
+                         condition=~models.Q(base_id="")),
         ]
 
     def __str__(self) -> str:

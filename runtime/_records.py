@@ -4,8 +4,8 @@ A checkpoint has two parts. Its *head* is what a run needs to go on (tasks and t
 inputs, pending interrupts, answers, the tree's children, ...); its *history* (``history``,
 ``state`` and ``resolved``) only grows. A store keeps, per checkpoint, one record:
 
-- ``base``: the checkpoint it follows (its parent, or for a fork's first checkpoint the
-  checkpoint it was forked from, in another thread);
+- its base (kept by the store beside the record): the checkpoint it follows, its parent
+  or, for a fork's first checkpoint, the checkpoint it was forked from, in another thread;
 - ``head``: a patch (``_patch``) of the head against the base's head;
 - ``add``: the history entries and ended interrupts of this step, each output a patch
   against the input of the task that made it, or ``full``: the whole history, for a
@@ -77,7 +77,7 @@ def encode(cp: Checkpoint) -> Encoded:
     head_text = dumps_proven(head)
     base_id = cp.parent_id if cp.parent_id is not None else cp.forked_from_base
     base_head = cp.base_head(base_id)
-    record: dict[str, Any] = {"base": base_id}
+    record: dict[str, Any] = {}
     if base_head is not None:
         record["head"] = _patch.diff(base_head, head)
     else:

@@ -45,6 +45,12 @@ T = TypeVar("T")
 _READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="forge-history")
 
 
+def _fork_base(cp: Checkpoint, encoded: _records.Encoded) -> str:
+    """The base column: set only where the base is in another thread (a fork's first
+    checkpoint); every other record's base is its parent."""
+    return encoded.base_id or "" if encoded.base_id != cp.parent_id else ""
+
+
 def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
     return sync_to_async(fn, thread_sensitive=True)
 
@@ -116,7 +122,7 @@ class DjangoCheckpointStore:
                 position = (cp.id, seq)
                 self._checkpoints().create(
                     id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
-                    parent_id=cp.parent_id or "", base_id=encoded.base_id or "",
+                    parent_id=cp.parent_id or "", base_id=_fork_base(cp, encoded),
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
                     record=encoded.record)

@@ -17,7 +17,7 @@ from runtime import InMemoryCheckpointStore
 from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
 BEFORE = [("forgeui", "0012_checkpoints_found_by_run_through_the_run_row")]
-AFTER = [("forgeui", "0013_checkpoints_kept_as_step_records")]
+AFTER = [("forgeui", "0014_checkpoint_base_only_for_fork_starts")]
 
 
 def migrate(alias: str, target: list[tuple[str, str]]) -> Any:
