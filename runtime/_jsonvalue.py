@@ -11,6 +11,12 @@ except ImportError:  # pragma: no cover - forge installs it; the runtime runs wi
     orjson = None  # type: ignore[assignment]
 
 
+# Dataclasses, datetimes and subclasses of JSON types are not JSON: let orjson refuse them.
+_STRICT = 0 if orjson is None else (orjson.OPT_PASSTHROUGH_DATACLASS
+                                    | orjson.OPT_PASSTHROUGH_DATETIME
+                                    | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
 class NotJSON(ValueError):
     """A value that JSON cannot hold; the message names its type."""
 
@@ -26,7 +32,17 @@ def json_copy(value: Any) -> Any:
     """A deep copy that also proves the value is JSON; raises ``NotJSON`` otherwise."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
-    return loads(dumps(value))
+    if orjson is not None:
+        # orjson is several times faster, but writes NaN as null and some non-JSON types
+        # (UUID, Enum) as strings: a copy equal to the value proves nothing was changed.
+        try:
+            copied = orjson.loads(orjson.dumps(value, option=_STRICT))
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if type(copied) is type(value) and copied == value:
+                return copied
+    return json.loads(dumps(value))
 
 
 def json_clone(value: Any) -> Any:
