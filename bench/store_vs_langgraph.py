@@ -313,32 +313,18 @@ def child(kind: str, n: int, rounds: int) -> None:
 
 
 def profile(kind: str, n: int) -> None:
-    """Forge's phases alone, under cProfile (the sync halves run in asgiref's thread)."""
+    """Forge's phases alone through the sync API (everything on this thread), under
+    cProfile."""
     import cProfile
     import pstats
 
     django_on_fresh(kind)
-    from forgeui import store
-
-    profiler, hop = cProfile.Profile(), store._in_thread
-    in_sync = [0.0]
-
-    def profiled(fn: Any) -> Any:
-        def run(*args: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return profiler.runcall(fn, *args)
-            finally:
-                in_sync[0] += time.perf_counter() - t0
-        return hop(run)
-
-    store._in_thread = profiled  # type: ignore[assignment]
+    profiler = cProfile.Profile()
     t0 = time.perf_counter()
-    a, b, saved = forge_runner()[0](n, "")  # the async API: its trips are profiled
+    a, b, saved = profiler.runcall(forge_runner()[1], n, "")
     result = {"A": n / a, "B": n / b, "checkpoints_per_run": saved}
-    total = time.perf_counter() - t0
     print(json.dumps(result))
-    print(f"wall {total:.2f}s, inside the sync halves {in_sync[0]:.2f}s (profiled)")
+    print(f"wall {time.perf_counter() - t0:.2f}s (profiled)")
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 

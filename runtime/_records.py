@@ -39,6 +39,7 @@ class Encoded:
     # The interrupts pending in the head this record patches (None: saved whole), so a
     # store mirroring rows can tell new interrupts from kept ones without reading.
     was_pending: frozenset[str] | None = None
+    base_run_id: str | None = None  # the run the base head belongs to, when known
 
 
 def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
@@ -91,7 +92,8 @@ def encode(cp: Checkpoint) -> Encoded:
     cp.remember_head(head_text)
     was_pending = None if base_head is None else frozenset(
         i["id"] for i in base_head.get("interrupts", ()))
-    return Encoded(head_text, dumps_proven(record), base_id, was_pending)
+    base_run = None if base_head is None else base_head.get("run_id")
+    return Encoded(head_text, dumps_proven(record), base_id, was_pending, base_run)
 
 
 def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,

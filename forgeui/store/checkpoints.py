@@ -126,7 +126,8 @@ class DjangoCheckpointStore:
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
                     record=encoded.record)
-                drafts = sync_rows(cp, self.using, encoded.was_pending)
+                drafts = sync_rows(cp, self.using, encoded.was_pending,
+                                   run_exists=encoded.base_run_id == cp.run_id)
                 if drafts:  # last: the event ordering lock waits for other writers
                     transaction.on_commit(partial(announce, write_events(drafts, self.using)),
                                           using=self.using)

@@ -31,11 +31,13 @@ def from_ms(value: Any, default: datetime) -> datetime:
     return default
 
 
-def sync_rows(cp: Checkpoint, using: str,
-              was_pending: frozenset[str] | None = None) -> list[EventDraft]:
+def sync_rows(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None,
+              run_exists: bool = False) -> list[EventDraft]:
     """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved.
-    ``was_pending``: the interrupts pending at the checkpoint ``cp`` follows, when known."""
-    upsert_run(cp, using)
+    ``was_pending``: the interrupts pending at the checkpoint ``cp`` follows, when known;
+    ``run_exists``: that checkpoint mirrored this same run, so its row is there."""
+    if not run_exists or not update_run(cp, using):
+        upsert_run(cp, using)
     drafts = sync_interrupts(cp, using, was_pending)
     if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
         drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
@@ -59,6 +61,14 @@ def run_row(cp: Checkpoint) -> Run:
         started_by_id=started_by if isinstance(started_by, int) else None,
         created_at=from_ms(cp.created_at, now), updated_at=now,
     )
+
+
+def update_run(cp: Checkpoint, using: str) -> bool:
+    """Move the run's row to ``cp`` (what a later checkpoint can change); False if the
+    row is not there."""
+    return bool(Run.objects.using(using).filter(pk=cp.run_id).update(
+        status=cp.status, output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
+        updated_at=timezone.now()))
 
 
 def upsert_run(cp: Checkpoint, using: str) -> None:
