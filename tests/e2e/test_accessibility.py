@@ -45,6 +45,7 @@ def pages(forge: LiveServer) -> dict[str, str]:
             "answered": f"/interrupts/{answered['id']}/",
             "runs": "/runs/", "run tree": f"/runs/{tree['run_id']}/",
             "timeline": f"/threads/{answered['thread_id']}/", "audit": "/audit/",
+            "tree history": f"/threads/{tree['root_thread_id']}/tree/",
             "decisions": "/audit/decisions/"}
 
 
