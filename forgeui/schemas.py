@@ -277,6 +277,10 @@ class CheckpointOut(Schema):
     forked_from: str | None
 
     @staticmethod
+    def resolve_seq(obj: Any) -> int:
+        return int(obj.position[1])
+
+    @staticmethod
     def resolve_created_at(obj: Any) -> datetime:
         return datetime.fromtimestamp(obj.created_at / 1000, UTC)
 

@@ -106,15 +106,21 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
     previous: RuntimeCheckpoint | None = None
     result = []
     for cp, records in zip(checkpoints, ended, strict=True):
-        if cp.seq >= first:
-            result.append(_entry(cp.seq, cp, previous, records, answers))
+        seq = _place(cp)
+        if seq >= first:
+            result.append(_entry(seq, cp, previous, records, answers))
         previous = cp
     before = checkpoints[0].created_at if first > 1 and checkpoints else None
     checkpoints = checkpoints[-len(result):] if result else []
-    more = bool(checkpoints) and checkpoints[-1].seq < DjangoCheckpointStore().count_sync(
+    more = bool(checkpoints) and _place(checkpoints[-1]) < DjangoCheckpointStore().count_sync(
         thread_id)
     _place_notes(result, checkpoints, before, checkpoints[-1].created_at if more else None)
     return result
+
+
+def _place(cp: RuntimeCheckpoint) -> int:
+    assert cp.position is not None  # the Django store numbers what it lists
+    return cp.position[1]
 
 
 def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[dict[str, Any]]:

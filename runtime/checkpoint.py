@@ -132,6 +132,8 @@ class Checkpoint:
         self._base_doc: dict[str, Any] | None = None
         self.forked_from_base: str | None = None
         self.last_completed: dict[str, Any] | None = None
+        # Where a store that numbers its threads put this checkpoint: (id, place from 1).
+        self.position: tuple[str, int] | None = None
 
     @classmethod
     def with_growing(cls, fields: dict[str, Any],

@@ -152,7 +152,7 @@ class DjangoCheckpointStore:
                                                      seq=F("seq") + 1, head=head)
         if not moved:
             raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
-        known = getattr(cp, "position", None)  # (checkpoint id, its place in the thread)
+        known = cp.position
         if known is not None and known[0] == cp.parent_id:
             return int(known[1]) + 1  # the update proved the parent was the latest
         return int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
@@ -174,7 +174,8 @@ class DjangoCheckpointStore:
         if found is None:
             return None
         cp = found.checkpoint()
-        cp.seq = self._checkpoints().filter(pk=checkpoint_id).values_list("seq", flat=True)[0]
+        seq = self._checkpoints().filter(pk=checkpoint_id).values_list("seq", flat=True)[0]
+        cp.position = (checkpoint_id, seq)
         return cp
 
     def list_sync(self, thread_id: str, start: int = 1,
@@ -196,7 +197,7 @@ class DjangoCheckpointStore:
         for seq, one in enumerate(replayed, start=1):  # positions run from 1, no gaps
             if seq >= start:
                 cp = one.checkpoint()
-                cp.seq = seq
+                cp.position = (cp.id, seq)
                 found.append(cp)
         return found
 
