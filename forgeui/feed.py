@@ -20,7 +20,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from .assignment import Mode, Viewer, mode
-from .inbox import render_row, render_rows
+from .inbox import RowFacts, render_row, render_rows
 from .loopwork import SocketLoopWork, of_loop
 from .models import Event, Interrupt, InterruptStatus
 
@@ -63,7 +63,8 @@ def snapshot(event_id: int) -> Snapshot:
     return found
 
 
-def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None) -> None:
+def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None,
+          facts: RowFacts | None = None) -> None:
     """Pending: the row to show; answered: the row for "Done by me". Rendered for
     ``viewer`` only, or for every kind of viewer when shared (``viewer=None``)."""
     if interrupt is None:
@@ -78,7 +79,7 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
         found.rows = render_rows(interrupt)
     else:
         shown = mode(viewer, interrupt) if found.interrupt else "read"
-        found.rows = {shown: render_row(interrupt, shown)}
+        found.rows = {shown: render_row(interrupt, shown, facts)}
 
 
 def catch_up(after: int, viewer: Viewer,
@@ -99,9 +100,11 @@ def catch_up(after: int, viewer: Viewer,
         key = (interrupt_id, "" if interrupt_id else root)
         latest[key] = Snapshot(event_id, root, interrupt_id)
     pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
-    for interrupt in (Interrupt.objects.select_related("run", "claimed_by")
-                      .filter(pk__in=list(pending))):
-        place(pending[interrupt.pk], interrupt, viewer)
+    found = list(Interrupt.objects.select_related("run", "claimed_by")
+                 .filter(pk__in=list(pending)))
+    facts = RowFacts.of(found)  # fork links and answers for every row at once
+    for interrupt in found:
+        place(pending[interrupt.pk], interrupt, viewer, facts)
     last = batch[-1][0] if batch else after
     return sorted(latest.values(), key=lambda s: s.event_id), last
 

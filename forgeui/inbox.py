@@ -173,25 +173,34 @@ def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
              "query": filters.querystring(tab=tab)} for tab, label in TABS]
 
 
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What rows show beyond their interrupt (fork links, the answer that closed it),
+    looked up once for a page of rows or an event's every rendering."""
+
+    origins: dict[str, forks.ForkLink]
+    decisions: dict[str, Answer]
+
+    @classmethod
+    def of(cls, interrupts: Any) -> RowFacts:
+        listed = list(interrupts)
+        return cls(forks.origins(i.root_thread_id for i in listed), accepted_answers(listed))
+
+
 def row_context(interrupt: Interrupt, row_mode: Mode,
-                origins: dict[str, forks.ForkLink] | None = None,
-                decisions: dict[str, Answer] | None = None) -> dict[str, Any]:
+                facts: RowFacts | None = None) -> dict[str, Any]:
     """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
 
     ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
-    and Claim, answer buttons and Release (their claim), or read-only. ``origins`` are
-    the fork links of a page's rows, looked up at once (else one query for this row);
-    ``decisions`` likewise the accepted answers of answered rows ("Done by me").
+    and Claim, answer buttons and Release (their claim), or read-only. ``facts`` are
+    looked up for this row alone when not given.
     """
     actions = declared_actions(interrupt.payload)
-    if origins is None:
-        origins = forks.origins([interrupt.root_thread_id])
-    if decisions is None:
-        decisions = accepted_answers([interrupt])
-    decision = decisions.get(interrupt.pk)
+    facts = facts or RowFacts.of([interrupt])
+    decision = facts.decisions.get(interrupt.pk)
     return {
         "interrupt": interrupt,
-        "fork": origins.get(interrupt.root_thread_id),
+        "fork": facts.origins.get(interrupt.root_thread_id),
         "decision": decision,
         "decision_summary": payload_summary(decision.value) if decision else "",
         "graph": interrupt.run.graph,
@@ -221,17 +230,18 @@ def accepted_answers(interrupts: Any) -> dict[str, Answer]:
     return found
 
 
-def render_row(interrupt: Interrupt, row_mode: Mode) -> str:
+def render_row(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = None) -> str:
     """One row for the websocket (pages get the same marking from their middleware)."""
     return bidi.mark(render_to_string("forgeui/inbox.html#row",
-                                      {"row": row_context(interrupt, row_mode)}))
+                                      {"row": row_context(interrupt, row_mode, facts)}))
 
 
 def render_rows(interrupt: Interrupt) -> dict[Mode, str]:
     """The row as each kind of viewer sees it (an ended one: read-only)."""
     if interrupt.status != InterruptStatus.PENDING:
         return {"read": render_row(interrupt, "read")}
-    return {m: render_row(interrupt, m) for m in MODES}
+    facts = RowFacts.of([interrupt])
+    return {m: render_row(interrupt, m, facts) for m in MODES}
 
 
 def row_dom_id(interrupt_id: str) -> str:
