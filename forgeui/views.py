@@ -52,7 +52,7 @@ from .forms import (
 from .inbox import (
     PAGE_SIZE,
     InboxFilters,
-    accepted_answers,
+    RowFacts,
     answer_schema,
     asks_yes_no,
     row_context,
@@ -128,12 +128,10 @@ def inbox(request: HttpRequest) -> HttpResponse:
     found = Interrupt.objects.select_related("run", "claimed_by")
     rows = Paginator(filters.apply(found, viewer), PAGE_SIZE)
     current = rows.get_page(request.GET.get("page"))
-    origins = forks.origins(i.root_thread_id for i in current)
-    answers = accepted_answers(current)
+    facts = RowFacts.of(current)
     context = {
         "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
-        "rows": [row_context(i, assignment.mode(viewer, i), origins, answers)
-                 for i in current],
+        "rows": [row_context(i, assignment.mode(viewer, i), facts) for i in current],
         "graphs": registry.graph_names(), "sub_agents": sub_agents(),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -524,13 +522,12 @@ def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
     change = "answers" if request.POST.get("change") == "answer" else "inputs"
     text = request.POST.get("value", "")
     try:
-        value = json.loads(text)
+        value = parse_json(text, "new input" if change == "inputs" else "answer")
         new_thread = services.fork_thread(request.user, run.root_thread_id,
                                           **{change: {interrupt_id: value}})
-    except ValueError as exc:  # bad JSON, or a value the interrupt cannot take
+    except (AnswerRejected, InvalidRequest) as exc:  # bad JSON, or a value refused
         error = {"interrupt_id": interrupt_id, "change": change, "text": text,
-                 "message": str(exc) if isinstance(exc, InvalidRequest)
-                 else f"not valid JSON: {exc}"}
+                 "message": str(exc)}
         return page(request, "forgeui/run.html", "tree",
                     tree_context(run, assignment.Viewer.of(request.user), fork_error=error),
                     status=422)

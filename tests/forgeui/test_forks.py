@@ -105,6 +105,8 @@ def test_the_run_page_shows_the_error_and_a_recover_button_for_supervisors(
         pages[who] = client.get(f"/runs/{run.run_id}/").content.decode()
         assert "upstream unavailable" in pages[who] and "node <code>fetch</code>" in pages[who]
     assert f"/runs/{run.run_id}/recover/" in pages["supervisor"]
+    listed = logged_in(users["auditor"]).get("/runs/").content.decode()
+    assert '<small class="error">' in listed and "upstream unavailable" in listed
     assert "/recover/" not in pages["reviewer"] and "/recover/" not in pages["auditor"]
     client = Client()
     client.force_login(users["reviewer"])
