@@ -41,6 +41,7 @@ GRAPHS = {
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
+RELOAD = 4409  # forgeui.frames.RELOAD (this module imports no Django)
 
 
 def free_port() -> int:
@@ -323,7 +324,7 @@ class Watcher:
         self.ws_url = url.replace("http://", "ws://") + "/ws/inbox/"
         self.origin, self.cookie, self.reconnect = url, cookie, reconnect
         self.seen: set[str] = set()
-        self.cursor = 0
+        self.cursor = self.page_cursor()
         self.connects = 0
         self.connected = threading.Event()
         self._lock = threading.Lock()
@@ -334,6 +335,14 @@ class Watcher:
                                         daemon=True)
         self._thread.start()
         started.wait(5)
+
+    def page_cursor(self) -> int:
+        """The event id the inbox page shows now, as a freshly loaded tab starts from."""
+        request = urllib.request.Request(self.origin + "/",
+                                         headers={"Cookie": f"sessionid={self.cookie}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            found = CURSOR.search(response.read().decode())
+        return int(found.group(1)) if found else 0
 
     async def _main(self, started: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -359,6 +368,8 @@ class Watcher:
                     self.connected.set()
                     async for frame in ws:
                         self._read(str(frame))
+                    if ws.close_code == RELOAD:  # too far behind: forge.js reloads the page
+                        self.cursor = await asyncio.to_thread(self.page_cursor)
             except (OSError, websockets.WebSocketException):
                 pass
             self.connected.clear()

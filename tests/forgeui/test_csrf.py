@@ -61,8 +61,8 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
 
 POSTED = {"answer", "keep-note", "bulk", "claim", "assign", "steer", "cancel", "recover",
           "fork", "fork-edit", "start-run"}  # the page routes FORMS posts to
-READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "audit",
-             "audit-export", "audit-export-csv", "decisions", "decisions-export",
+READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "tree-history",
+             "audit", "audit-export", "audit-export-csv", "decisions", "decisions-export",
              "decisions-export-csv", "checkpoint", "start-form"}
 
 
