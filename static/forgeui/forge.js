@@ -310,7 +310,9 @@
 
   function press(key) {
     var row = currentRow();
-    var scope = row || document.querySelector(".answer-form");
+    var forms = document.querySelectorAll(".answer-form");
+    // Outside the inbox only a page with one answer form has an obvious target.
+    var scope = row || (forms.length === 1 ? forms[0] : null);
     var button = scope && scope.querySelector("button[data-key=" + key + "]");
     if (button) button.click();
   }
