@@ -687,8 +687,11 @@ def _fork_source(latest: Checkpoint, thread_id: str, checkpoint_id: str | None) 
 
 def _seq_of(thread_id: str, checkpoint_id: str) -> int:
     """The checkpoint's 1-based place in its thread, as the timeline numbers it."""
-    ids = [cp.id for cp in DjangoCheckpointStore().list_sync(thread_id)]
-    return ids.index(checkpoint_id) + 1 if checkpoint_id in ids else 0
+    listed = DjangoCheckpointStore().list_sync(thread_id)
+    for index, cp in enumerate(listed):
+        if cp.id == checkpoint_id:
+            return cp.position[1] if cp.position else index + 1
+    return 0
 
 
 def recover_run(user: User, run_id: str) -> None:

@@ -48,6 +48,9 @@ def test_a_fork_of_a_checkpoint_taken_mid_step_goes_on_by_itself(
     assert entry.actor == users["reviewer"] and entry.before_checkpoint_id == mid_step.id
     assert entry.detail["recovered"] is True and entry.detail["new_run_id"] == fork.run_id
     assert entry.detail["seq"] == history.index(mid_step) + 1
+    timeline = logged_in(users["auditor"]).get(f"/threads/{run.thread_id}/").content.decode()
+    entry_html = timeline.split(f'id="cp-{mid_step.id}"', 1)[1]
+    assert f'#{entry.detail["seq"]}<' in entry_html.split("</li>", 1)[0]  # as the timeline says
     assert Run.objects.get(pk=run.pk).status == "interrupted"  # the original is untouched
 
 
