@@ -107,10 +107,15 @@ def test_a_supervisor_starts_a_run_from_the_runs_page_and_it_opens_live(
         forge: LiveServer, login: Login) -> None:
     page = login("supervisor", "/runs/", live=False)
     expect(page.locator("#id_input-version")).to_be_visible()  # deploy comes first
+    # The picker's form is swapped in by htmx: a choice made before the new part has
+    # settled (and been given its listeners) is one no person could make that fast.
+    page.evaluate("() => { window.settled = 0; document.body.addEventListener("
+                  "'htmx:afterSettle', () => { window.settled += 1; }); }")
     page.locator("#start-graph").focus()
     page.keyboard.press("End")  # keyboard only: the picker, then the fields
     expect(page.locator("#start-graph")).to_have_value("transfer")
     expect(page.locator("#id_input-version")).to_have_count(0)  # no schema: JSON only
+    page.wait_for_function("() => window.settled >= 1")
     page.locator("#start-graph").select_option("deploy")
     expect(page.locator("#id_input-version")).to_be_visible()
     page.locator("#id_input-version").focus()
