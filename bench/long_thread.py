@@ -44,6 +44,7 @@ without bound fails alone instead of starving the machine. PostgreSQL runs on
 
 from __future__ import annotations
 
+import abc
 import argparse
 import asyncio
 import gc
@@ -261,12 +262,13 @@ def langgraph_saver(store: str, stack: ExitStack) -> tuple[Any, Storage]:
 
 # -- what a store holds --------------------------------------------------------------
 
-class Storage:
+class Storage(abc.ABC):
     """How many bytes a store holds: ``on_disk`` as a file system sees it, ``live`` as the
     payload of its rows (fine-grained enough to see a single small write)."""
 
+    @abc.abstractmethod
     def on_disk(self) -> int:
-        raise NotImplementedError
+        """Bytes the store takes where it keeps its data."""
 
     def live(self) -> int:
         return self.on_disk()
