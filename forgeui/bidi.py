@@ -13,5 +13,5 @@ CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def mark(text: str) -> str:
-    """``text`` with each bidirectional control replaced by a visible ``⟦U+XXXX⟧``."""
+    """``text`` with each bidirectional control shown as a visible marker, e.g. ``⟦U+202E⟧``."""
     return CONTROLS.sub(lambda m: f"⟦U+{ord(m.group()):04X}⟧", text)

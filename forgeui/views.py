@@ -76,6 +76,13 @@ def is_htmx(request: HttpRequest) -> bool:
             and request.headers.get("HX-History-Restore-Request") != "true")
 
 
+def go_to(request: HttpRequest, target: str) -> HttpResponse:
+    """Send the browser to ``target``: htmx follows ``HX-Redirect``, a form a redirect."""
+    if is_htmx(request):
+        return HttpResponse(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
+
+
 def requires(action: Action) -> Callable[[View], View]:
     """Log in first; then 403 unless the user's role allows ``action``."""
     def decorate(view: View) -> View:
@@ -277,9 +284,7 @@ def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
     else:
         messages.success(request, f"{note} Next: {summary(upcoming)}")
         target = reverse("forgeui:interrupt", kwargs={"interrupt_id": upcoming.pk})
-    if is_htmx(request):
-        return HttpResponse(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
+    return go_to(request, target)
 
 
 @require_POST
@@ -448,9 +453,7 @@ def start(request: HttpRequest) -> HttpResponse:
         context["error"] = str(exc)
         return render(request, "forgeui/runs.html#start-form", {"start": context}, status=422)
     target = reverse("forgeui:run", kwargs={"run_id": started.run_id})
-    if is_htmx(request):
-        return HttpResponse(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
+    return go_to(request, target)
 
 
 def start_input(context: dict[str, Any], data: Any) -> Any:
@@ -534,9 +537,7 @@ def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     target = reverse("forgeui:run", kwargs={"run_id": Run.objects.get(thread_id=new_thread).pk})
-    if is_htmx(request):
-        return HttpResponse(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
+    return go_to(request, target)
 
 
 @require_POST
@@ -575,9 +576,7 @@ def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     target = reverse("forgeui:timeline", kwargs={"thread_id": new_thread})
-    if is_htmx(request):
-        return HttpResponse(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
+    return go_to(request, target)
 
 
 # -- timeline and audit -----------------------------------------------------------------
