@@ -44,9 +44,12 @@ class ChildPolicy(models.TextChoices):
 
 
 class Thread(models.Model):
-    """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell, and
-    ``head`` the latest checkpoint's head, whole (``runtime._records``), so going on with a
-    run reads one row."""
+    """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell.
+
+    ``head`` is the head (``runtime._records``) of the checkpoint at position
+    ``head_seq``, whole: the latest one's, or a recent one's that the few records after it
+    bring up to date. A large head is rewritten only now and then, so a save writes about
+    what its step changed."""
 
     thread_id = models.CharField(primary_key=True, max_length=ID_LENGTH)
     latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
@@ -54,6 +57,8 @@ class Thread(models.Model):
     head = models.TextField(blank=True, default="",
                             help_text="JSON; empty until the thread's first own save "
                                       "(a fork's first checkpoint is rebuilt instead)")
+    head_seq = models.PositiveBigIntegerField(
+        default=0, help_text="the position whose head ``head`` is (0: none)")
     # A deleted thread whose records a fork still builds on: hidden, under a new id.
     deleted = models.BooleanField(default=False)
 

@@ -11,9 +11,10 @@ inputs, pending interrupts, answers, the tree's children, ...); its *history* (`
   against the input of the task that made it, or ``full``: the whole history, for a
   checkpoint built by hand rather than by the executor.
 
-A store also keeps each thread's latest head whole, so going on with a run reads one
-value. Every other checkpoint is rebuilt by replaying records from the thread's first
-(``Replay``): a linear walk, never needed on the run's hot path.
+A store also keeps one recent head of each thread whole, so going on with a run reads
+that head and the few records after it (``head_after``). Every other checkpoint is
+rebuilt by replaying records from the thread's first (``Replay``): a linear walk, never
+needed on the run's hot path.
 """
 
 from __future__ import annotations
@@ -180,6 +181,14 @@ def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> 
     cp = Checkpoint.with_growing(fields, growing)
     cp.last_completed = doc.get("_last")
     return cp
+
+
+def head_after(head_text: str, records: Iterable[str]) -> str:
+    """A head brought up to date: ``head_text`` changed by each record's head patch."""
+    head = loads(head_text)
+    for raw in records:
+        head = _patch.apply(head, loads(raw)["head"])
+    return dumps_proven(head)
 
 
 def copy_head(src: Checkpoint) -> Checkpoint:

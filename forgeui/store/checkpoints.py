@@ -1,12 +1,14 @@
 """``DjangoCheckpointStore``: the runtime's ``CheckpointStore`` on the Django ORM.
 
-A thread is a ``Thread`` row (the compare-and-set cell and the latest head) and one
-``Checkpoint`` row per save holding that save's step record (``runtime._records``): what
-the step changed, not a copy of what came before. ``save`` is one transaction: the
-conditional update of the thread row, the checkpoint row, the ``Run`` / ``Interrupt``
-rows that mirror it (``rows``) and the inbox ``Event`` rows it causes, announced on the
-channel layer after the commit. This module is the one place where the database's
-``IntegrityError`` becomes ``CheckpointConflict``.
+A thread is a ``Thread`` row (the compare-and-set cell and one recent head, whole) and
+one ``Checkpoint`` row per save holding that save's step record (``runtime._records``):
+what the step changed, not a copy of what came before. A large head is written whole only
+every ``HEAD_EVERY`` positions; a load brings it up to date from the records after it.
+
+``save`` is one transaction: the conditional update of the thread row, the checkpoint
+row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
+rows it causes, announced on the channel layer after the commit. This module is the one
+place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
 
 The protocol is async; the ORM is sync. Each async method runs its sync half through
 ``sync_to_async`` (thread-sensitive, like Django's own async ORM methods). Sync callers
@@ -43,6 +45,20 @@ T = TypeVar("T")
 # Rebuilding history read from inside an event loop: the ORM may not block that loop's
 # thread, so the (rare, read-side) query runs on a thread of its own.
 _READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="forge-history")
+
+
+# A head this small is written whole at every save: one row to read back, and about the
+# size of a record anyway. A larger one is written when its position is a multiple of
+# HEAD_EVERY, so a save writes what its step changed and a load reads at most
+# HEAD_EVERY - 1 records after the head.
+SMALL_HEAD = 4096
+HEAD_EVERY = 32
+
+
+def _writes_head(seq: int, head: str) -> bool:
+    """Is the head written whole at position ``seq``? Always at position 2 too: the first
+    save after a fork's start, which has no head of its own."""
+    return bool(head) and (len(head) <= SMALL_HEAD or seq % HEAD_EVERY == 0 or seq <= 2)
 
 
 def _fork_base(cp: Checkpoint, encoded: _records.Encoded) -> str:
@@ -145,26 +161,35 @@ class DjangoCheckpointStore:
         if cp.parent_id is None:
             with transaction.atomic(using=self.using):  # a savepoint: a lost race is ours
                 threads.create(thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1,
-                               head=head)
+                               head=head, head_seq=1 if head else 0)
             return 1
+        known = cp.position
+        # When the parent's position is known, the update below proves it was the latest.
+        seq = int(known[1]) + 1 if known is not None and known[0] == cp.parent_id else None
+        whole = {"head": head, "head_seq": seq} if seq and _writes_head(seq, head) else {}
         moved = threads.filter(pk=cp.thread_id, latest_checkpoint_id=cp.parent_id,
                                deleted=False).update(latest_checkpoint_id=cp.id,
-                                                     seq=F("seq") + 1, head=head)
+                                                     seq=F("seq") + 1, **whole)
         if not moved:
             raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
-        known = cp.position
-        if known is not None and known[0] == cp.parent_id:
-            return int(known[1]) + 1  # the update proved the parent was the latest
-        return int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
+        if seq is None:
+            seq = int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
+            if _writes_head(seq, head):
+                threads.filter(pk=cp.thread_id).update(head=head, head_seq=seq)
+        return seq
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
         row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
-               .values_list("latest_checkpoint_id", "head", "seq").first())
+               .values_list("latest_checkpoint_id", "head", "seq", "head_seq").first())
         if row is None:
             return None
-        latest, head, seq = row
-        if not head:  # a fork's first checkpoint: rebuilt from the original's records
+        latest, head, seq, head_seq = row
+        if not head_seq:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
+        if head_seq < seq:
+            after = (self._checkpoints().of_thread(thread_id)
+                     .filter(seq__gt=head_seq, seq__lte=seq).values_list("record", flat=True))
+            head = _records.head_after(head, after)
         cp = _records.loaded(head, latest, partial(self._growing, latest))
         cp.position = (latest, seq)
         return cp
@@ -217,7 +242,7 @@ class DjangoCheckpointStore:
                           .order_by("seq").values_list("base_id", flat=True).first())
             if self._forks_of(thread_id).exists():
                 hidden = f"{thread_id}#deleted-{uuid.uuid4().hex}"
-                threads.filter(pk=thread_id).update(deleted=True, head="")
+                threads.filter(pk=thread_id).update(deleted=True, head="", head_seq=0)
                 self._checkpoints().filter(thread_id=thread_id).update(thread_id=hidden)
                 threads.filter(pk=thread_id).update(thread_id=hidden)
                 return

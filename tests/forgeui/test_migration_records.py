@@ -1,5 +1,5 @@
-"""Migration 0013: a database of whole-copy checkpoints, as the previous schema kept them,
-becomes step records that load equal in value and go on running."""
+"""Migrations 0013-0015: a database of whole-copy checkpoints, as the previous schema kept
+them, becomes step records and heads that load equal in value and go on running."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from runtime import InMemoryCheckpointStore
 from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
 BEFORE = [("forgeui", "0012_checkpoints_found_by_run_through_the_run_row")]
-AFTER = [("forgeui", "0014_checkpoint_base_only_for_fork_starts")]
+AFTER = [("forgeui", "0015_thread_head_rewritten_now_and_then")]
 
 
 def migrate(alias: str, target: list[tuple[str, str]]) -> Any:

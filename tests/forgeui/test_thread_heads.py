@@ -1,0 +1,88 @@
+"""The thread row's head: a large one is written whole only every ``HEAD_EVERY`` positions,
+and a load brings it up to date from the records after it, equal to a full rebuild."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from forgeui.models import Thread
+from forgeui.store import DjangoCheckpointStore
+from forgeui.store.checkpoints import HEAD_EVERY, SMALL_HEAD
+from runtime import Checkpoint
+from tests.runtime.store_conformance import chat_graph, expected_messages
+
+DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=DATABASES)
+def store(request: pytest.FixtureRequest) -> Iterator[DjangoCheckpointStore]:
+    yield DjangoCheckpointStore(request.param)
+
+
+def head_row(store: DjangoCheckpointStore, thread_id: str) -> tuple[int, int, int]:
+    """The thread row's position, its head's position and the head's length."""
+    row = Thread.objects.using(store.using).get(pk=thread_id)
+    return row.seq, row.head_seq, len(row.head)
+
+
+def answer(turn: int) -> str:
+    return f"message {turn:04d} " + "x" * 180
+
+
+@pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
+def test_a_large_head_is_written_now_and_then_and_loads_up_to_date(
+        store: DjangoCheckpointStore) -> None:
+    executor = chat_graph(store)
+    thread = executor.run_sync({"messages": []}).thread_id
+    written: set[int] = set()
+    for turn in range(60):
+        executor.resume_sync(thread, answer(turn))
+        seq, head_seq, size = head_row(store, thread)
+        written.add(head_seq)
+        latest = store.load_sync(thread)
+        assert latest is not None and latest.pending_input == {
+            "messages": expected_messages(turn + 1)}
+        # The head brought up to date equals the checkpoint rebuilt from every record.
+        assert latest == store.load_by_id_sync(latest.id)
+        assert seq - head_seq < HEAD_EVERY
+    assert size > SMALL_HEAD
+    large = {s for s in written if s > 2 and s % HEAD_EVERY}
+    # Small heads were written at every save; once large, only on multiples.
+    assert large and max(large) < max(written)
+    assert all(s % HEAD_EVERY == 0 for s in written if s > max(large))
+
+
+@pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
+def test_a_save_of_unknown_position_still_writes_the_head_when_due(
+        store: DjangoCheckpointStore) -> None:
+    big = "y" * (SMALL_HEAD + 1)
+    parent: str | None = None
+    for step in range(HEAD_EVERY):
+        cp = Checkpoint(id=f"cp-{step}", thread_id="by-hand", node=None,
+                        interrupt_payload=None, state={}, history=[],
+                        pending_input=None, created_at=1, parent_id=parent,
+                        metadata={"note": big, "step": step})
+        store.save_sync(cp)  # built by hand: no position known to the store
+        parent = cp.id
+    assert head_row(store, "by-hand")[:2] == (HEAD_EVERY, HEAD_EVERY)
+    latest = store.load_sync("by-hand")
+    assert latest is not None and latest.metadata == {"note": big, "step": HEAD_EVERY - 1}
+
+
+@pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
+def test_a_resumed_fork_gets_a_head_of_its_own(store: DjangoCheckpointStore) -> None:
+    executor = chat_graph(store)
+    original = executor.run_sync({"messages": []}).thread_id
+    for turn in range(40):
+        executor.resume_sync(original, answer(turn))
+    fork = executor.fork_sync(original)
+    assert head_row(store, fork) == (1, 0, 0)  # a fork's start writes no head
+    executor.resume_sync(fork, answer(40))
+    _, head_seq, size = head_row(store, fork)
+    assert head_seq >= 2 and size > SMALL_HEAD
+    latest = store.load_sync(fork)
+    assert latest is not None
+    assert latest.pending_input == {"messages": expected_messages(41)}
+    assert latest == store.load_by_id_sync(latest.id)
