@@ -27,6 +27,10 @@ Reported per backend and N:
   list       time to materialise the whole history (forge ``store.list``, LangGraph
              ``list(get_state_history)``) and how many checkpoints it holds
   rss        the process's peak RSS (``ru_maxrss``), over the turns, the list and the fork
+  page       forge on a database only: the dashboard's first page of the thread's
+             timeline (``/threads/<id>/``, oldest and newest first) and of
+             ``GET /api/threads/{id}/checkpoints``, as an auditor; the slowest of the
+             three, median of 5 after one warm-up
   fork       bytes the store gained by forking the N-turn thread (forge ``fork_sync``;
              LangGraph's fork is ``update_state`` on the latest checkpoint, a new branch):
              live row payload (SQLite ``dbstat``, PostgreSQL ``pgstattuple``, tables and
@@ -441,9 +445,35 @@ def child(backend: str, turns: int, budget: float, max_gb: float) -> None:
             side = langgraph_side(saver, delta=side_name == "langgraph-delta")
         try:
             result = measure(side, storage, turns, budget)
+            if side_name == "forge" and store != "memory" and not result["partial"]:
+                result["page_ms"] = first_pages_ms(THREAD)
         except MemoryError:
             result = {"error": f"out of memory (--max-gb {max_gb:g})"}
     print(json.dumps(result))
+
+
+def first_pages_ms(thread_id: str) -> float:
+    """The slowest of the dashboard's first pages of the thread, median of 5, in ms."""
+    from django.conf import settings
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    auditor = User.objects.create_user("bench-auditor")
+    auditor.groups.add(Group.objects.get_or_create(name="auditor")[0])
+    client = Client()
+    client.force_login(auditor)
+    slowest = 0.0
+    for url in (f"/threads/{thread_id}/", f"/threads/{thread_id}/?order=newest",
+                f"/api/threads/{thread_id}/checkpoints?limit=50"):
+        times = []
+        for _ in range(6):
+            t0 = time.perf_counter()
+            response = client.get(url)
+            times.append(time.perf_counter() - t0)
+            assert response.status_code == 200, (url, response.status_code)
+        slowest = max(slowest, statistics.median(times[1:]) * 1000)
+    return slowest
 
 
 def run_child(backend: str, turns: int, budget: float, max_gb: float) -> dict[str, Any]:
@@ -475,7 +505,7 @@ def backends() -> list[str]:
 def print_table(results: Results, turns: list[int]) -> None:
     header = (f"{'backend':<26}{'turns':>6}{'bytes':>15}{'growth':>8}{'first ms':>10}"
               f"{'last ms':>9}{'last/1st':>9}{'vs plain':>9}{'list s':>9}{'ckpts':>7}"
-              f"{'rss MB':>8}{'fork B':>12}")
+              f"{'rss MB':>8}{'fork B':>12}{'page ms':>9}")
     print(header)
     print("-" * len(header))
     for backend in backends():
@@ -496,7 +526,8 @@ def table_row(results: Results, backend: str, n: int, turns: list[int]) -> str:
             f"{r['first_ms']:>10.2f}{r['last_ms']:>9.2f}"
             f"{cell(r['last_ms'] / r['first_ms'], 9, 2)}{cell(ratio(r, plain, 'last_ms'), 9, 2)}"
             f"{r.get('list_error', cell(r.get('list_s'), 9, 3)):>9}"
-            f"{cell(r.get('checkpoints'), 7, 0)}{r['rss_mb']:>8.0f}{r['fork_bytes']:>12,}")
+            f"{cell(r.get('checkpoints'), 7, 0)}{r['rss_mb']:>8.0f}{r['fork_bytes']:>12,}"
+            f"{cell(r.get('page_ms'), 9, 1)}")
 
 
 def ratio(mine: dict[str, Any], theirs: dict[str, Any], key: str) -> float | None:
@@ -548,6 +579,8 @@ def targets(results: Results, backend: str,
     yield ("peak RSS <= LangGraph plain's + 50 MB", [mine.get("rss_mb"), plain.get("rss_mb")],
            lambda a, b: a <= b + 50)
     yield ("fork writes < 10 KB", [mine.get("fork_bytes")], lambda b: b < 10_000)
+    if store != "memory":
+        yield ("dashboard first pages < 200 ms", [mine.get("page_ms")], lambda ms: ms < 200)
 
 
 def print_checks(checks: list[Check]) -> None:
