@@ -153,7 +153,8 @@ def test_interrupts_have_the_spec_fields_and_filter(api: Api) -> None:
     items = api.pending()
     assert len(items) == 4
     assert set(items[0]) >= INTERRUPT_FIELDS
-    created = [i["created_at"] for i in items]
+    # As times, not text: a time on a whole second is written without a fraction.
+    created = [datetime.fromisoformat(i["created_at"]) for i in items]
     assert created == sorted(created)  # oldest first
     (one,) = api.pending(graph="transfer")
     assert one["root_thread_id"] == transfer["thread_id"] == one["thread_id"]
