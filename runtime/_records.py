@@ -131,23 +131,38 @@ class Replayed:
         return from_head(self.head, (self.history, self.state, self.resolved))
 
 
-def replay(records: Iterable[str | dict[str, Any]],
-           start: Replayed | None = None) -> Iterator[Replayed]:
+def replay(records: Iterable[str | dict[str, Any]], start: Replayed | None = None,
+           skip: int = 0) -> Iterator[Replayed]:
     """Each checkpoint of a chain of records, oldest first, from ``start`` (the base of
     the first record, or None when it has none). Values the records did not change are
-    shared between the checkpoints yielded: copy one before changing it."""
+    shared between the checkpoints yielded: copy one before changing it.
+
+    The first ``skip`` records are applied but not yielded; their history grows one list
+    in place, so reaching a late checkpoint costs its length, not its length squared.
+    """
     current = start
-    for raw in records:
+    if skip and current is not None:
+        current = Replayed(current.head, list(current.history), dict(current.state),
+                           list(current.resolved))
+    for index, raw in enumerate(records):
         record = loads(raw) if isinstance(raw, str) else raw
+        if index < skip:
+            current = _step(current, record, in_place=True)
+            continue
         current = _step(current, record)
         yield current
 
 
-def _step(prev: Replayed | None, record: dict[str, Any]) -> Replayed:
+def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False) -> Replayed:
+    """``prev`` moved on by one record; ``in_place``: ``prev``'s lists are the replay's
+    own, to grow rather than copy."""
     prev_head = prev.head if prev is not None else {}
     head = _patch.apply(prev_head, record["head"])
     if "full" in record:
         full = record["full"]
+        if in_place:
+            return Replayed(head, list(full["history"]), dict(full["state"]),
+                            list(full["resolved"]))
         return Replayed(head, full["history"], full["state"], full["resolved"])
     added = record["add"]
     if prev is None or added.get("reset"):
@@ -156,7 +171,8 @@ def _step(prev: Replayed | None, record: dict[str, Any]) -> Replayed:
         history, state, resolved = prev.history, prev.state, prev.resolved
     inputs = {t["id"]: t.get("input") for t in prev_head.get("tasks", ())}
     if added["h"]:
-        history, state = list(history), dict(state)
+        if not in_place:
+            history, state = list(history), dict(state)
         for entry in added["h"]:
             if "p" in entry:
                 entry = {"node": entry["node"], "output": _patch.apply(inputs[entry["from"]],
@@ -166,8 +182,12 @@ def _step(prev: Replayed | None, record: dict[str, Any]) -> Replayed:
                 state[entry["node"]] = entry["output"]
     if added["r"]:
         pending = {i["id"]: i for i in prev_head.get("interrupts", ())}
-        resolved = [*resolved, *(_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
-                                 for r in added["r"])]
+        ended = [_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
+                 for r in added["r"]]
+        if in_place:
+            resolved.extend(ended)
+        else:
+            resolved = [*resolved, *ended]
     return Replayed(head, history, state, resolved)
 
 

@@ -218,12 +218,12 @@ class DjangoCheckpointStore:
             return []
         start_from = self._replayed(records[0][1]) if records[0][1] else None
         found = []
-        replayed = _records.replay((r for r, _ in records), start_from)
-        for seq, one in enumerate(replayed, start=1):  # positions run from 1, no gaps
-            if seq >= start:
-                cp = one.checkpoint()
-                cp.position = (cp.id, seq)
-                found.append(cp)
+        skip = max(start - 1, 0)
+        replayed = _records.replay((r for r, _ in records), start_from, skip)
+        for seq, one in enumerate(replayed, start=skip + 1):  # positions run from 1
+            cp = one.checkpoint()
+            cp.position = (cp.id, seq)
+            found.append(cp)
         return found
 
     def count_sync(self, thread_id: str) -> int:
@@ -306,7 +306,7 @@ class DjangoCheckpointStore:
         rows = builtins.list(self._checkpoints().filter(thread_id=row[0], seq__lte=row[1])
                              .order_by("seq").values_list("record", "base_id"))
         start = self._replayed(rows[0][1]) if rows[0][1] else None
-        *_, last = _records.replay((r for r, _ in rows), start)
+        *_, last = _records.replay((r for r, _ in rows), start, skip=len(rows) - 1)
         return last
 
     # -- helpers --------------------------------------------------------------------

@@ -118,5 +118,6 @@ class InMemoryCheckpointStore:
         while cursor is not None:
             chain.append(cursor)
             cursor = self._records[cursor][1]
-        *_, found = _records.replay(self._records[i][2] for i in reversed(chain))
+        *_, found = _records.replay((self._records[i][2] for i in reversed(chain)),
+                                    skip=len(chain) - 1)
         return found

@@ -1,0 +1,60 @@
+"""Replaying step records: skipping to a late checkpoint gives what the whole walk gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
+from runtime._records import replay
+from tests.runtime.store_conformance import chat_graph, talk
+
+
+def records_of(store: InMemoryCheckpointStore, thread_id: str) -> list[str]:
+    return [store._records[cp_id][2] for cp_id in store._threads[thread_id]]
+
+
+def ask(inp: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    return {"asked": inp, "answer": ctx.interrupt({"question": "ok?"})}
+
+
+@pytest.mark.parametrize("skip", [0, 1, 6, 9, 11])
+async def test_skipping_records_yields_the_same_checkpoints(skip: int) -> None:
+    store = InMemoryCheckpointStore()
+    executor = DurableExecutor([("ask", ask), ("again", ask)], store=store, name="twice")
+    thread = (await executor.run({"n": 0})).thread_id
+    for n in range(2):
+        await executor.resume(thread, f"yes {n}")
+    await executor.run({"n": 1}, thread_id=thread)  # a new run: history restarts
+    await executor.resume(thread, "after the restart")
+    records = records_of(store, thread)
+    whole = [r.checkpoint() for r in replay(records)]
+    skipped = [r.checkpoint() for r in replay(records, skip=skip)]
+    assert len(whole) == len(records) == 12
+    assert skipped == whole[skip:]
+    assert whole[-1].history[-1]["output"] == {"asked": {"n": 1}, "answer": "after the restart"}
+
+
+async def test_a_skip_leaves_the_start_it_was_given_as_it_was() -> None:
+    store = InMemoryCheckpointStore()
+    thread = await talk(chat_graph(store), 6)
+    records = records_of(store, thread)
+    *_, start = replay(records[:9])
+    history, resolved = list(start.history), list(start.resolved)
+    *_, last = replay(records[9:], start, skip=len(records) - 10)
+    assert start.history == history and start.resolved == resolved
+    assert len(last.history) == 6 and len(history) < 6
+
+
+async def test_a_fork_replays_from_its_original_with_a_skip() -> None:
+    store = InMemoryCheckpointStore()
+    executor: DurableExecutor = chat_graph(store)
+    original = await talk(executor, 5)
+    fork = await executor.fork(original)
+    await talk(executor, 2, fork)
+    latest = await store.load(fork)
+    assert latest is not None
+    found = await store.load_by_id(latest.id)
+    assert found is not None and found.history == latest.history
+    assert len(found.history) == 7
