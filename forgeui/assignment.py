@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import Q
 
+from .models.assignees import decode, token
 from .roles import PERMISSIONS, Action, Role, allowed
 
 Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
@@ -52,41 +53,6 @@ class Viewer:
     def tokens(self) -> list[str]:
         """The assignee tokens that name this viewer."""
         return [token("user", self.username), *(token("group", g) for g in sorted(self.groups))]
-
-
-def token(kind: str, name: str) -> str:
-    return f"\n{kind}:{name}\n"
-
-
-def encode(users: list[str], groups: list[str]) -> str:
-    """The stored form; "" when nobody is named (anyone with the role may answer)."""
-    names = [f"user:{u}" for u in _names(users)] + [f"group:{g}" for g in _names(groups)]
-    return "\n" + "\n".join(names) + "\n" if names else ""
-
-
-def decode(stored: str) -> tuple[list[str], list[str]]:
-    """(users, groups) from the stored form."""
-    lines = [line for line in (stored or "").split("\n") if line]
-    return ([line[5:] for line in lines if line.startswith("user:")],
-            [line[6:] for line in lines if line.startswith("group:")])
-
-
-def from_record(named: Any) -> str:
-    """The stored form of an interrupt record's ``assignees`` (``ctx.interrupt``'s keyword
-    argument, never a payload key); anything malformed names nobody."""
-    if not isinstance(named, dict):
-        return ""
-    return encode(_list(named.get("users")), _list(named.get("groups")))
-
-
-def _list(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _names(values: list[str]) -> list[str]:
-    """Unique, order kept; a newline would break the token format."""
-    clean = (v.strip().replace("\n", " ") for v in values)
-    return list(dict.fromkeys(v for v in clean if v))
 
 
 def is_assigned(viewer: Viewer, stored: str) -> bool:

@@ -1,14 +1,10 @@
-"""The inbox feed: event rows with monotonic ids, announced on a channel-layer group.
+"""The inbox's live half of the feed: committed event ids, sent on a channel-layer group.
 
 Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_ids": [N, ...]}``
-(ids in order: what one drain of the outbox found, often the events of one save); a
-reconnecting client reads ``Event.objects.after(last_id)``, so ids must become visible in
-id order: ``write_events`` serialises event writers until they commit (SQLite's write
-lock, held from a transaction's first write; an advisory lock on PostgreSQL, taken just
-before the insert). The checkpoint store writes its events inside the save;
-``publish_on_commit`` writes a request's events in a short transaction of their own once
-the request's transaction has committed. Either way the group message goes out after the
-commit.
+(ids in order: what one drain of the outbox found, often the events of one save). The
+event rows themselves are written by ``forgeui.models.events``, which calls ``broadcast``
+after each commit once the app is ready; a reconnecting client reads
+``Event.objects.after(last_id)`` from the database.
 """
 
 from __future__ import annotations
@@ -18,74 +14,18 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.utils import timezone
 
-from .models import Event
-
-# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
-EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 INBOX_GROUP = "inbox"
 INBOX_MESSAGE_TYPE = "inbox.event"
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class EventDraft:
-    """An inbox event decided while a change is being made, not yet written."""
-
-    kind: str
-    run_id: str = ""
-    root_thread_id: str = ""
-    interrupt_id: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def publish_on_commit(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> None:
-    """Write and announce ``drafts`` once the current transaction commits."""
-    if drafts:
-        transaction.on_commit(partial(publish, drafts, using), using=using)
-
-
-def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
-    """Write the event rows, then tell the inbox group. Never raises: state is committed."""
-    try:
-        with transaction.atomic(using=using):
-            ids = write_events(drafts, using)
-    except Exception:
-        logger.exception("could not record %d inbox events", len(drafts))
-        return []
-    announce(ids)
-    return ids
-
-
-def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
-    """Insert event rows as the last statements of the current transaction; their ids.
-
-    Holds the ordering lock until that transaction ends, so no event with a smaller id
-    can become visible after this one. Keep it last: the lock waits for other writers.
-    """
-    if not drafts:
-        return []
-    if connections[using].vendor == "postgresql":
-        with connections[using].cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
-    now = timezone.now()
-    rows = Event.objects.using(using).bulk_create([
-        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
-              interrupt_id=d.interrupt_id, data=d.data, created_at=now)
-        for d in drafts
-    ])
-    return [row.id for row in rows]
-
-
-def announce(event_ids: list[int]) -> None:
+def broadcast(event_ids: list[int]) -> None:
     """Tell the inbox group about these ids, in order, without waiting; a missing or
     broken channel layer only costs live updates (``feed.EventFeed`` polls the table)."""
     if event_ids:

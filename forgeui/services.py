@@ -29,7 +29,6 @@ from runtime.checkpoint import Checkpoint
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 from . import answer_rules, assignment, registry
-from .events import EventDraft, publish_on_commit
 from .exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -50,7 +49,9 @@ from .models import (
     Run,
     RunStatus,
     SteeringNote,
+    assignees,
 )
+from .models.events import EventDraft, publish_on_commit
 from .roles import Action, Role, allowed, needed_roles
 from .store import DjangoCheckpointStore
 from .tasks import (
@@ -420,7 +421,7 @@ def assign_interrupt(user: User, interrupt_id: str, users: list[str],
     if interrupt.status != InterruptStatus.PENDING:
         raise stale_answer(interrupt.pk, None)
     _require_known(users, groups)
-    stored = assignment.encode(users, groups)
+    stored = assignees.encode(users, groups)
     update: dict[str, Any] = {"assignees": stored}
     claimer = interrupt.claimed_by
     if claimer is not None and stored and not assignment.is_assigned(
@@ -428,7 +429,7 @@ def assign_interrupt(user: User, interrupt_id: str, users: list[str],
         update.update(claimed_by=None, claimed_at=None)
     with transaction.atomic():
         Interrupt.objects.filter(pk=interrupt.pk).update(**update)
-        users_now, groups_now = assignment.decode(stored)
+        users_now, groups_now = assignees.decode(stored)
         _changed(user, "interrupt.assign", interrupt,
                  {"users": users_now, "groups": groups_now,
                   "before": {"users": interrupt.assigned_users,

@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import assignment, egress
+from . import egress
 from .mail import send_quietly
 from .models import (
     DeliveryStatus,
@@ -39,6 +39,7 @@ from .models import (
     Webhook,
     WebhookDelivery,
     WebhookEvent,
+    assignees,
 )
 
 logger = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ def email_assignees(interrupt_id: str) -> int:
     interrupt = Interrupt.objects.filter(pk=interrupt_id).first()
     if interrupt is None or not interrupt.assignees or interrupt.status != "pending":
         return 0
-    users, groups = assignment.decode(interrupt.assignees)
+    users, groups = assignees.decode(interrupt.assignees)
     to = sorted(set(get_user_model().objects.filter(
         Q(username__in=users) | Q(groups__name__in=groups), is_active=True)
         .exclude(email="").values_list("email", flat=True)))

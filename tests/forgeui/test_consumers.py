@@ -25,8 +25,10 @@ from django.test import Client
 from forgeui import events, feed, frames, services
 from forgeui.asgi import application
 from forgeui.consumers import InboxConsumer
-from forgeui.events import INBOX_MESSAGE_TYPE, EventDraft
+from forgeui.events import INBOX_MESSAGE_TYPE
 from forgeui.models import Event, Interrupt
+from forgeui.models.events import EventDraft
+from forgeui.models.events import publish as publish_sync
 from forgeui.origins import same_origin
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
@@ -104,7 +106,7 @@ async def caught_up(socket: WebsocketCommunicator, after: int = 0) -> str:
 start_run = sync_to_async(services.start_run)
 answer = sync_to_async(services.answer_interrupt)
 last_event = sync_to_async(Event.objects.last_id)
-publish = sync_to_async(events.publish)
+publish = sync_to_async(publish_sync)
 
 
 @sync_to_async
@@ -265,7 +267,7 @@ async def test_events_no_layer_message_announced_still_arrive_within_a_second(
     """Another process on the in-memory layer: its events reach only the database."""
     socket, _, _ = await connect(cookies["reviewer"])
     await caught_up(socket, await last_event())
-    monkeypatch.setattr("forgeui.events.announce", lambda event_ids: None)
+    monkeypatch.setattr(events._outbox, "send", lambda event_ids: None)
     [pending] = await started(users)
     loop = asyncio.get_running_loop()
     begun = loop.time()
