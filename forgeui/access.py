@@ -34,9 +34,10 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from forgeui.team.roles import PERMISSIONS, Action
+
 from .events import group_send
 from .loopwork import SocketLoopWork, of_loop
-from .roles import PERMISSIONS, Action
 
 if TYPE_CHECKING:
     pass

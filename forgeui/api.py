@@ -19,9 +19,10 @@ from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
 
+from forgeui import registry, services
+from forgeui.team import assignment
 from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
 
-from . import assignment, registry, services
 from .auth import CsrfFailed, api_auth, login_required_for_docs
 from .exceptions import (
     AlreadyClaimed,

@@ -10,9 +10,10 @@ class ForgeUIConfig(AppConfig):
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (access.py).
         # demo registers its deploy check; lockouts audits django-axes' lockouts.
-        from . import access, demo, events, lockouts  # noqa: F401
-        from .models.events import listen
-        from .registry import check_graphs
+        from forgeui import access, demo, events  # noqa: F401
+        from forgeui.models.events import listen
+        from forgeui.registry import check_graphs
+        from forgeui.team import lockouts  # noqa: F401
 
         checks.register(check_graphs)
         # The store and the services write event rows; the inbox tells sockets about them.

@@ -5,7 +5,7 @@ no CSRF applies) and the browser's Django session (CSRF enforced on unsafe metho
 request carrying an ``Authorization`` header is judged by that header alone: a bad token is
 401 even when a session cookie rides along.
 
-Authentication also applies the read gate: a user with no forge role (``forgeui.roles``)
+Authentication also applies the read gate: a user with no forge role (``forgeui.team.roles``)
 is refused with 403 and an audit row. What each role may change is decided in
 ``forgeui.services``.
 """
@@ -23,10 +23,11 @@ from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from .models import ApiToken, AuditEntry
-from .roles import Action, Role, allowed, needed_roles, roles_of
+from forgeui.team.roles import Action, Role, allowed, needed_roles, roles_of
 
-# The role table lives in forgeui.roles; these names are re-exported for older imports.
+from .models import ApiToken, AuditEntry
+
+# The role table lives in forgeui.team.roles; these names are re-exported for older imports.
 __all__ = ["Action", "BearerAuth", "CsrfFailed", "Role", "SessionAuth", "allowed", "api_auth",
            "login_required_for_docs", "roles_of"]
 

@@ -24,12 +24,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
+from forgeui.team.assignment import Viewer, mode
+from forgeui.team.roles import Action, allowed
+
 from . import access, events, frames
-from .assignment import Viewer, mode
 from .events import INBOX_GROUP, INBOX_MESSAGE_TYPE
 from .feed import Snapshot, catch_up, feed, snapshots
 from .inbox import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
-from .roles import Action, allowed
 
 ROWS_PER_FRAME = 200  # rows per websocket message while catching up
 logger = logging.getLogger(__name__)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from .assignment import Mode, Viewer, mode
+from forgeui.team.assignment import Mode, Viewer, mode
+
 from .inbox import RowFacts, render_row, render_rows
 from .loopwork import SocketLoopWork, of_loop
 from .models import Event, Interrupt, InterruptStatus

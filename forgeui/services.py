@@ -3,7 +3,7 @@
 Each service checks the role, records the intent and its audit row in one transaction,
 and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
 
-Roles (``forgeui.roles``): ``reviewer`` answers, adds notes and forks; ``supervisor`` also
+Roles (``forgeui.team.roles``): ``reviewer`` answers, adds notes and forks; ``supervisor`` also
 starts, cancels, recovers and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
 ``user=None`` (management commands) may do all. A refusal leaves an audit row, nothing else.
 """
@@ -25,10 +25,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from forgeui import answer_rules, registry
+from forgeui.team import assignment
+from forgeui.team.roles import Action, Role, allowed, needed_roles
 from runtime.checkpoint import Checkpoint
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
-from . import answer_rules, assignment, registry
 from .exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -52,7 +54,6 @@ from .models import (
     assignees,
 )
 from .models.events import EventDraft, publish_on_commit
-from .roles import Action, Role, allowed, needed_roles
 from .store import DjangoCheckpointStore
 from .tasks import (
     apply_answer_task,

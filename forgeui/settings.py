@@ -178,7 +178,7 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
 # Anonymous password reset mails a link, so it is on only where e-mail was configured
-# (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.accounts throttles it.
+# (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.team.accounts throttles it.
 FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.environ)
 
 # Webhooks may reach loopback, link-local and private addresses only when this is on

@@ -2,7 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from . import accounts, health, views
+from forgeui import health, views
+from forgeui.team import accounts
+
 from .api import api
 
 # The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".

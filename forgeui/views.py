@@ -25,9 +25,11 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.timezone import make_aware
 from django.views.decorators.http import require_GET, require_POST
 
+from forgeui import decision_context, exports, forks, registry, runtree, services, timeline
+from forgeui.team import assignment
+from forgeui.team.roles import Action, allowed, roles_of
 from runtime.errors import ForgeError
 
-from . import assignment, decision_context, exports, forks, registry, runtree, services, timeline
 from . import decisions as answer_rows
 from .answer_rules import declared_actions, declared_schema, schema_problem
 from .exceptions import (
@@ -61,7 +63,6 @@ from .inbox import (
 )
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run, RunStatus
 from .payloads import present
-from .roles import Action, allowed, roles_of
 from .store import DjangoCheckpointStore
 
 View = Callable[..., HttpResponse]

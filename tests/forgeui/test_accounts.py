@@ -12,8 +12,9 @@ from django.core import mail
 from django.test import Client
 from django.urls import clear_url_caches
 
-from forgeui import accounts, urls
+from forgeui import urls
 from forgeui.models import AuditEntry
+from forgeui.team import accounts
 
 pytestmark = pytest.mark.django_db
 

@@ -101,7 +101,7 @@ def test_supervisors_assign_and_a_claim_outside_the_assignees_ends(
 
 
 def test_tabs_assigned_queue_and_done(team: dict[str, User]) -> None:
-    from forgeui.assignment import Viewer
+    from forgeui.team.assignment import Viewer
 
     mine = pause(team, assignees={"users": ["alice"]})
     theirs = pause(team, assignees={"users": ["bob"]})

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from .models import AuditEntry
+from forgeui.models import AuditEntry
 
 logger = logging.getLogger(__name__)
 NAME_LIMIT = 150  # a username as long as Django allows; anything longer was not one

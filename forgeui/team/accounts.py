@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.urls import URLPattern, path
 from django.utils import timezone
 
-from .models import AuditEntry
+from forgeui.models import AuditEntry
 
 RESET_LIMIT = 5  # reset requests per client address per RESET_WINDOW
 RESET_WINDOW = timedelta(hours=1)

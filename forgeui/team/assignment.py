@@ -8,7 +8,7 @@ narrows it to one person.
 
 ``may_answer`` is the one rule, used by the services, the pages and the websocket:
 
-- the role must allow answering (``forgeui.roles``);
+- the role must allow answering (``forgeui.team.roles``);
 - superusers and ``None`` (the system: deadlines, commands) may always;
 - nobody else may answer what another person claimed;
 - with assignees, only a named user or a member of a named group may.
@@ -23,8 +23,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models import Q
 
-from .models.assignees import decode, token
-from .roles import PERMISSIONS, Action, Role, allowed
+from forgeui.models.assignees import decode, token
+from forgeui.team.roles import PERMISSIONS, Action, Role, allowed
 
 Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
 
