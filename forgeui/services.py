@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from forgeui import answer_rules, registry
+from forgeui.notifications.mail import send_quietly
 from forgeui.team import assignment
 from forgeui.team.roles import Action, Role, allowed, needed_roles
 from runtime.checkpoint import Checkpoint
@@ -40,7 +41,6 @@ from .exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
-from .mail import send_quietly
 from .models import (
     Answer,
     AuditEntry,

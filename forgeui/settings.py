@@ -182,7 +182,8 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
 FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.environ)
 
 # Webhooks may reach loopback, link-local and private addresses only when this is on
-# (a receiver inside the network); otherwise a webhook cannot probe it (forgeui.egress).
+# (a receiver inside the network); otherwise a webhook cannot probe it
+# (forgeui.notifications.egress).
 FORGE_WEBHOOK_ALLOW_PRIVATE = env_bool("FORGE_WEBHOOK_ALLOW_PRIVATE", False)
 
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).

@@ -196,35 +196,3 @@ def recover_run_task(thread_id: str) -> dict[str, Any]:
         return summary(executor.recover_sync(thread_id))
     except NodeError as exc:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
-
-
-@task()
-def expire_interrupts_task() -> dict[str, Any]:
-    """The periodic deadline sweep (``forgeui.scheduler``)."""
-    from . import services  # services enqueue these tasks: import it when run
-
-    done = services.expire_interrupts()
-    return {"handled": [{"interrupt_id": e.interrupt_id, "outcome": e.outcome} for e in done]}
-
-
-@task(backend="notify")
-def deliver_webhook_task(delivery_id: int) -> dict[str, Any]:
-    """Send one webhook delivery, with its retries (on the notification pool)."""
-    from . import webhooks
-
-    return {"delivery_id": delivery_id, "status": webhooks.deliver(delivery_id)}
-
-
-@task(backend="notify")
-def email_assignees_task(interrupt_id: str) -> dict[str, Any]:
-    from . import webhooks
-
-    return {"interrupt_id": interrupt_id, "sent_to": webhooks.email_assignees(interrupt_id)}
-
-
-@task()
-def fan_out_task() -> dict[str, Any]:
-    """The periodic hand-over of inbox events to webhooks and e-mail (forgeui.scheduler)."""
-    from . import webhooks
-
-    return {"deliveries": webhooks.fan_out()}

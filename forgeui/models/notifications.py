@@ -21,7 +21,7 @@ class WebhookQuerySet(models.QuerySet["Webhook"]):
 
 
 class Webhook(models.Model):
-    """An outgoing webhook, configured in the admin (``forgeui.webhooks`` sends them)."""
+    """An outgoing webhook, configured in the admin (``forgeui.notifications`` sends them)."""
 
     name = models.CharField(max_length=100)
     url = models.URLField(max_length=1000)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from forgeui import services
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus, Run
-from forgeui.tasks import expire_interrupts_task
+from forgeui.scheduler import expire_interrupts_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,8 +20,9 @@ from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.test import Client, override_settings
 
-from forgeui import egress, services, webhooks
+from forgeui import services
 from forgeui.models import DeliveryStatus, Interrupt, Webhook, WebhookDelivery
+from forgeui.notifications import egress, fanout, webhooks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,7 +76,7 @@ def test_a_failing_receiver_gets_three_attempts_and_one_signed_delivery(
     Webhook.objects.create(name="ops", url=receiver.url, secret=SECRET,
                            events=["interrupt.created"])
     started = services.start_run(users["supervisor"], "custom", {"question": "Ship it?"})
-    [delivery_id] = webhooks.fan_out()  # the immediate backend delivered it on commit
+    [delivery_id] = fanout.fan_out()  # the immediate backend delivered it on commit
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert delivery.status == DeliveryStatus.DELIVERED
     assert delivery.attempts == 3 and delivery.response_code == 200
@@ -87,7 +88,7 @@ def test_a_failing_receiver_gets_three_attempts_and_one_signed_delivery(
     sent = json.loads(body)
     assert sent["event"] == "interrupt.created" and sent["thread_id"] == started.thread_id
     assert sent["interrupt"]["payload"]["question"] == "Ship it?"
-    assert webhooks.fan_out() == []  # the cursor moved on: nothing is sent twice
+    assert fanout.fan_out() == []  # the cursor moved on: nothing is sent twice
 
 
 def test_a_dead_endpoint_fails_the_delivery_not_the_run(users: dict[str, User]) -> None:
@@ -97,7 +98,7 @@ def test_a_dead_endpoint_fails_the_delivery_not_the_run(users: dict[str, User]) 
     interrupt = Interrupt.objects.of_tree(started.thread_id).pending().get()
     services.answer_interrupt(users["reviewer"], interrupt.pk, True)
     assert Interrupt.objects.get(pk=interrupt.pk).run.status == "completed"
-    webhooks.fan_out()
+    fanout.fan_out()
     events = sorted(WebhookDelivery.objects.values_list("event", "status", "attempts"))
     assert events == [("interrupt.answered", "failed", 4), ("run.completed", "failed", 4)]
 
@@ -111,7 +112,7 @@ def test_assignees_are_emailed(users: dict[str, User]) -> None:
     services.start_run(users["supervisor"], "custom",
                        {"question": "Pay?", "options": {"assignees": {"groups": ["finance"]}}})
     services.start_run(users["supervisor"], "custom", {"question": "Nobody named"})
-    webhooks.fan_out()
+    fanout.fan_out()
     [message] = mail.outbox
     assert message.to == ["alice@example.com"] and "Pay?" in message.subject
 
@@ -149,7 +150,7 @@ def test_by_default_a_webhook_to_a_private_address_is_refused_unsent(
     Webhook.objects.create(name="inside", url=receiver.url, secret=SECRET,
                            events=["interrupt.created"])
     services.start_run(users["supervisor"], "custom", {})
-    [delivery_id] = webhooks.fan_out()
+    [delivery_id] = fanout.fan_out()
     delivery = WebhookDelivery.objects.get(pk=delivery_id)
     assert delivery.status == DeliveryStatus.FAILED and receiver.received == []
     assert "refused" in delivery.last_error and "127.0.0.1" in delivery.last_error

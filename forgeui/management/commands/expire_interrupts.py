@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from forgeui import scheduler, services, webhooks
+from forgeui import scheduler, services
+from forgeui.notifications import fanout
 
 
 class Command(BaseCommand):
@@ -26,7 +27,7 @@ class Command(BaseCommand):
             for expiry in services.expire_interrupts():
                 self.stdout.write(f"{expiry.outcome} {expiry.interrupt_id}: {expiry.reason}")
             if loop:  # production's only scheduler: notifications go out from here too
-                webhooks.fan_out()
+                fanout.fan_out()
             if not loop:
                 return
             time.sleep(every or scheduler.interval())
