@@ -1,8 +1,8 @@
-"""The JSON API under ``/api/`` (SPEC §2.1): thin handlers over ``forgeui.services``.
+"""The JSON API under ``/api/`` (SPEC §2.1): thin handlers over ``forgeui.runs.services``.
 
 Handlers validate (``forgeui.schemas``), call one service or one queryset, and return.
 Every refusal is mapped to HTTP here, once, by the exception handlers at the bottom:
-the dashboard's errors (``forgeui.exceptions``), the runtime's (``runtime.errors``),
+the dashboard's errors (``forgeui.runs.exceptions``), the runtime's (``runtime.errors``),
 ninja's and Django's. Nothing reaches the client as a 500 page; the catch-all handler
 logs and answers JSON, and the test suite asserts it never fires.
 """
@@ -19,12 +19,8 @@ from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
 
-from forgeui import registry, services
-from forgeui.team import assignment
-from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
-
-from .auth import CsrfFailed, api_auth, login_required_for_docs
-from .exceptions import (
+from forgeui.runs import registry, services
+from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
     GraphUnavailable,
@@ -34,6 +30,10 @@ from .exceptions import (
     ThreadTaken,
     UnknownGraph,
 )
+from forgeui.team import assignment
+from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
+
+from .auth import CsrfFailed, api_auth, login_required_for_docs
 from .models import AuditEntry, Interrupt, Run, Thread
 from .parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
 from .schemas import (

@@ -12,7 +12,7 @@ class ForgeUIConfig(AppConfig):
         # demo registers its deploy check; lockouts audits django-axes' lockouts.
         from forgeui import access, demo, events  # noqa: F401
         from forgeui.models.events import listen
-        from forgeui.registry import check_graphs
+        from forgeui.runs.registry import check_graphs
         from forgeui.team import lockouts  # noqa: F401
 
         checks.register(check_graphs)

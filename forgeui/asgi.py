@@ -29,5 +29,5 @@ application = ProtocolTypeRouter(
     }
 )
 
-if settings.TASKS["default"]["BACKEND"] == "forgeui.backends.ThreadPoolBackend":
+if settings.TASKS["default"]["BACKEND"] == "forgeui.runs.backends.ThreadPoolBackend":
     scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)

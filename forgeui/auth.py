@@ -7,7 +7,7 @@ request carrying an ``Authorization`` header is judged by that header alone: a b
 
 Authentication also applies the read gate: a user with no forge role (``forgeui.team.roles``)
 is refused with 403 and an audit row. What each role may change is decided in
-``forgeui.services``.
+``forgeui.runs.services``.
 """
 
 from __future__ import annotations

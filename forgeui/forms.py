@@ -5,7 +5,7 @@ An interrupt payload decides how it may be answered (SPEC §2, issue 6):
 - ``"answer_schema"``: a form generated from simple JSON-Schema (boolean, integer and
   number with minimum/maximum, string, enum), falling back to the JSON box for anything
   richer; the value is then exactly what the schema describes.
-- ``"actions"``: Agent Inbox's responses (``forgeui.answer_rules``); the value is
+- ``"actions"``: Agent Inbox's responses (``forgeui.runs.answer_rules``); the value is
   ``{"type": action, "args": ...}`` with ``args`` the free text for ``respond``, the edited
   proposal for ``edit`` (a form prefilled from the payload's ``args`` when
   ``answer_schema`` is simple, else JSON) and null otherwise.
@@ -24,7 +24,8 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from .answer_rules import declared_actions
+from forgeui.runs.answer_rules import declared_actions
+
 from .inbox import answer_schema, asks_yes_no
 from .payloads import proposed_args
 

@@ -17,10 +17,11 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
+from forgeui import bidi
+from forgeui.runs import forks
+from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
-from . import bidi, forks
-from .answer_rules import declared_actions, declared_schema, schema_problem
 from .models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
 from .payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 

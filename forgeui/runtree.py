@@ -10,8 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import graphsvg, registry
-from .exceptions import ForgeUIError
+from forgeui import graphsvg
+from forgeui.runs import registry
+from forgeui.runs.exceptions import ForgeUIError
+
 from .models import Interrupt, Run, RunStatus
 from .store import DjangoCheckpointStore
 

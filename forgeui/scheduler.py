@@ -21,8 +21,8 @@ from typing import Any
 from django.conf import settings
 from django_tasks import task
 
-from forgeui import services
 from forgeui.notifications import fanout
+from forgeui.runs import deadlines
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def sweep_once() -> None:
 @task()
 def expire_interrupts_task() -> dict[str, Any]:
     """The periodic deadline sweep."""
-    done = services.expire_interrupts()
+    done = deadlines.expire_interrupts()
     return {"handled": [{"interrupt_id": e.interrupt_id, "outcome": e.outcome} for e in done]}
 
 

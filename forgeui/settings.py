@@ -167,8 +167,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # The web process answers 202 at once; graphs run on its own thread pool.
     # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
-    TASKS = {"default": {"BACKEND": "forgeui.backends.ThreadPoolBackend"},
-             "notify": {"BACKEND": "forgeui.backends.ThreadPoolBackend",
+    TASKS = {"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend"},
+             "notify": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
 
 # Notification e-mail (assignees, overdue interrupts): printed to the console unless
@@ -252,13 +252,13 @@ if PRODUCTION:
     }
 
 # "json": one object per line with the run_id/thread_id/interrupt_id a line is about
-# (forgeui.logs), for log shippers; "text" for people.
+# (forgeui.runs.logs), for log shippers; "text" for people.
 FORGE_LOG_FORMAT = os.environ.get("FORGE_LOG_FORMAT", "json" if PRODUCTION else "text")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "forgeui.logs.JsonFormatter"}},
-    "filters": {"run": {"()": "forgeui.logs.RunFilter"}},
+    "formatters": {"json": {"()": "forgeui.runs.logs.JsonFormatter"}},
+    "filters": {"run": {"()": "forgeui.runs.logs.RunFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["run"]}},
     "loggers": {
         "forgeui": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -1,7 +1,7 @@
 """The dashboard's pages: inbox, interrupt, run tree, timeline, audit log.
 
 Views stay short: queries are named QuerySet methods, changes go through
-``forgeui.services`` (the same layer as the API), and who may do what is
+``forgeui.runs.services`` (the same layer as the API), and who may do what is
 ``forgeui.auth.allowed``. An htmx request gets just the fragment it swaps
 (``"page.html#partial"``); a plain request gets the whole page.
 """
@@ -25,14 +25,10 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.timezone import make_aware
 from django.views.decorators.http import require_GET, require_POST
 
-from forgeui import decision_context, exports, forks, registry, runtree, services, timeline
-from forgeui.team import assignment
-from forgeui.team.roles import Action, allowed, roles_of
-from runtime.errors import ForgeError
-
-from . import decisions as answer_rows
-from .answer_rules import declared_actions, declared_schema, schema_problem
-from .exceptions import (
+from forgeui import exports, runtree
+from forgeui.runs import decision_context, forks, registry, services, timeline
+from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
+from forgeui.runs.exceptions import (
     Forbidden,
     ForgeUIError,
     GraphUnavailable,
@@ -41,6 +37,11 @@ from .exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
+from forgeui.team import assignment
+from forgeui.team.roles import Action, allowed, roles_of
+from runtime.errors import ForgeError
+
+from . import decisions as answer_rows
 from .forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,

@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import Answer, Interrupt, Run
+from forgeui.runs import services
 
 from .apiclient import Api
 

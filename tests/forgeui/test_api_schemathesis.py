@@ -28,9 +28,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from forgeui import services
 from forgeui.api import api
 from forgeui.models import ApiToken
+from forgeui.runs import services
 
 # Bounded so the suite stays fast; raise it for a deeper hunt (FORGE_API_FUZZ_EXAMPLES=500).
 MAX_EXAMPLES = int(os.environ.get("FORGE_API_FUZZ_EXAMPLES", "25"))

@@ -14,9 +14,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from forgeui import services
-from forgeui.exceptions import AlreadyClaimed, Forbidden, InvalidRequest
 from forgeui.models import AuditEntry, Interrupt, InterruptStatus, SteeringNote
+from forgeui.runs import services
+from forgeui.runs.exceptions import AlreadyClaimed, Forbidden, InvalidRequest
 from runtime.errors import StaleResumeTarget
 
 from .apiclient import Api

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from django_tasks import TaskResultStatus, task
 
-from forgeui.backends import wait_for_tasks
+from forgeui.runs.backends import wait_for_tasks
 
 release = threading.Event()
 ran: list[str] = []
@@ -23,7 +23,7 @@ def blocked_task(tag: str) -> str:
 
 @pytest.fixture
 def thread_pool() -> object:
-    with override_settings(TASKS={"default": {"BACKEND": "forgeui.backends.ThreadPoolBackend",
+    with override_settings(TASKS={"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                                               "OPTIONS": {"WORKERS": 2}}}):
         yield
     release.set()

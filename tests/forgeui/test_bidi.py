@@ -7,9 +7,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import bidi, services
+from forgeui import bidi
 from forgeui.inbox import render_rows
 from forgeui.models import Interrupt
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,8 @@ from django.contrib.auth.models import Group, User
 from django.db.models import Count
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus
+from forgeui.runs import services
 
 from .apiclient import Api
 from .conftest import lines

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
-from forgeui import services
 from forgeui.models import Interrupt, Run
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT = {"type": "accept", "args": None}  # what the example graphs' actions take

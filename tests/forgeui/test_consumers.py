@@ -2,7 +2,7 @@
 
 Channels' ``WebsocketCommunicator`` drives the same middleware daphne serves (origin
 checks, session auth) on the in-memory channel layer the embedded default uses; rows come
-from real runs of the demo graphs, started and answered through ``forgeui.services``.
+from real runs of the demo graphs, started and answered through ``forgeui.runs.services``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from forgeui import events, feed, frames, services
+from forgeui import events, feed, frames
 from forgeui.asgi import application
 from forgeui.consumers import InboxConsumer
 from forgeui.events import INBOX_MESSAGE_TYPE
@@ -30,6 +30,7 @@ from forgeui.models import Event, Interrupt
 from forgeui.models.events import EventDraft
 from forgeui.models.events import publish as publish_sync
 from forgeui.origins import same_origin
+from forgeui.runs import services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from forgeui import services
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus, Run
+from forgeui.runs import deadlines, services
 from forgeui.scheduler import expire_interrupts_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,8 +38,8 @@ def test_deadline_and_default_are_read_when_the_row_is_created(
 
 def test_a_deadline_with_a_default_is_answered_by_the_system(users: dict[str, User]) -> None:
     interrupt = pause(users, deadline_s=60, default="skip")
-    assert services.expire_interrupts(now=interrupt.created_at + timedelta(seconds=59)) == []
-    [expiry] = services.expire_interrupts(now=interrupt.created_at + timedelta(seconds=61))
+    assert deadlines.expire_interrupts(now=interrupt.created_at + timedelta(seconds=59)) == []
+    [expiry] = deadlines.expire_interrupts(now=interrupt.created_at + timedelta(seconds=61))
     assert expiry.outcome == "defaulted"
     row = Interrupt.objects.get(pk=interrupt.pk)
     assert row.status == InterruptStatus.ANSWERED and row.answered_by is None
@@ -49,7 +49,7 @@ def test_a_deadline_with_a_default_is_answered_by_the_system(users: dict[str, Us
     assert run.status == "completed" and run.output == "skip"
     entry = AuditEntry.objects.get(action="interrupt.expired")
     assert entry.actor is None and "answered with its default" in entry.detail["reason"]
-    assert services.expire_interrupts(now=timezone.now() + timedelta(days=1)) == []
+    assert deadlines.expire_interrupts(now=timezone.now() + timedelta(days=1)) == []
 
 
 @override_settings(EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend")
@@ -59,14 +59,14 @@ def test_a_deadline_without_a_default_is_flagged_and_supervisors_hear(
     users["supervisor"].save()
     interrupt = pause(users, deadline_s=5)
     later = interrupt.created_at + timedelta(seconds=6)
-    [expiry] = services.expire_interrupts(now=later)
+    [expiry] = deadlines.expire_interrupts(now=later)
     assert expiry.outcome == "overdue"
     row = Interrupt.objects.get(pk=interrupt.pk)
     assert row.status == InterruptStatus.PENDING and row.overdue_at == later
     assert "no default" in AuditEntry.objects.get(action="interrupt.overdue").detail["reason"]
     [message] = mail.outbox
     assert message.to == ["sup@example.com"] and interrupt.pk in message.subject
-    assert services.expire_interrupts(now=later + timedelta(hours=1)) == []  # flagged once
+    assert deadlines.expire_interrupts(now=later + timedelta(hours=1)) == []  # flagged once
     client = Client()
     client.force_login(users["reviewer"])
     assert "tag-overdue" in client.get("/").content.decode()

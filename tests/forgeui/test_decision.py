@@ -9,11 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services
-from forgeui.exceptions import InvalidRequest, StaleAnswer
 from forgeui.markdown import render_markdown
 from forgeui.models import Answer, Interrupt, InterruptStatus, Run, SteeringNote
 from forgeui.payloads import present, scalar_text
+from forgeui.runs import services
+from forgeui.runs.exceptions import InvalidRequest, StaleAnswer
 
 from .test_views import HTMX, answer, clients, start, text  # noqa: F401 (fixture)
 

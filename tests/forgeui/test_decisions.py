@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import AuditEntry, Interrupt
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

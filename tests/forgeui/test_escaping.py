@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import Interrupt
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

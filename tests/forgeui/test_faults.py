@@ -18,8 +18,8 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import Error, connections
 
-from forgeui import registry
 from forgeui.models import Checkpoint, Interrupt, Run
+from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
 
 from .conftest import lines

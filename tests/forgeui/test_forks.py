@@ -13,9 +13,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
-from forgeui import services
-from forgeui.exceptions import Forbidden, InvalidRequest
 from forgeui.models import AuditEntry, Interrupt, Run
+from forgeui.runs import services
+from forgeui.runs.exceptions import Forbidden, InvalidRequest
 from forgeui.store import DjangoCheckpointStore
 
 from .apiclient import Api

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from forgeui import services
 from forgeui.models import Interrupt, Run
+from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
 
 pytestmark = pytest.mark.django_db(transaction=True)

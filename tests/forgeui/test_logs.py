@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth.models import User
 
-from forgeui import logs, services
 from forgeui.models import Interrupt
+from forgeui.runs import logs, services
 
 from .conftest import ROOT
 
@@ -44,7 +44,7 @@ def test_applying_an_answer_logs_json_lines_naming_the_run(
     run = services.start_run(users["supervisor"], "transfer", {})
     interrupt = Interrupt.objects.of_tree(run.thread_id).pending().get()
     services.answer_interrupt(users["reviewer"], interrupt.pk, {"ok": True})  # task runs now
-    lines = [line for line in parsed(json_lines) if line["logger"] == "forgeui.tasks"]
+    lines = [line for line in parsed(json_lines) if line["logger"] == "forgeui.runs.tasks"]
     assert lines, json_lines.getvalue()
     for line in lines:
         assert {"time", "level", "logger", "message"} <= line.keys()
@@ -75,9 +75,9 @@ def test_extra_ids_win_over_the_context_and_tracebacks_stay_on_one_line(
 EMIT = """
 import logging, django
 django.setup()
-from forgeui import logs
+from forgeui.runs import logs
 with logs.about(run_id="r1", thread_id="t1", interrupt_id="i1"):
-    logging.getLogger("forgeui.tasks").info("about a run")
+    logging.getLogger("forgeui.runs.tasks").info("about a run")
 logging.getLogger("django.request").warning("not forge's")
 """
 

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import timeline
+from forgeui.runs import timeline
 from forgeui.store import DjangoCheckpointStore
 from tests.runtime.store_conformance import chat_graph
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from forgeui import registry
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Run, Thread
+from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
 

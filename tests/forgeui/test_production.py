@@ -18,8 +18,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import Interrupt
+from forgeui.runs import services
 
 from .conftest import ROOT, manage
 

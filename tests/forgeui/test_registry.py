@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
-from forgeui import registry
-from forgeui.exceptions import GraphUnavailable, UnknownGraph
+from forgeui.runs import registry
+from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
 from forgeui.settings import DEFAULT_GRAPHS
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor, examples

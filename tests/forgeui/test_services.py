@@ -14,8 +14,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connections
 
-from forgeui import services
-from forgeui.exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
 from forgeui.models import (
     Answer,
     AuditEntry,
@@ -25,8 +23,10 @@ from forgeui.models import (
     Run,
     SteeringNote,
 )
+from forgeui.runs import services
+from forgeui.runs.exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
+from forgeui.runs.tasks import apply_answer_task
 from forgeui.store import DjangoCheckpointStore
-from forgeui.tasks import apply_answer_task
 
 from .conftest import lines
 

@@ -11,11 +11,12 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, connections, transaction
 
-from forgeui import events, registry
+from forgeui import events
 from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Event, Interrupt, Run
 from forgeui.models.events import EventDraft, write_events
+from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor, ResumeTarget
 from tests.runtime.store_conformance import make_checkpoint

@@ -18,8 +18,8 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.contrib.auth.models import User
 from django.db import connections
 
-from forgeui import registry, services
 from forgeui.models import Interrupt, Run
+from forgeui.runs import registry, services
 from forgeui.store import DjangoCheckpointStore
 from runtime import RunResult
 

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services, timeline
 from forgeui.models import Interrupt
+from forgeui.runs import services, timeline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 """The dashboard's pages: who may see and do what, answering, escaping, fragments, exports.
 
 Runs are real runs of the demo graphs (``runtime.examples``), started and answered through
-``forgeui.services``; tasks run immediately (``tests.settings``).
+``forgeui.runs.services``; tasks run immediately (``tests.settings``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import services
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus, Run, SteeringNote
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

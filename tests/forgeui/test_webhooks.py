@@ -20,9 +20,9 @@ from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.test import Client, override_settings
 
-from forgeui import services
 from forgeui.models import DeliveryStatus, Interrupt, Webhook, WebhookDelivery
 from forgeui.notifications import egress, fanout, webhooks
+from forgeui.runs import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

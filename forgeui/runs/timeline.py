@@ -14,12 +14,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from forgeui.models import Answer, Run, SteeringNote
+from forgeui.store import DjangoCheckpointStore
+from forgeui.store.pages import ThreadPages
+from forgeui.store.rows import from_ms
 from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
-
-from .models import Answer, Run, SteeringNote
-from .store import DjangoCheckpointStore
-from .store.pages import ThreadPages
-from .store.rows import from_ms
 
 
 @dataclass

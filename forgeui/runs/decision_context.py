@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from forgeui.models import Interrupt, SteeringNote
+from forgeui.store import DjangoCheckpointStore
 from runtime import Checkpoint
-
-from .models import Interrupt, SteeringNote
-from .store import DjangoCheckpointStore
 
 
 @dataclass(frozen=True, slots=True)

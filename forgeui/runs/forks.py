@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .models import AuditEntry
+from forgeui.models import AuditEntry
 
 FORK = "thread.fork"
 

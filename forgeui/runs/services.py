@@ -14,7 +14,6 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
@@ -25,23 +24,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from forgeui import answer_rules, registry
-from forgeui.notifications.mail import send_quietly
-from forgeui.team import assignment
-from forgeui.team.roles import Action, Role, allowed, needed_roles
-from runtime.checkpoint import Checkpoint
-from runtime.errors import AmbiguousResume, StaleResumeTarget
-
-from .exceptions import (
-    AlreadyClaimed,
-    Forbidden,
-    GraphUnavailable,
-    InvalidRequest,
-    NotFound,
-    StaleAnswer,
-    ThreadTaken,
-)
-from .models import (
+from forgeui.models import (
     Answer,
     AuditEntry,
     ChildPolicy,
@@ -53,15 +36,29 @@ from .models import (
     SteeringNote,
     assignees,
 )
-from .models.events import EventDraft, publish_on_commit
-from .store import DjangoCheckpointStore
-from .tasks import (
+from forgeui.models.events import EventDraft, publish_on_commit
+from forgeui.runs import answer_rules, registry
+from forgeui.runs.exceptions import (
+    AlreadyClaimed,
+    Forbidden,
+    GraphUnavailable,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+    ThreadTaken,
+)
+from forgeui.runs.tasks import (
     apply_answer_task,
     apply_steering_task,
     cancel_run_task,
     recover_run_task,
     start_run_task,
 )
+from forgeui.store import DjangoCheckpointStore
+from forgeui.team import assignment
+from forgeui.team.roles import Action, allowed, needed_roles
+from runtime.checkpoint import Checkpoint
+from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
@@ -230,71 +227,6 @@ def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -
     return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
 
 
-# -- deadlines (issue 8) --------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Expiry:
-    """What the deadline sweep did to one interrupt."""
-
-    interrupt_id: str
-    outcome: Literal["defaulted", "overdue", "skipped"]
-    reason: str
-
-
-def expire_interrupts(now: datetime | None = None) -> list[Expiry]:
-    """Handle every pending interrupt past its deadline (the periodic task calls this).
-
-    With a default it is answered by the system (``user=None``) with that default, through
-    ``answer_interrupt`` like any answer; without one (or when the default fails the
-    answer schema) it is marked overdue and the supervisors are told. Each step is
-    audited with its reason. ``now`` is for tests; it defaults to the clock.
-    """
-    now = now or timezone.now()
-    return [_expire(interrupt, now)
-            for interrupt in Interrupt.objects.overdue(now).select_related("run")[:500]]
-
-
-def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
-    reason = f"deadline {interrupt.deadline_at} passed"
-    if interrupt.has_default:
-        try:
-            answer = answer_interrupt(None, interrupt.pk, interrupt.default)
-        except StaleAnswer:  # someone answered just in time
-            return Expiry(interrupt.pk, "skipped", "answered before the deadline sweep")
-        except (InvalidRequest, GraphUnavailable) as exc:
-            reason = f"{reason}; its default was refused: {exc}"
-        else:
-            audit(None, "interrupt.expired", object_type="interrupt", object_id=interrupt.pk,
-                  run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
-                  detail={"reason": f"{reason}: answered with its default",
-                          "default": interrupt.default, "answer_id": answer.pk})
-            return Expiry(interrupt.pk, "defaulted", reason)
-    return _mark_overdue(interrupt, now, reason)
-
-
-def _mark_overdue(interrupt: Interrupt, now: datetime, reason: str) -> Expiry:
-    with transaction.atomic():
-        marked = Interrupt.objects.overdue(now).filter(pk=interrupt.pk).update(overdue_at=now)
-        if not marked:
-            return Expiry(interrupt.pk, "skipped", "handled by another sweep")
-        _changed(None, "interrupt.overdue", interrupt,
-                 {"reason": f"{reason}; no default: supervisors notified"})
-        transaction.on_commit(partial(notify_supervisors, interrupt.pk, reason))
-    return Expiry(interrupt.pk, "overdue", reason)
-
-
-def notify_supervisors(interrupt_id: str, reason: str) -> None:
-    """E-mail every supervisor with an address; a mail failure is logged, never raised."""
-    addresses = list(get_user_model().objects.filter(
-        groups__name=Role.SUPERVISOR, is_active=True).exclude(email="")
-        .values_list("email", flat=True).distinct())
-    send_quietly(f"[forge] interrupt {interrupt_id} is overdue",
-                 f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
-                 f"default answer. Answer or reassign it in the inbox.",
-                 addresses, about=f"supervisors about interrupt {interrupt_id}")
-
-
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
     """Answer several interrupts of one tree at once: all are accepted, or none is."""
     require_role(user, Action.ANSWER, object_type="thread", object_id=thread_id,
@@ -391,7 +323,7 @@ def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:
         taken = Interrupt.objects.filter(pk=interrupt.pk, claimed_by__isnull=True).pending()
         if taken.update(claimed_by=user, claimed_at=timezone.now()) != 1:
             raise _claim_lost(interrupt.pk)
-        _changed(user, "interrupt.claim", interrupt, {})
+        changed(user, "interrupt.claim", interrupt, {})
     return _interrupt(interrupt.pk)
 
 
@@ -406,7 +338,7 @@ def release_interrupt(user: User, interrupt_id: str) -> Interrupt:
         require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
     with transaction.atomic():
         Interrupt.objects.filter(pk=interrupt.pk).update(claimed_by=None, claimed_at=None)
-        _changed(user, "interrupt.release", interrupt,
+        changed(user, "interrupt.release", interrupt,
                  {"claimed_by": interrupt.claimed_by.get_username()})
     return _interrupt(interrupt.pk)
 
@@ -431,7 +363,7 @@ def assign_interrupt(user: User, interrupt_id: str, users: list[str],
     with transaction.atomic():
         Interrupt.objects.filter(pk=interrupt.pk).update(**update)
         users_now, groups_now = assignees.decode(stored)
-        _changed(user, "interrupt.assign", interrupt,
+        changed(user, "interrupt.assign", interrupt,
                  {"users": users_now, "groups": groups_now,
                   "before": {"users": interrupt.assigned_users,
                              "groups": interrupt.assigned_groups},
@@ -457,7 +389,7 @@ def _claim_lost(interrupt_id: str) -> ForgeUIErrorType:
     return AlreadyClaimed(interrupt_id, who)
 
 
-def _changed(user: User, action: str, interrupt: Interrupt, detail: dict[str, Any]) -> None:
+def changed(user: User, action: str, interrupt: Interrupt, detail: dict[str, Any]) -> None:
     """Audit a claim, release or assignment, and tell every inbox to redraw the row."""
     audit(user, action, object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,

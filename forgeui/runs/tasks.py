@@ -20,13 +20,12 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
+from forgeui.models import Answer, AuditEntry, Run, SteeringNote
+from forgeui.runs import logs, registry
+from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
 from runtime.checkpoint import Checkpoint
 from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
-
-from . import logs, registry
-from .models import Answer, AuditEntry, Run, SteeringNote
-from .store import DjangoCheckpointStore
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,9 @@ from django.core import checks
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
+from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
-
-from .exceptions import GraphUnavailable, UnknownGraph
-from .store import DjangoCheckpointStore
 
 _lock = threading.Lock()
 _cache: dict[str, DurableExecutor] = {}
