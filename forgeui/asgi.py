@@ -14,7 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from forgeui import scheduler  # noqa: E402
-from forgeui.origins import SameOriginValidator  # noqa: E402
+from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(

@@ -15,7 +15,8 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import QueryDict
 
-from .inbox import payload_summary
+from forgeui.inbox.rows import payload_summary
+
 from .models import Answer
 
 COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "answer",

@@ -24,10 +24,9 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from forgeui.inbox.payloads import proposed_args
+from forgeui.inbox.rows import answer_schema, asks_yes_no
 from forgeui.runs.answer_rules import declared_actions
-
-from .inbox import answer_schema, asks_yes_no
-from .payloads import proposed_args
 
 MAX_JSON_CHARS = 64 * 1024
 MAX_NOTE_CHARS = 4000

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.decorators import sync_and_async_middleware
 
-from . import bidi
+from forgeui.inbox import bidi
 
 
 @sync_and_async_middleware

@@ -26,6 +26,17 @@ from django.utils.timezone import make_aware
 from django.views.decorators.http import require_GET, require_POST
 
 from forgeui import exports, runtree
+from forgeui.inbox.payloads import present
+from forgeui.inbox.rows import (
+    PAGE_SIZE,
+    InboxFilters,
+    RowFacts,
+    answer_schema,
+    asks_yes_no,
+    row_context,
+    summary,
+    tab_links,
+)
 from forgeui.runs import decision_context, forks, registry, services, timeline
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
@@ -52,18 +63,7 @@ from .forms import (
     schema_form_class,
     schema_value,
 )
-from .inbox import (
-    PAGE_SIZE,
-    InboxFilters,
-    RowFacts,
-    answer_schema,
-    asks_yes_no,
-    row_context,
-    summary,
-    tab_links,
-)
 from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run, RunStatus
-from .payloads import present
 from .store import DjangoCheckpointStore
 
 View = Callable[..., HttpResponse]

@@ -41,7 +41,7 @@ GRAPHS = {
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
-RELOAD = 4409  # forgeui.frames.RELOAD (this module imports no Django)
+RELOAD = 4409  # forgeui.inbox.frames.RELOAD (this module imports no Django)
 
 
 def free_port() -> int:

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import bidi
-from forgeui.inbox import render_rows
+from forgeui.inbox import bidi
+from forgeui.inbox.rows import render_rows
 from forgeui.models import Interrupt
 from forgeui.runs import services
 

@@ -22,14 +22,14 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from forgeui import events, feed, frames
 from forgeui.asgi import application
-from forgeui.consumers import InboxConsumer
-from forgeui.events import INBOX_MESSAGE_TYPE
+from forgeui.inbox import broadcast, feed, frames
+from forgeui.inbox.broadcast import INBOX_MESSAGE_TYPE
+from forgeui.inbox.consumers import InboxConsumer
+from forgeui.inbox.origins import same_origin
 from forgeui.models import Event, Interrupt
 from forgeui.models.events import EventDraft
 from forgeui.models.events import publish as publish_sync
-from forgeui.origins import same_origin
 from forgeui.runs import services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
@@ -268,7 +268,7 @@ async def test_events_no_layer_message_announced_still_arrive_within_a_second(
     """Another process on the in-memory layer: its events reach only the database."""
     socket, _, _ = await connect(cookies["reviewer"])
     await caught_up(socket, await last_event())
-    monkeypatch.setattr(events._outbox, "send", lambda event_ids: None)
+    monkeypatch.setattr(broadcast._outbox, "send", lambda event_ids: None)
     [pending] = await started(users)
     loop = asyncio.get_running_loop()
     begun = loop.time()

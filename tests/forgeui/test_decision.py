@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui.markdown import render_markdown
+from forgeui.inbox.markdown import render_markdown
+from forgeui.inbox.payloads import present, scalar_text
 from forgeui.models import Answer, Interrupt, InterruptStatus, Run, SteeringNote
-from forgeui.payloads import present, scalar_text
 from forgeui.runs import services
 from forgeui.runs.exceptions import InvalidRequest, StaleAnswer
 

@@ -11,8 +11,8 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import IntegrityError, connections, transaction
 
-from forgeui import events
-from forgeui.events import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.inbox import broadcast
+from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Event, Interrupt, Run
 from forgeui.models.events import EventDraft, write_events
@@ -36,7 +36,7 @@ def executor(graph: str, store: DjangoCheckpointStore) -> DurableExecutor:
 def serve_from_this_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Group messages go to this test's loop, as they go to daphne's once a socket opened:
     the in-memory layer's queues wake only the loop they belong to."""
-    monkeypatch.setattr(events, "_server_loop", asyncio.get_running_loop())
+    monkeypatch.setattr(broadcast, "_server_loop", asyncio.get_running_loop())
 
 
 async def test_a_pause_becomes_run_and_interrupt_rows(store: DjangoCheckpointStore) -> None:
@@ -109,13 +109,13 @@ async def test_with_nobody_in_the_inbox_group_saves_wake_no_thread(
     layer = get_channel_layer()
     monkeypatch.setattr(layer, "groups", {})
     drains: list[int] = []
-    drain = events._Outbox._drain
+    drain = broadcast._Outbox._drain
 
-    def counted(outbox: events._Outbox, layer: object) -> object:
+    def counted(outbox: broadcast._Outbox, layer: object) -> object:
         drains.append(1)
         return drain(outbox, layer)
 
-    monkeypatch.setattr(events._Outbox, "_drain", counted)
+    monkeypatch.setattr(broadcast._Outbox, "_drain", counted)
     quiet = await executor("transfer", store).run({})
     assert drains == []
     assert await Event.objects.filter(root_thread_id=quiet.thread_id).acount() == 3

@@ -34,10 +34,9 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from forgeui.inbox.broadcast import group_send
+from forgeui.inbox.periodic import SocketLoopWork, of_loop
 from forgeui.team.roles import PERMISSIONS, Action
-
-from .events import group_send
-from .loopwork import SocketLoopWork, of_loop
 
 if TYPE_CHECKING:
     pass

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
-from .markdown import render_markdown
+from forgeui.inbox.markdown import render_markdown
 
 # Keys that say how to present or answer the payload, not what it is about.
 PRESENTATION = ("title", "question", "description", "action", "args")

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from forgeui.inbox.periodic import SocketLoopWork, of_loop
+from forgeui.inbox.rows import RowFacts, render_row, render_rows
+from forgeui.models import Event, Interrupt, InterruptStatus
 from forgeui.team.assignment import Mode, Viewer, mode
-
-from .inbox import RowFacts, render_row, render_rows
-from .loopwork import SocketLoopWork, of_loop
-from .models import Event, Interrupt, InterruptStatus
 
 if TYPE_CHECKING:
     pass

@@ -17,13 +17,12 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from forgeui import bidi
+from forgeui.inbox import bidi
+from forgeui.inbox.payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
+from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
 from forgeui.runs import forks
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
-
-from .models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from .payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 
 PAGE_SIZE = 50
 SUMMARY_LENGTH = 140

@@ -8,8 +8,8 @@ message, ``{"after": <last event id>}``, on every (re)connect, and the server re
 changed after that id, read from the ``Event`` table, so a dropped connection loses
 nothing. A client more than a page of events behind is closed with ``frames.RELOAD`` (its
 page reloads); one that floods, or sends what is not JSON text, is closed too
-(``forgeui.frames``). Rows are rendered from the interrupt's current state, never from the event, so
-replays and out-of-order delivery end in the same page.
+(``frames``). Rows are rendered from the interrupt's current state, never from the event,
+so replays and out-of-order delivery end in the same page.
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
+from forgeui.inbox import access, broadcast, frames
+from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
+from forgeui.inbox.rows import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
 from forgeui.team.assignment import Viewer, mode
 from forgeui.team.roles import Action, allowed
-
-from . import access, events, frames
-from .events import INBOX_GROUP, INBOX_MESSAGE_TYPE
-from .feed import Snapshot, catch_up, feed, snapshots
-from .inbox import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
 
 ROWS_PER_FRAME = 200  # rows per websocket message while catching up
 logger = logging.getLogger(__name__)
@@ -52,7 +51,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     """One browser tab's inbox (or run page): filters, role and its catch-up cursor."""
 
     async def connect(self) -> None:
-        events.serve_from(asyncio.get_running_loop())
+        broadcast.serve_from(asyncio.get_running_loop())
         user = self.scope.get("user")
         session_key = getattr(self.scope.get("session"), "session_key", None)
         if user is None or not user.is_authenticated or not session_key:
@@ -136,7 +135,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         await super().dispatch(message)
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
-        """``events.publish`` announced a committed change (or ``EventFeed`` found one)."""
+        """``broadcast`` announced a committed change (or ``EventFeed`` found one)."""
         ids = [int(event_id) for event_id in message["event_ids"]]
         feed().hear(self, ids)
         found = [await snapshots.get(event_id) for event_id in ids]
