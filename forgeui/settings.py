@@ -8,7 +8,7 @@ channel layer and graph tasks on a thread pool inside the web process. Setting
 ``DEBUG=0`` is the production switch: it requires ``SECRET_KEY``, turns on HTTPS-only
 cookies, the SSL redirect and HSTS (each can be turned back off by its own variable),
 serves collected static files with whitenoise and logs one JSON object per line. The
-Content-Security-Policy (``forgeui.middleware``) applies in every mode, so the embedded
+Content-Security-Policy (``forgeui.web.middleware``) applies in every mode, so the embedded
 default exercises the same policy production sends.
 """
 
@@ -101,13 +101,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "forgeui.middleware.ContentSecurityPolicyMiddleware",
+    "forgeui.web.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "forgeui.middleware.NulInputMiddleware",  # after auth: its 400 page shows the user
-    "forgeui.middleware.BidiMarkingMiddleware",
+    "forgeui.web.middleware.NulInputMiddleware",  # after auth: its 400 page shows the user
+    "forgeui.web.middleware.BidiMarkingMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into the lockout page.

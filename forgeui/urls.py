@@ -2,10 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from forgeui import health, views
+from forgeui.api.routes import api
 from forgeui.team import accounts
-
-from .api import api
+from forgeui.web import health, views
 
 # The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
@@ -41,7 +40,7 @@ pages: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    # Anonymous probes (forgeui.health), exempt from the SSL redirect (settings).
+    # Anonymous probes (forgeui.web.health), exempt from the SSL redirect (settings).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),

@@ -1,6 +1,6 @@
 """Hostile and sloppy input: every refusal is a 4xx with a message, and writes no state.
 
-Limits under test (``forgeui.parser``): 1 MiB bodies, depth 32, no NaN/Infinity, integers
+Limits under test (``forgeui.api.parser``): 1 MiB bodies, depth 32, no NaN/Infinity, integers
 within ±(2**53-1), UTF-8 only, no NUL or lone surrogates; unknown fields and wrong types.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, SteeringNote
-from forgeui.parser import MAX_BODY_BYTES, MAX_DEPTH
 
 from .apiclient import Api
 

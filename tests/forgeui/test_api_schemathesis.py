@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from forgeui.api import api
+from forgeui.api.routes import api
 from forgeui.models import ApiToken
 from forgeui.runs import services
 

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui import graphsvg
 from forgeui.runs import services
+from forgeui.web import graphsvg
 from runtime import DurableExecutor, examples
 
 pytestmark = pytest.mark.django_db(transaction=True)

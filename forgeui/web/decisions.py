@@ -1,7 +1,7 @@
 """The auditor's list of decisions: every accepted answer, who gave it, when, to what.
 
 Filters and a text search stand in for ids an auditor does not know; the same rows go
-out as CSV or JSON (``forgeui.exports``).
+out as CSV or JSON (``forgeui.web.exports``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from django.db.models.functions import Cast
 from django.http import QueryDict
 
 from forgeui.inbox.rows import payload_summary
-
-from .models import Answer
+from forgeui.models import Answer
 
 COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "answer",
            "steering", "interrupt_id", "run_id", "thread_id", "checkpoint_id", "outcome"]

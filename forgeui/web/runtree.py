@@ -10,12 +10,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgeui import graphsvg
+from forgeui.models import Interrupt, Run, RunStatus
 from forgeui.runs import registry
 from forgeui.runs.exceptions import ForgeUIError
-
-from .models import Interrupt, Run, RunStatus
-from .store import DjangoCheckpointStore
+from forgeui.store import DjangoCheckpointStore
+from forgeui.web import graphsvg
 
 LIVE = {RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED}
 

@@ -9,7 +9,7 @@ Limits (documented in the OpenAPI description, enforced before any handler runs)
   deeper than ``MAX_DEPTH`` and strings holding NUL or lone surrogates (PostgreSQL's
   ``jsonb`` and UTF-8 cannot store them) are 422.
 
-The errors raised here reach ``forgeui.api``'s exception handlers (ninja wraps them in a
+The errors raised here reach ``forgeui.api.routes``'s exception handlers (ninja wraps them in a
 400 ``HttpError``; the handler unwraps the cause).
 """
 

@@ -23,9 +23,8 @@ from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
+from forgeui.models import ApiToken, AuditEntry
 from forgeui.team.roles import Action, Role, allowed, needed_roles, roles_of
-
-from .models import ApiToken, AuditEntry
 
 # The role table lives in forgeui.team.roles; these names are re-exported for older imports.
 __all__ = ["Action", "BearerAuth", "CsrfFailed", "Role", "SessionAuth", "allowed", "api_auth",

@@ -2,7 +2,7 @@
 
 Views stay short: queries are named QuerySet methods, changes go through
 ``forgeui.runs.services`` (the same layer as the API), and who may do what is
-``forgeui.auth.allowed``. An htmx request gets just the fragment it swaps
+``forgeui.api.auth.allowed``. An htmx request gets just the fragment it swaps
 (``"page.html#partial"``); a plain request gets the whole page.
 """
 
@@ -25,7 +25,6 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.timezone import make_aware
 from django.views.decorators.http import require_GET, require_POST
 
-from forgeui import exports, runtree
 from forgeui.inbox.payloads import present
 from forgeui.inbox.rows import (
     PAGE_SIZE,
@@ -37,6 +36,7 @@ from forgeui.inbox.rows import (
     summary,
     tab_links,
 )
+from forgeui.models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run, RunStatus
 from forgeui.runs import decision_context, forks, registry, services, timeline
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
@@ -48,12 +48,12 @@ from forgeui.runs.exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
+from forgeui.store import DjangoCheckpointStore
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed, roles_of
-from runtime.errors import ForgeError
-
-from . import decisions as answer_rows
-from .forms import (
+from forgeui.web import decisions as answer_rows
+from forgeui.web import exports, runtree
+from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,
     AnswerRejected,
@@ -63,8 +63,7 @@ from .forms import (
     schema_form_class,
     schema_value,
 )
-from .models import Answer, AuditEntry, Event, Interrupt, InterruptStatus, Run, RunStatus
-from .store import DjangoCheckpointStore
+from runtime.errors import ForgeError
 
 View = Callable[..., HttpResponse]
 REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409), (ThreadTaken, 409),

@@ -1,6 +1,6 @@
 """The JSON API under ``/api/`` (SPEC §2.1): thin handlers over ``forgeui.runs.services``.
 
-Handlers validate (``forgeui.schemas``), call one service or one queryset, and return.
+Handlers validate (``forgeui.api.schemas``), call one service or one queryset, and return.
 Every refusal is mapped to HTTP here, once, by the exception handlers at the bottom:
 the dashboard's errors (``forgeui.runs.exceptions``), the runtime's (``runtime.errors``),
 ninja's and Django's. Nothing reaches the client as a 500 page; the catch-all handler
@@ -19,24 +19,9 @@ from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
 
-from forgeui.runs import registry, services
-from forgeui.runs.exceptions import (
-    AlreadyClaimed,
-    Forbidden,
-    GraphUnavailable,
-    InvalidRequest,
-    NotFound,
-    StaleAnswer,
-    ThreadTaken,
-    UnknownGraph,
-)
-from forgeui.team import assignment
-from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
-
-from .auth import CsrfFailed, api_auth, login_required_for_docs
-from .models import AuditEntry, Interrupt, Run, Thread
-from .parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
-from .schemas import (
+from forgeui.api.auth import CsrfFailed, api_auth, login_required_for_docs
+from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
+from forgeui.api.schemas import (
     BODY_ERRORS,
     ERRORS,
     AcceptedList,
@@ -68,8 +53,22 @@ from .schemas import (
     SteeringOut,
     TargetedResumeIn,
 )
-from .store import DjangoCheckpointStore
-from .store.pages import ThreadPages
+from forgeui.models import AuditEntry, Interrupt, Run, Thread
+from forgeui.runs import registry, services
+from forgeui.runs.exceptions import (
+    AlreadyClaimed,
+    Forbidden,
+    GraphUnavailable,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+    ThreadTaken,
+    UnknownGraph,
+)
+from forgeui.store import DjangoCheckpointStore
+from forgeui.store.pages import ThreadPages
+from forgeui.team import assignment
+from runtime.errors import AmbiguousResume, CheckpointConflict, ResumeError, StaleResumeTarget
 
 logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
