@@ -10,7 +10,7 @@ class ForgeUIConfig(AppConfig):
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (inbox.access).
         # demo registers its deploy check; lockouts audits django-axes' lockouts.
-        from forgeui import demo  # noqa: F401
+        from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
         from forgeui.runs.registry import check_graphs

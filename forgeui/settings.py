@@ -55,12 +55,12 @@ def database(url: str) -> dict[str, Any]:
 
 
 DEFAULT_GRAPHS = {
-    "transfer": "runtime.examples:transfer",
-    "supervisor": "runtime.examples:supervisor",
-    "parallel_approvals": "runtime.examples:parallel_approvals",
-    "deploy": "runtime.examples:deploy",
-    "nested": "runtime.examples:nested",
-    "email": "runtime.examples:email",
+    "transfer": "forgeui.demo.graphs:transfer",
+    "supervisor": "forgeui.demo.graphs:supervisor",
+    "parallel_approvals": "forgeui.demo.graphs:parallel_approvals",
+    "deploy": "forgeui.demo.graphs:deploy",
+    "nested": "forgeui.demo.graphs:nested",
+    "email": "forgeui.demo.graphs:email",
 }
 
 DEV_SECRET_KEY = "forge-dev-only-insecure-secret-key-change-me"

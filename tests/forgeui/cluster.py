@@ -36,7 +36,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 GRAPHS = {
-    "transfer": "runtime.examples:transfer",
+    "transfer": "forgeui.demo.graphs:transfer",
     "blocking": "tests.forgeui.graphs:blocking",
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')

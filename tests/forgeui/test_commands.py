@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.core.management.base import SystemCheckError
 
-from forgeui.demo import check_demo_passwords
+from forgeui.demo.accounts import check_demo_passwords
 from forgeui.management.commands.demo import ACCOUNTS, ADMIN_ACCOUNT, DEMO_INPUTS
 from forgeui.models import Answer, Interrupt, Run
 from forgeui.store import DjangoCheckpointStore

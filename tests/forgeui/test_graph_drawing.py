@@ -8,9 +8,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from forgeui.demo import graphs as examples
 from forgeui.runs import services
 from forgeui.web import graphsvg
-from runtime import DurableExecutor, examples
+from runtime import DurableExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,11 +12,12 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
+from forgeui.demo import graphs as examples
 from forgeui.runs import registry
 from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
 from forgeui.settings import DEFAULT_GRAPHS
 from forgeui.store import DjangoCheckpointStore
-from runtime import DurableExecutor, examples
+from runtime import DurableExecutor
 
 from .conftest import ROOT
 from .test_settings import settings_with
@@ -49,11 +50,11 @@ def test_unknown_names_list_the_registered_ones() -> None:
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("runtime.examples", "use 'module:attribute'"),
+        ("forgeui.demo.graphs", "use 'module:attribute'"),
         ("no_such_module:graph", "No module named"),
-        ("runtime.examples:missing", "has no attribute"),
-        ("runtime.examples:ACTIONS", "neither a DurableExecutor nor a zero-argument factory"),
-        ("runtime.examples:plan", "neither a DurableExecutor nor a zero-argument factory"),
+        ("forgeui.demo.graphs:missing", "has no attribute"),
+        ("forgeui.demo.graphs:ACTIONS", "neither a DurableExecutor nor a zero-argument factory"),
+        ("forgeui.demo.graphs:plan", "neither a DurableExecutor nor a zero-argument factory"),
         ("tests.forgeui.graphs:broken_factory", "RuntimeError: no credentials"),
     ],
 )
@@ -64,7 +65,7 @@ def test_bad_paths_fail_with_the_setting_named(path: str, message: str) -> None:
 
 
 def test_executor_for_finds_a_graph_registered_under_another_name() -> None:
-    with override_settings(FORGE_GRAPHS={"payments": "runtime.examples:transfer"}):
+    with override_settings(FORGE_GRAPHS={"payments": "forgeui.demo.graphs:transfer"}):
         assert registry.executor_for("transfer").name == "transfer"
         with pytest.raises(UnknownGraph):
             registry.executor_for("deploy")
@@ -78,14 +79,14 @@ def test_a_registration_that_fails_is_named_when_another_graph_is_sought() -> No
 
 
 def test_the_system_check_names_every_graph_that_fails_to_load() -> None:
-    broken = {**DEFAULT_GRAPHS, "typo": "runtime.exampels:transfer",
-              "gone": "runtime.examples:no_such_graph"}
+    broken = {**DEFAULT_GRAPHS, "typo": "forgeui.demo.grahps:transfer",
+              "gone": "forgeui.demo.graphs:no_such_graph"}
     with override_settings(FORGE_GRAPHS=broken):
         problems = registry.check_graphs()
         assert sorted(p.msg.split(" cannot")[0] for p in problems) == ["graph 'gone'",
                                                                        "graph 'typo'"]
         assert {p.id for p in problems} == {"forgeui.E001"}
-        assert "No module named 'runtime.exampels'" in " ".join(p.msg for p in problems)
+        assert "No module named 'forgeui.demo.grahps'" in " ".join(p.msg for p in problems)
         with pytest.raises(SystemCheckError, match=r"forgeui\.E001"):
             call_command("check")
     assert registry.check_graphs() == []
@@ -93,12 +94,12 @@ def test_the_system_check_names_every_graph_that_fails_to_load() -> None:
 
 def test_manage_check_fails_on_a_typo_in_forge_graphs() -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
-           "FORGE_GRAPHS": json.dumps({"payments": "runtime.exampels:transfer"})}
+           "FORGE_GRAPHS": json.dumps({"payments": "forgeui.demo.grahps:transfer"})}
     done = subprocess.run([sys.executable, "manage.py", "check"], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "forgeui.E001" in done.stderr and "graph 'payments' cannot be loaded" in done.stderr
-    assert "No module named 'runtime.exampels'" in done.stderr
+    assert "No module named 'forgeui.demo.grahps'" in done.stderr
 
 
 def test_forge_examples_keeps_the_example_graphs_beside_a_sites_own() -> None:

@@ -37,7 +37,7 @@ def test_embedded_defaults() -> None:
     assert found["conn_max_age"] is None  # kept open per thread
     assert found["layer"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
     assert found["tasks"] == "forgeui.runs.backends.ThreadPoolBackend"
-    assert found["graphs"]["transfer"] == "runtime.examples:transfer"
+    assert found["graphs"]["transfer"] == "forgeui.demo.graphs:transfer"
     assert found["debug"] is True and "django_rq" not in found["apps"]
 
 

@@ -1,6 +1,6 @@
 """The dashboard's pages: who may see and do what, answering, escaping, fragments, exports.
 
-Runs are real runs of the demo graphs (``runtime.examples``), started and answered through
+Runs are real runs of the demo graphs (``forgeui.demo.graphs``), started and answered through
 ``forgeui.runs.services``; tasks run immediately (``tests.settings``).
 """
 

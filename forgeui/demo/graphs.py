@@ -1,15 +1,14 @@
-"""Example graphs: the README's quick start and the dashboard's demo runs.
+"""The demo graphs: the README's quick start and the dashboard's demo runs.
 
 Deterministic, no network, no model: each stands for a kind of human-in-the-loop flow.
-``FORGE_GRAPHS`` points at these by default (``"runtime.examples:transfer"``, ...).
+``FORGE_GRAPHS`` points at these by default (``"forgeui.demo.graphs:transfer"``, ...).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .context import NodeContext
-from .executor import DurableExecutor
+from runtime import DurableExecutor, NodeContext
 
 ACTIONS = ["accept", "edit", "respond", "ignore"]
 
@@ -207,6 +206,6 @@ email = DurableExecutor(
 )
 
 GRAPHS: dict[str, str] = {
-    name: f"runtime.examples:{name}"
+    name: f"forgeui.demo.graphs:{name}"
     for name in ("transfer", "supervisor", "parallel_approvals", "deploy", "nested", "email")
 }
