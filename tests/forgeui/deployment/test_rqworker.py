@@ -13,8 +13,7 @@ import pytest
 import redis
 
 from forgeui.models import Answer, Interrupt, Run
-
-from .conftest import database_url, django_env, manage
+from tests.forgeui.conftest import database_url, django_env, manage
 
 pytestmark = [
     pytest.mark.postgres,

@@ -20,8 +20,7 @@ from django.test import Client
 
 from forgeui.models import Interrupt
 from forgeui.runs import services
-
-from .conftest import ROOT, manage
+from tests.forgeui.conftest import ROOT, manage
 
 HOST = "forge.example.com"
 

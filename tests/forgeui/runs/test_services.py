@@ -27,8 +27,7 @@ from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
 from forgeui.runs.tasks import apply_answer_task
 from forgeui.store import DjangoCheckpointStore
-
-from .conftest import lines
+from tests.forgeui.conftest import lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,8 +21,7 @@ from django.db import Error, connections
 from forgeui.models import Checkpoint, Interrupt, Run
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
-
-from .conftest import lines
+from tests.forgeui.conftest import lines
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.django_db(transaction=True, databases=["postgres"])]

@@ -55,7 +55,7 @@ def test_the_admin_and_login_pages_refuse_it_too(client: Client) -> None:
 
 
 def test_the_api_keeps_its_own_422(users: dict[str, User]) -> None:
-    from .apiclient import Api
+    from tests.forgeui.apiclient import Api
 
     api = Api(users)
     response = api.get("auditor", "/api/runs", graph="a\x00b")

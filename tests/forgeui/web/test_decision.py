@@ -14,8 +14,7 @@ from forgeui.inbox.payloads import present, scalar_text
 from forgeui.models import Answer, Interrupt, InterruptStatus, Run, SteeringNote
 from forgeui.runs import services
 from forgeui.runs.exceptions import InvalidRequest, StaleAnswer
-
-from .test_views import HTMX, answer, clients, start, text  # noqa: F401 (fixture)
+from tests.forgeui.web.test_views import HTMX, answer, clients, start, text  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from forgeui.models import ApiToken, AuditEntry, Run
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import missing, require_service
-
-from .cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
-from .conftest import lines
+from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
+from tests.forgeui.conftest import lines
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 

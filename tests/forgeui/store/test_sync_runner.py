@@ -22,8 +22,7 @@ from forgeui.models import Interrupt, Run
 from forgeui.runs import registry, services
 from forgeui.store import DjangoCheckpointStore
 from runtime import RunResult
-
-from .conftest import lines
+from tests.forgeui.conftest import lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.models import AuditEntry
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

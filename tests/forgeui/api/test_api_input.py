@@ -14,8 +14,7 @@ from django.contrib.auth.models import User
 
 from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, SteeringNote
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

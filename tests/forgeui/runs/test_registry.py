@@ -18,9 +18,8 @@ from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
 from forgeui.settings import DEFAULT_GRAPHS
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
-
-from .conftest import ROOT
-from .test_settings import settings_with
+from tests.forgeui.conftest import ROOT
+from tests.forgeui.deployment.test_settings import settings_with
 
 
 def test_the_default_graphs_are_the_demo_graphs() -> None:

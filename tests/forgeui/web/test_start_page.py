@@ -7,8 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from forgeui.models import AuditEntry, Interrupt, Run
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUEUED = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},

@@ -18,9 +18,8 @@ from forgeui.models import AuditEntry, Interrupt, InterruptStatus, SteeringNote
 from forgeui.runs import services
 from forgeui.runs.exceptions import AlreadyClaimed, Forbidden, InvalidRequest
 from runtime.errors import StaleResumeTarget
-
-from .apiclient import Api
-from .test_consumers import Connect, connect, cookies, frame_with  # noqa: F401
+from tests.forgeui.apiclient import Api
+from tests.forgeui.inbox.test_consumers import Connect, connect, cookies, frame_with  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -195,7 +194,7 @@ GONE_OF = r'<tr id="int-{}" hx-swap-oob="delete">'
 async def test_a_claim_moves_the_row_between_tabs_live(team: dict[str, User],
                                                        cookies: dict[str, str],  # noqa: F811
                                                        connect: Connect) -> None:  # noqa: F811
-    from .test_consumers import session_cookie
+    from tests.forgeui.inbox.test_consumers import session_cookie
 
     interrupt = await sync_to_async(pause)(team)
     bob_cookie = await sync_to_async(session_cookie)(team["bob"])

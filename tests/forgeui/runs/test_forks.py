@@ -17,8 +17,7 @@ from forgeui.models import AuditEntry, Interrupt, Run
 from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden, InvalidRequest
 from forgeui.store import DjangoCheckpointStore
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT = {"type": "accept", "args": None}  # what the example graphs' actions take

@@ -9,7 +9,7 @@ import sys
 import pytest
 from django.test import Client, override_settings
 
-from .conftest import ROOT
+from tests.forgeui.conftest import ROOT
 
 CLOSED = "127.0.0.1:1"  # nothing listens on port 1: connections are refused at once
 

@@ -14,8 +14,7 @@ from django.test import Client
 
 from forgeui.models import Answer, Interrupt, Run
 from forgeui.runs import services
-
-from .apiclient import Api
+from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,8 +16,7 @@ from django.db import connections
 from django.test import override_settings
 
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, Run, SteeringNote
-
-from .apiclient import Api, errors_at
+from tests.forgeui.apiclient import Api, errors_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT = {"type": "accept", "args": None}  # the answer the example graphs' actions take

@@ -18,8 +18,7 @@ from forgeui.models import Run, Thread
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
-
-from .conftest import ROOT, database_url, django_env, lines, manage
+from tests.forgeui.conftest import ROOT, database_url, django_env, lines, manage
 
 pytestmark = [
     pytest.mark.postgres,

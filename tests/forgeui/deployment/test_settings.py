@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from .conftest import ROOT
+from tests.forgeui.conftest import ROOT
 
 PROBE = """
 import json

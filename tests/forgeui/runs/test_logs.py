@@ -15,8 +15,7 @@ from django.contrib.auth.models import User
 
 from forgeui.models import Interrupt
 from forgeui.runs import logs, services
-
-from .conftest import ROOT
+from tests.forgeui.conftest import ROOT
 
 
 @pytest.fixture

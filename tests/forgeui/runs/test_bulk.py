@@ -13,9 +13,8 @@ from django.test import Client
 
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus
 from forgeui.runs import services
-
-from .apiclient import Api
-from .conftest import lines
+from tests.forgeui.apiclient import Api
+from tests.forgeui.conftest import lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
