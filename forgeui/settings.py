@@ -49,7 +49,7 @@ def database(url: str) -> dict[str, Any]:
             "timeout": 30,
         }
         # Kept open per thread: opening one costs more than most queries here (the
-        # PRAGMAs and Django's ~40 SQL functions), and the inbox asks for one per event.
+        # PRAGMAs and Django's SQL functions), and the inbox asks for one per event.
         config["CONN_MAX_AGE"] = None
     return config
 

@@ -6,7 +6,7 @@ from forgeui.api.routes import api
 from forgeui.team import accounts
 from forgeui.web import health, views
 
-# The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
+# The dashboard's pages (their paths are public), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
     path("", views.inbox, name="inbox"),
     path("interrupts/bulk/", views.bulk, name="bulk"),

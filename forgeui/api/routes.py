@@ -1,4 +1,4 @@
-"""The JSON API under ``/api/`` (SPEC §2.1): thin handlers over ``forgeui.runs.services``.
+"""The JSON API under ``/api/``: thin handlers over ``forgeui.runs.services``.
 
 Handlers validate (``forgeui.api.schemas``), call one service or one queryset, and return.
 Every refusal is mapped to HTTP here, once, by the exception handlers at the bottom:

@@ -1,4 +1,4 @@
-"""The API's request and response shapes (SPEC §2.1): field names here are a contract.
+"""The API's request and response shapes: field names here are a contract.
 
 Request bodies forbid unknown fields and are strict about types (``"1"`` is not an
 integer), so a typo is a 422 naming the field instead of a silently ignored option.

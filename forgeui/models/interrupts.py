@@ -206,7 +206,7 @@ class Answer(models.Model):
 
 
 class SteeringNote(models.Model):
-    """Guidance for one run (or task), kept apart from answers (SPEC §1.8)."""
+    """Guidance for one run (or task), kept apart from answers."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steering_notes")
     interrupt = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""What people do to runs, in one place the API and the pages both call (SPEC §2.2).
+"""What people do to runs, in one place the API and the pages both call.
 
 Each service checks the role, records the intent and its audit row in one transaction,
 and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
@@ -262,7 +262,7 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
 def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = None,
                     interrupt_id: str | None = None, namespace: list[str] | None = None,
                     steering: str | None = None) -> Answer:
-    """Answer the one pending interrupt a target names (SPEC §1.8), leaving siblings alone.
+    """Answer the one pending interrupt a target names, leaving siblings alone.
 
     Nothing pending there raises ``StaleResumeTarget`` (``StaleAnswer`` when the named
     interrupt was answered); several pending raises ``AmbiguousResume``.
@@ -303,7 +303,7 @@ def require_answerable(user: User, interrupt: Interrupt,
     raise Forbidden(f"you may not answer this interrupt: {reason}")
 
 
-# -- assignment and claims (issue 8) ----------------------------------------------------
+# -- assignment and claims ----------------------------------------------------------------
 
 
 def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:

@@ -7,8 +7,8 @@ runtime itself refuses an interrupt that is no longer open.
 They call the executor's ``*_sync`` methods, as LangGraph's ``invoke`` runs: lone sync
 steps run on the task's own thread and connection with no event loop, and one starts
 (through ``async_to_sync``: ``DjangoCheckpointStore.run_from_sync``) only for a run that
-needs it. Going through ``async_to_sync`` for every call cost 0.9 ms more per start and
-1.4 ms more per answer on PostgreSQL (``bench/task_path.py``).
+needs it: going through ``async_to_sync`` for every call costs a thread hop per start
+and per answer (``bench/task_path.py`` measures it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who may answer an interrupt: its assignees, its claim, and the viewer's groups (issue 8).
+"""Who may answer an interrupt: its assignees, its claim, and the viewer's groups.
 
 An interrupt names its assignees with ``ctx.interrupt(payload, assignees={"users": [...],
 "groups": [...]})`` (never with a payload key) or gets them from a supervisor later.

@@ -1,4 +1,4 @@
-"""Who may do what: the one table of roles (Django groups) and actions (SPEC §2, issue 5).
+"""Who may do what: the one table of roles (Django groups) and actions.
 
 - ``reviewer``: answer interrupts, add steering notes, fork a thread into a new branch.
 - ``supervisor``: also targeted resume of sub-agents, cancel, start runs, recover failed

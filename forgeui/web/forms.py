@@ -1,6 +1,6 @@
 """Turning what a person typed or clicked into an interrupt's answer value.
 
-An interrupt payload decides how it may be answered (SPEC §2, issue 6):
+An interrupt payload decides how it may be answered:
 
 - ``"answer_schema"``: a form generated from simple JSON-Schema (boolean, integer and
   number with minimum/maximum, string, enum), falling back to the JSON box for anything

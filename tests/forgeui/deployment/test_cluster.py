@@ -1,4 +1,4 @@
-"""Two daphne and two rqworker processes on PostgreSQL and Redis (issue 7's fault tests).
+"""Two daphne and two rqworker processes on PostgreSQL and Redis: the fault tests.
 
 One cluster (``tests.forgeui.cluster``) serves the whole module: a Redis of its own, a
 fresh database, daphne A and B, two workers. Tests talk to it only as clients do: the JSON
@@ -72,13 +72,13 @@ def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_
     assert "apply_answer_task" in worker_logs
 
 
-RUNS = 500  # issue 7's figure, kept: this test takes about 110 s on a 2-core machine
+RUNS = 500  # the load the dashboard is built for; the slowest test of the suite
 CLIENTS = 20
 
 
 def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
         forge: Cluster, watchers: list[Watcher]) -> None:
-    """Issue 7's load scenario at full size (500 runs, about 110 s on a 2-core machine):
+    """The load scenario at full size:
     RUNS runs started through the API, all paused, every socket shows every interrupt,
     then all answered from CLIENTS concurrent client threads spread over both daphnes."""
     urls = forge.urls

@@ -1,4 +1,4 @@
-"""Fault tests against real PostgreSQL (issue 7): what survives a part failing.
+"""Fault tests against real PostgreSQL: what survives a part failing.
 
 The PostgreSQL connection is dropped in the middle of a checkpoint save: the backend is
 terminated with ``pg_terminate_backend`` from another connection just as the save's

@@ -1,4 +1,4 @@
-"""Production mode (issue 7): hardened settings, security headers, static files, no inline code.
+"""Production mode: hardened settings, security headers, static files, no inline code.
 
 ``DEBUG=0`` switches production on (``forgeui.settings``); those settings are read at
 import, so production is exercised in subprocesses with a production environment.

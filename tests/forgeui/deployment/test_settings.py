@@ -1,4 +1,4 @@
-"""Settings come from the environment, with embedded defaults (SPEC §2, issue 4)."""
+"""Settings come from the environment, with embedded defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notifications (issue 8): webhooks with retries and an HMAC signature, e-mail to assignees.
+"""Notifications: webhooks with retries and an HMAC signature, e-mail to assignees.
 
 The receiver is a real HTTP server on 127.0.0.1 (``http.server`` in a thread); e-mail is
 captured by Django's locmem backend. Retries wait ``FORGE_WEBHOOK_BACKOFF`` (zeros here).

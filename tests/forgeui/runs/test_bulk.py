@@ -1,4 +1,4 @@
-"""Bulk answers (issue 8): one value for many interrupts, each with its own compare-and-set,
+"""Bulk answers: one value for many interrupts, each with its own compare-and-set,
 reported row by row (accepted / stale with who answered / forbidden), never all-or-nothing.
 """
 

@@ -1,4 +1,4 @@
-"""Deadlines (issue 8): a sweep answers overdue interrupts with their default (as the
+"""Deadlines: a sweep answers overdue interrupts with their default (as the
 system, with the reason audited) or marks them overdue and tells the supervisors.
 
 Time is passed in (``now``), never slept.

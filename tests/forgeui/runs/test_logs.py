@@ -1,4 +1,4 @@
-"""Structured JSON logs (issue 7): one object per line, run ids on every line about a run."""
+"""Structured JSON logs: one object per line, run ids on every line about a run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Search (issue 8): payloads and run inputs, PostgreSQL full-text or SQLite's fallback."""
+"""Search: payloads and run inputs, PostgreSQL full-text or SQLite's fallback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Assignment and claims (issue 8): who may answer, through services, API, pages, websocket.
+"""Assignment and claims: who may answer, through services, API, pages, websocket.
 
 Interrupts come from real runs of ``tests.forgeui.graphs:custom``, whose payload the test
 chooses (``{"assignees": ...}``); tasks run on commit (``tests.settings``).

@@ -1,4 +1,4 @@
-"""Issue 21 on the server side: payloads people can read, the context of a decision,
+"""Deciding on the server side: payloads people can read, the context of a decision,
 Agent Inbox's four responses, and answer forms that keep what was typed."""
 
 from __future__ import annotations

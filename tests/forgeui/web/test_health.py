@@ -1,4 +1,4 @@
-"""``/healthz`` and ``/readyz`` (issue 7): anonymous JSON probes; 503 names what failed."""
+"""``/healthz`` and ``/readyz``: anonymous JSON probes; 503 names what failed."""
 
 from __future__ import annotations
 
