@@ -1,6 +1,6 @@
 """The approval inbox's shared pieces: filters, row context and row fragments.
 
-The page (``views.inbox``) and the websocket (``consumers.InboxConsumer``) render rows
+The page (``web.views.inbox_pages``) and the websocket (``consumers.InboxConsumer``) render rows
 with the same partial, ``forgeui/inbox.html#row``, so a row pushed live is identical to
 one rendered with the page. The websocket sends htmx out-of-band fragments: rows to
 insert or delete, and the id of the newest event they reflect.
