@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
-from ..models import EventKind, Interrupt, InterruptStatus, Run, RunStatus, assignees
+from ..models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
+from ..models import assignees as assignment  # the stored form of assignees
 from ..models.events import EventDraft
 
 # What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
@@ -133,7 +134,7 @@ def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrup
         checkpoint_id=data.get("checkpoint_id") or cp.id, payload=data.get("payload"),
         order=data.get("order", 0), kind=data.get("kind", "node"),
         has_default=bool(data.get("has_default")), default=data.get("default"),
-        assignees=assignees.from_record(data.get("assignees")),
+        assignees=assignment.from_record(data.get("assignees")),
         status=status, created_at=from_ms(data.get("created_at"), from_ms(cp.created_at, now)),
         deadline_at=from_ms(deadline, now) if deadline else None,
     )

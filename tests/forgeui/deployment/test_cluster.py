@@ -194,7 +194,7 @@ def test_redis_restarted_under_connected_sockets_misses_no_interrupt(
 
 
 OUTAGE_RUNS = (
-    "from forgeui import services; from forgeui.runs.backends import wait_for_tasks; "
+    "from forgeui.runs import services; from forgeui.runs.backends import wait_for_tasks; "
     "runs = [services.start_run(None, 'transfer', {'outage': n}).run_id for n in range(3)]; "
     "wait_for_tasks(); print(*runs)"
 )

@@ -54,7 +54,7 @@ def test_rqworker_runs_a_started_run_and_then_applies_its_answer(env: dict[str, 
     assert run.status == "interrupted"
     interrupt = Interrupt.objects.using("postgres").pending().get(run=run)
 
-    manage("shell", "-c", "from forgeui import services; "
+    manage("shell", "-c", "from forgeui.runs import services; "
            f"services.answer_interrupt(None, {interrupt.pk!r}, {{'ok': True}})", env=env)
     assert Interrupt.objects.using("postgres").get(pk=interrupt.pk).status == "answered"
     assert Run.objects.using("postgres").get(pk=run.pk).status == "interrupted"  # not yet
