@@ -40,6 +40,7 @@ run: migrate
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # Known vulnerabilities in the pinned versions (PyPI's advisory data) fail the build.
 # Pins the service could not check (offline, or a registry mirror without advisory data)

@@ -3,7 +3,7 @@ made it before, on ``DjangoCheckpointStore``.
 
     python bench/task_path.py [--db postgres|sqlite] [--threads 200] [--rounds 8]
 
-The tasks (``forgeui.tasks``) call the executor's sync twins: ``executor.run_sync`` and
+The tasks (``forgeui.runs.tasks``) call the executor's sync twins: ``executor.run_sync`` and
 ``executor.resume_targeted_sync`` run lone sync steps on the task's own thread with no
 event loop. They used to call ``async_to_sync(executor.run)`` and
 ``async_to_sync(executor.resume_targeted)``: an event loop in a thread of its own per

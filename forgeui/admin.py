@@ -119,7 +119,7 @@ class WebhookForm(forms.ModelForm):
 
 @admin.register(models.Webhook)
 class WebhookAdmin(admin.ModelAdmin):
-    """Outgoing webhooks: admins configure them; ``forgeui.webhooks`` sends them."""
+    """Outgoing webhooks: admins configure them; ``forgeui.notifications.webhooks`` sends them."""
 
     form = WebhookForm
     list_display = ["name", "url", "active", "created_at"]

@@ -8,9 +8,14 @@ class ForgeUIConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Logging out or losing a role closes that user's inbox websockets (access.py).
+        # Logging out or losing a role closes that user's inbox websockets (inbox.access).
         # demo registers its deploy check; lockouts audits django-axes' lockouts.
-        from . import access, demo, lockouts  # noqa: F401
-        from .registry import check_graphs
+        from forgeui.demo import accounts  # noqa: F401
+        from forgeui.inbox import access, broadcast  # noqa: F401
+        from forgeui.models.events import listen
+        from forgeui.runs.registry import check_graphs
+        from forgeui.team import lockouts  # noqa: F401
 
         checks.register(check_graphs)
+        # The store and the services write event rows; the inbox tells sockets about them.
+        listen(broadcast.broadcast)

@@ -14,7 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from forgeui import scheduler  # noqa: E402
-from forgeui.origins import SameOriginValidator  # noqa: E402
+from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -29,5 +29,5 @@ application = ProtocolTypeRouter(
     }
 )
 
-if settings.TASKS["default"]["BACKEND"] == "forgeui.backends.ThreadPoolBackend":
+if settings.TASKS["default"]["BACKEND"] == "forgeui.runs.backends.ThreadPoolBackend":
     scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)

@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, path
 
-from .consumers import InboxConsumer
+from forgeui.inbox.consumers import InboxConsumer
 
 websocket_urlpatterns: list[URLPattern] = [
     path("ws/inbox/", InboxConsumer.as_asgi()),

@@ -1,6 +1,9 @@
 """Periodic work every few seconds: the deadline sweep (``expire_interrupts_task``) and
 handing new inbox events to webhooks and e-mail (``fan_out_task``).
 
+Both tasks live here, above the features they drive, because each feature's own tasks
+are enqueued by that feature's lower modules and must not import them back.
+
 The embedded default has no scheduler process, so the web process runs a daemon thread
 that enqueues the task on its own thread pool (``asgi.py`` starts it when the tasks run
 in-process, which is what ``make run`` serves). In production run one sweeper next to the
@@ -13,8 +16,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from django.conf import settings
+from django_tasks import task
+
+from forgeui.notifications import fanout
+from forgeui.runs import deadlines
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +35,24 @@ def interval() -> float:
 
 def sweep_once() -> None:
     """One tick: the deadline sweep, then notifications for what changed."""
-    from .tasks import expire_interrupts_task, fan_out_task
-
     for periodic in (expire_interrupts_task, fan_out_task):
         try:
             periodic.enqueue()
         except Exception:  # the next tick tries again
             logger.exception("could not enqueue %s", periodic.name)
+
+
+@task()
+def expire_interrupts_task() -> dict[str, Any]:
+    """The periodic deadline sweep."""
+    done = deadlines.expire_interrupts()
+    return {"handled": [{"interrupt_id": e.interrupt_id, "outcome": e.outcome} for e in done]}
+
+
+@task()
+def fan_out_task() -> dict[str, Any]:
+    """The periodic hand-over of inbox events to webhooks and e-mail."""
+    return {"deliveries": fanout.fan_out()}
 
 
 def start_embedded() -> None:

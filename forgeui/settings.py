@@ -8,7 +8,7 @@ channel layer and graph tasks on a thread pool inside the web process. Setting
 ``DEBUG=0`` is the production switch: it requires ``SECRET_KEY``, turns on HTTPS-only
 cookies, the SSL redirect and HSTS (each can be turned back off by its own variable),
 serves collected static files with whitenoise and logs one JSON object per line. The
-Content-Security-Policy (``forgeui.middleware``) applies in every mode, so the embedded
+Content-Security-Policy (``forgeui.web.middleware``) applies in every mode, so the embedded
 default exercises the same policy production sends.
 """
 
@@ -49,18 +49,18 @@ def database(url: str) -> dict[str, Any]:
             "timeout": 30,
         }
         # Kept open per thread: opening one costs more than most queries here (the
-        # PRAGMAs and Django's ~40 SQL functions), and the inbox asks for one per event.
+        # PRAGMAs and Django's SQL functions), and the inbox asks for one per event.
         config["CONN_MAX_AGE"] = None
     return config
 
 
 DEFAULT_GRAPHS = {
-    "transfer": "runtime.examples:transfer",
-    "supervisor": "runtime.examples:supervisor",
-    "parallel_approvals": "runtime.examples:parallel_approvals",
-    "deploy": "runtime.examples:deploy",
-    "nested": "runtime.examples:nested",
-    "email": "runtime.examples:email",
+    "transfer": "forgeui.demo.graphs:transfer",
+    "supervisor": "forgeui.demo.graphs:supervisor",
+    "parallel_approvals": "forgeui.demo.graphs:parallel_approvals",
+    "deploy": "forgeui.demo.graphs:deploy",
+    "nested": "forgeui.demo.graphs:nested",
+    "email": "forgeui.demo.graphs:email",
 }
 
 DEV_SECRET_KEY = "forge-dev-only-insecure-secret-key-change-me"
@@ -101,13 +101,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "forgeui.middleware.ContentSecurityPolicyMiddleware",
+    "forgeui.web.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "forgeui.middleware.NulInputMiddleware",  # after auth: its 400 page shows the user
-    "forgeui.middleware.BidiMarkingMiddleware",
+    "forgeui.web.middleware.NulInputMiddleware",  # after auth: its 400 page shows the user
+    "forgeui.web.middleware.BidiMarkingMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into the lockout page.
@@ -167,8 +167,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # The web process answers 202 at once; graphs run on its own thread pool.
     # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
-    TASKS = {"default": {"BACKEND": "forgeui.backends.ThreadPoolBackend"},
-             "notify": {"BACKEND": "forgeui.backends.ThreadPoolBackend",
+    TASKS = {"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend"},
+             "notify": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
 
 # Notification e-mail (assignees, overdue interrupts): printed to the console unless
@@ -178,11 +178,12 @@ EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "forge@localhost")
 # Anonymous password reset mails a link, so it is on only where e-mail was configured
-# (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.accounts throttles it.
+# (FORGE_PASSWORD_RESET=1, or EMAIL_HOST set); forgeui.team.accounts throttles it.
 FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.environ)
 
 # Webhooks may reach loopback, link-local and private addresses only when this is on
-# (a receiver inside the network); otherwise a webhook cannot probe it (forgeui.egress).
+# (a receiver inside the network); otherwise a webhook cannot probe it
+# (forgeui.notifications.egress).
 FORGE_WEBHOOK_ALLOW_PRIVATE = env_bool("FORGE_WEBHOOK_ALLOW_PRIVATE", False)
 
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
@@ -251,13 +252,13 @@ if PRODUCTION:
     }
 
 # "json": one object per line with the run_id/thread_id/interrupt_id a line is about
-# (forgeui.logs), for log shippers; "text" for people.
+# (forgeui.runs.logs), for log shippers; "text" for people.
 FORGE_LOG_FORMAT = os.environ.get("FORGE_LOG_FORMAT", "json" if PRODUCTION else "text")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "forgeui.logs.JsonFormatter"}},
-    "filters": {"run": {"()": "forgeui.logs.RunFilter"}},
+    "formatters": {"json": {"()": "forgeui.runs.logs.JsonFormatter"}},
+    "filters": {"run": {"()": "forgeui.runs.logs.RunFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["run"]}},
     "loggers": {
         "forgeui": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -2,44 +2,46 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from . import accounts, health, views
-from .api import api
+from forgeui.api.routes import api
+from forgeui.team import accounts
+from forgeui.web import health
+from forgeui.web.views import audit_pages, inbox_pages, run_pages
 
-# The dashboard's pages (SPEC §2.1), reversed as "forgeui:<name>".
+# The dashboard's pages (their paths are public), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
-    path("", views.inbox, name="inbox"),
-    path("interrupts/bulk/", views.bulk, name="bulk"),
-    path("interrupts/<str:interrupt_id>/", views.interrupt_detail, name="interrupt"),
-    path("interrupts/<str:interrupt_id>/answer/", views.answer, name="answer"),
-    path("interrupts/<str:interrupt_id>/note/", views.keep_note, name="keep-note"),
-    path("interrupts/<str:interrupt_id>/claim/", views.claim, name="claim"),
-    path("interrupts/<str:interrupt_id>/assign/", views.assign, name="assign"),
-    path("runs/", views.runs, name="runs"),
-    path("runs/start/", views.start, name="start-run"),
-    path("runs/start/form/", views.start_form, name="start-form"),
-    path("runs/<str:run_id>/", views.run_detail, name="run"),
-    path("runs/<str:run_id>/steer/", views.steer, name="steer"),
-    path("runs/<str:run_id>/cancel/", views.cancel, name="cancel"),
-    path("runs/<str:run_id>/recover/", views.recover, name="recover"),
-    path("runs/<str:run_id>/fork/", views.fork_with_changes, name="fork-edit"),
+    path("", inbox_pages.inbox, name="inbox"),
+    path("interrupts/bulk/", inbox_pages.bulk, name="bulk"),
+    path("interrupts/<str:interrupt_id>/", inbox_pages.interrupt_detail, name="interrupt"),
+    path("interrupts/<str:interrupt_id>/answer/", inbox_pages.answer, name="answer"),
+    path("interrupts/<str:interrupt_id>/note/", inbox_pages.keep_note, name="keep-note"),
+    path("interrupts/<str:interrupt_id>/claim/", inbox_pages.claim, name="claim"),
+    path("interrupts/<str:interrupt_id>/assign/", inbox_pages.assign, name="assign"),
+    path("runs/", run_pages.runs, name="runs"),
+    path("runs/start/", run_pages.start, name="start-run"),
+    path("runs/start/form/", run_pages.start_form, name="start-form"),
+    path("runs/<str:run_id>/", run_pages.run_detail, name="run"),
+    path("runs/<str:run_id>/steer/", run_pages.steer, name="steer"),
+    path("runs/<str:run_id>/cancel/", run_pages.cancel, name="cancel"),
+    path("runs/<str:run_id>/recover/", run_pages.recover, name="recover"),
+    path("runs/<str:run_id>/fork/", run_pages.fork_with_changes, name="fork-edit"),
     # A sub-agent's thread id holds slashes ("<root>/<agent>:<id>"); the suffixed routes
     # come first so the greedy <path:> of the timeline cannot swallow them.
-    path("threads/<path:thread_id>/export.json", views.thread_export, name="timeline-export"),
-    path("threads/<path:thread_id>/fork/", views.fork, name="fork"),
-    path("threads/<path:thread_id>/tree/", views.tree_history, name="tree-history"),
-    path("threads/<path:thread_id>/", views.thread_timeline, name="timeline"),
-    path("audit/", views.audit, name="audit"),
-    path("audit/export.json", views.audit_export, name="audit-export"),
-    path("audit/export.csv", views.audit_export, {"fmt": "csv"}, name="audit-export-csv"),
-    path("audit/decisions/", views.decisions, name="decisions"),
-    path("audit/decisions/export.json", views.decisions_export, name="decisions-export"),
-    path("audit/decisions/export.csv", views.decisions_export, {"fmt": "csv"},
+    path("threads/<path:thread_id>/export.json", audit_pages.thread_export, name="timeline-export"),
+    path("threads/<path:thread_id>/fork/", run_pages.fork, name="fork"),
+    path("threads/<path:thread_id>/tree/", audit_pages.tree_history, name="tree-history"),
+    path("threads/<path:thread_id>/", audit_pages.thread_timeline, name="timeline"),
+    path("audit/", audit_pages.audit, name="audit"),
+    path("audit/export.json", audit_pages.audit_export, name="audit-export"),
+    path("audit/export.csv", audit_pages.audit_export, {"fmt": "csv"}, name="audit-export-csv"),
+    path("audit/decisions/", audit_pages.decisions, name="decisions"),
+    path("audit/decisions/export.json", audit_pages.decisions_export, name="decisions-export"),
+    path("audit/decisions/export.csv", audit_pages.decisions_export, {"fmt": "csv"},
          name="decisions-export-csv"),
-    path("checkpoints/<str:checkpoint_id>/", views.checkpoint, name="checkpoint"),
+    path("checkpoints/<str:checkpoint_id>/", audit_pages.checkpoint, name="checkpoint"),
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    # Anonymous probes (forgeui.health), exempt from the SSL redirect (settings).
+    # Anonymous probes (forgeui.web.health), exempt from the SSL redirect (settings).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),

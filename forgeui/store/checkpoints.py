@@ -37,7 +37,7 @@ from runtime.checkpoint import Checkpoint, Growing
 from runtime.errors import CheckpointConflict
 
 from .. import models
-from ..events import announce, write_events
+from ..models.events import announce, write_events
 from .rows import sync_rows
 
 P = ParamSpec("P")

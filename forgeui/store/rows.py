@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
-from .. import assignment
-from ..events import EventDraft
 from ..models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
+from ..models import assignees as assignment  # the stored form of assignees
+from ..models.events import EventDraft
 
 # What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
 # when the row is made (a fork makes new run ids).

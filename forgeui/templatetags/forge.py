@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 from django.utils.timezone import is_aware, make_aware
 
-from forgeui.payloads import Field, fields_of
+from forgeui.inbox.payloads import Field, fields_of
 
 register = template.Library()
 

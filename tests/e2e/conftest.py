@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from runtime.examples import GRAPHS
+from forgeui.demo.graphs import GRAPHS
 from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]

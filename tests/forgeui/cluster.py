@@ -36,12 +36,12 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 GRAPHS = {
-    "transfer": "runtime.examples:transfer",
+    "transfer": "forgeui.demo.graphs:transfer",
     "blocking": "tests.forgeui.graphs:blocking",
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
-RELOAD = 4409  # forgeui.frames.RELOAD (this module imports no Django)
+RELOAD = 4409  # forgeui.inbox.frames.RELOAD (this module imports no Django)
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ def main(thread_id: str, value: str, go_file: str, graph: str = "race") -> None:
     import django
 
     django.setup()
-    from forgeui import registry
+    from forgeui.runs import registry
     from runtime.errors import CheckpointConflict, StaleResumeTarget
 
     executor = registry.get_executor(graph)

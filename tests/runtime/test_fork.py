@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from forgeui.demo import graphs as demo_graphs
 from runtime import (
     Command,
     DurableExecutor,
@@ -13,7 +14,6 @@ from runtime import (
     NodeContext,
     ResumeError,
     StaleResumeTarget,
-    examples,
 )
 
 from .helpers import Calls, checkpoints, latest
@@ -155,7 +155,7 @@ async def test_a_fork_with_an_edited_input_runs_the_paused_node_again_from_it() 
 
 
 async def test_a_fork_can_edit_the_input_of_a_node_paused_inside_a_sub_agent() -> None:
-    ex = examples.supervisor.with_store(InMemoryCheckpointStore())
+    ex = demo_graphs.supervisor.with_store(InMemoryCheckpointStore())
     paused = await ex.run({"topic": "q3"})
     by_agent = {i.sub_agent_id: i for i in paused.interrupts}
     fork = await ex.fork(paused.thread_id,

@@ -13,8 +13,9 @@ PROBE = """
 import json, sys
 {prelude}
 import runtime
-import runtime.examples
-ex = runtime.examples.transfer
+def ask(input, ctx):
+    return {{"input": input, "approved": ctx.interrupt({{"question": "Approve?"}})}}
+ex = runtime.DurableExecutor(nodes=[("ask", ask), ("execute", lambda x: {{**x, "done": True}})])
 paused = ex.run_sync({{"amount": 1}})
 ex.resume_sync(paused.thread_id, {{"ok": True}})
 print(json.dumps(sorted(m for m in sys.modules if m == "django" or m.startswith("django."))))

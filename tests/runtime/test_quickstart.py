@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from forgeui.demo.graphs import transfer
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime.examples import transfer
 
 QUESTION = {"question": "Approve this transfer?"}
 DONE = {"input": {"amount": 500}, "approved": {"ok": True}, "done": True}
@@ -29,7 +29,7 @@ def quick_start() -> DurableExecutor:
 
 @pytest.fixture(params=["inline", "examples"])
 def executor(request: pytest.FixtureRequest) -> DurableExecutor:
-    """The quick start as written in the README, and as shipped in runtime.examples."""
+    """The quick start as written in the README, and as the dashboard's demo ships it."""
     if request.param == "inline":
         return quick_start()
     return transfer.with_store(InMemoryCheckpointStore())
@@ -85,9 +85,8 @@ def test_sync_twins(executor: DurableExecutor) -> None:
 async def test_a_caller_can_choose_the_run_id_once() -> None:
     """A queue hands out the run id before the run starts; reusing it is refused."""
     from runtime import ResumeError
-    from runtime.examples import ask, execute
 
-    ex = DurableExecutor(nodes=[("ask", ask), ("execute", execute)])
+    ex = DurableExecutor(nodes=[("ask", ask_approval), ("execute", execute)])
     first = await ex.run({"amount": 1}, run_id="queued-run-1")
     assert first.run_id == "queued-run-1"
     with pytest.raises(ResumeError):

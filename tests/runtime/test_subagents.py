@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from forgeui.demo import graphs as demo_graphs
 from runtime import (
     AmbiguousResume,
     Checkpoint,
@@ -19,7 +20,6 @@ from runtime import (
     ResumeTarget,
     RunResult,
     StaleResumeTarget,
-    examples,
 )
 
 from .helpers import (
@@ -664,7 +664,7 @@ async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time() -> None:
 
 
 async def test_a_cancelled_sub_agent_hands_its_parent_an_explicit_marker() -> None:
-    ex = examples.supervisor.with_store(InMemoryCheckpointStore())
+    ex = demo_graphs.supervisor.with_store(InMemoryCheckpointStore())
     paused = await ex.run({"topic": "q3"})
     by_agent = {i.sub_agent_id: i for i in paused.interrupts}
     await ex.cancel(ResumeTarget(by_agent["writer_agent"].run_id))

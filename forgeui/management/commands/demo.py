@@ -13,10 +13,10 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from forgeui import registry, services
-from forgeui.backends import wait_for_tasks
-from forgeui.demo import ACCOUNTS, ADMIN_ACCOUNT
+from forgeui.demo.accounts import ACCOUNTS, ADMIN_ACCOUNT
 from forgeui.models import Run
+from forgeui.runs import registry, services
+from forgeui.runs.backends import wait_for_tasks
 
 DEMO_INPUTS: dict[str, Any] = {
     "transfer": {"amount": 250, "currency": "EUR", "to": "ACME Ltd"},

@@ -7,7 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from forgeui import scheduler, services, webhooks
+from forgeui import scheduler
+from forgeui.notifications import fanout
+from forgeui.runs import deadlines
 
 
 class Command(BaseCommand):
@@ -23,10 +25,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, loop: bool, every: float | None, **options: Any) -> None:
         while True:
-            for expiry in services.expire_interrupts():
+            for expiry in deadlines.expire_interrupts():
                 self.stdout.write(f"{expiry.outcome} {expiry.interrupt_id}: {expiry.reason}")
             if loop:  # production's only scheduler: notifications go out from here too
-                webhooks.fan_out()
+                fanout.fan_out()
             if not loop:
                 return
             time.sleep(every or scheduler.interval())

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from forgeui.backends import wait_for_tasks
 from forgeui.models import Answer, Run
-from forgeui.tasks import apply_answer_task, recover_run_task
+from forgeui.runs.backends import wait_for_tasks
+from forgeui.runs.tasks import apply_answer_task, recover_run_task
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from forgeui import services
-from forgeui.backends import wait_for_tasks
-from forgeui.exceptions import ForgeUIError
+from forgeui.runs import services
+from forgeui.runs.backends import wait_for_tasks
+from forgeui.runs.exceptions import ForgeUIError
 
 
 class Command(BaseCommand):

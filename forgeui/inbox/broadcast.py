@@ -1,0 +1,164 @@
+"""The inbox's live half of the feed: committed event ids, sent on a channel-layer group.
+
+Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_ids": [N, ...]}``
+(ids in order: what one drain of the outbox found, often the events of one save). The
+event rows themselves are written by ``forgeui.models.events``, which calls ``broadcast``
+after each commit once the app is ready; a reconnecting client reads
+``Event.objects.after(last_id)`` from the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Coroutine
+from functools import partial
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+INBOX_GROUP = "inbox"
+INBOX_MESSAGE_TYPE = "inbox.event"
+
+logger = logging.getLogger(__name__)
+
+
+def broadcast(event_ids: list[int]) -> None:
+    """Tell the inbox group about these ids, in order, without waiting; a missing or
+    broken channel layer only costs live updates (``feed.EventFeed`` polls the table)."""
+    if event_ids:
+        _outbox.send(event_ids)
+
+
+# The event loop serving websockets in this process (daphne has one), once a socket opened.
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def serve_from(loop: asyncio.AbstractEventLoop) -> None:
+    """Called by the consumers: group messages from other threads go to this loop."""
+    global _server_loop
+    _server_loop = loop
+
+
+def group_send(group: str, message: dict[str, Any]) -> bool:
+    """Send from sync code in any thread without waiting; False (logged) when it cannot.
+
+    The in-memory layer's queues belong to the server's loop, so while one is known the
+    send runs there; otherwise a long-lived announcer loop sends it (the Redis layer keeps
+    its connections per loop, so one loop for the process reuses them). A save never
+    waits for the layer: ``async_to_sync`` here cost a thread start per message.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return True
+    try:
+        started = _start(_sending_loop(), layer.group_send(group, message))
+        started.add_done_callback(partial(_log_failure, message, group))
+    except Exception:
+        logger.exception("could not send %s to group %s", message.get("type"), group)
+        return False
+    return True
+
+
+def _sending_loop() -> asyncio.AbstractEventLoop:
+    """The server's loop while it runs (the in-memory layer's queues belong to it), else
+    the announcer's."""
+    loop = _server_loop
+    return loop if loop is not None and loop.is_running() else _announcer.loop()
+
+
+def _start(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on ``loop`` from any thread, without waiting; its task or future."""
+    if _runs_in(loop):
+        return loop.create_task(coro)
+    return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+def _log_failure(message: dict[str, Any], group: str, future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("could not send %s to group %s: %r", message.get("type"), group,
+                     future.exception())
+
+
+class _Outbox:
+    """Event ids waiting to be group-sent, drained in order by one task at a time.
+
+    Waking another thread costs more than the send (a save's commit is about that
+    long), so a save only appends its ids; the loop is woken once per batch, not per id.
+    """
+
+    def __init__(self) -> None:
+        self._ids: deque[int] = deque()
+        self._lock = threading.Lock()
+        self._draining: asyncio.AbstractEventLoop | None = None  # the loop draining
+
+    def send(self, event_ids: list[int]) -> None:
+        layer = get_channel_layer()
+        if layer is None or _nobody_listens(layer):
+            return
+        loop = _sending_loop()
+        with self._lock:
+            self._ids.extend(event_ids)
+            if self._draining is not None and self._draining.is_running():
+                return  # that drain takes these ids too (a stopped loop's never will)
+            self._draining = loop
+        try:
+            _start(loop, self._drain(layer))
+        except Exception:
+            with self._lock:
+                self._draining = None
+            logger.exception("could not announce inbox events %s", event_ids)
+
+    async def _drain(self, layer: Any) -> None:
+        while True:
+            with self._lock:
+                if not self._ids:
+                    self._draining = None
+                    return
+                batch = list(self._ids)
+                self._ids.clear()
+            # One message per batch: each socket then sends one frame for all of it.
+            try:
+                await layer.group_send(INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE,
+                                                     "event_ids": batch})
+            except Exception:
+                logger.exception("could not announce inbox events %s", batch)
+
+
+_outbox = _Outbox()
+
+
+def _nobody_listens(layer: Any) -> bool:
+    """The in-memory layer reaches only this process's sockets: when none has joined the
+    inbox group there is nobody to tell, and no thread need wake (the embedded default's
+    runs would pay that on every save). A socket that joins later catches up from the
+    ``Event`` table, after joining. Other layers reach other processes: always send."""
+    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(INBOX_GROUP)
+
+
+class _Announcer:
+    """A daemon thread running one event loop for group messages sent from sync code."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="forge-announcer",
+                                 daemon=True).start()
+            return self._loop
+
+
+_announcer = _Announcer()
+
+
+def _runs_in(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

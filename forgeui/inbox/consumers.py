@@ -1,0 +1,196 @@
+"""The inbox websocket: pushes rendered rows as htmx out-of-band fragments.
+
+``/ws/inbox/?graph=&sub_agent=&namespace=&sort=`` follows the inbox with those filters;
+``/ws/inbox/?tree=<root_thread_id>`` only says "this run tree changed" to a run page.
+
+Protocol: the server sends HTML (htmx's ws extension swaps it); the client sends one JSON
+message, ``{"after": <last event id>}``, on every (re)connect, and the server replays what
+changed after that id, read from the ``Event`` table, so a dropped connection loses
+nothing. A client more than a page of events behind is closed with ``frames.RELOAD`` (its
+page reloads); one that floods, or sends what is not JSON text, is closed too
+(``frames``). Rows are rendered from the interrupt's current state, never from the event,
+so replays and out-of-order delivery end in the same page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth import get_user_model
+
+from forgeui.inbox import access, broadcast, frames
+from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
+from forgeui.inbox.rows import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
+from forgeui.team.assignment import Viewer, mode
+from forgeui.team.roles import Action, allowed
+
+ROWS_PER_FRAME = 200  # rows per websocket message while catching up
+logger = logging.getLogger(__name__)
+
+
+@database_sync_to_async
+def fresh_user(user_id: Any) -> Any:
+    """The user as stored now (the scope's user caches its roles)."""
+    return get_user_model().objects.get(pk=user_id)
+
+
+@database_sync_to_async
+def may_read(user: Any) -> tuple[bool, Viewer]:
+    """(may watch the inbox, who is watching: groups and role), read fresh."""
+    return allowed(user, Action.READ), Viewer.of(user)
+
+
+class InboxConsumer(AsyncJsonWebsocketConsumer):
+    """One browser tab's inbox (or run page): filters, role and its catch-up cursor."""
+
+    async def connect(self) -> None:
+        broadcast.serve_from(asyncio.get_running_loop())
+        user = self.scope.get("user")
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if user is None or not user.is_authenticated or not session_key:
+            await self.close(code=access.SESSION_GONE)
+            return
+        may_watch, self.viewer = await may_read(user)
+        if not may_watch:
+            await self.close(code=access.ROLE_LOST)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+        self.tree = (query.get("tree") or [""])[-1]
+        self.filters = InboxFilters.from_query(query)
+        self.access_key = (user.pk, session_key)
+        self.cursor = 0
+        self.budget = frames.FrameBudget()
+        self.replayed: int | None = None  # where this socket's catch-up ended
+        # websocket_disconnect leaves these groups for us.
+        self.groups = [INBOX_GROUP, access.user_group(user.pk),
+                       access.session_group(session_key)]
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        access.watcher().add(self)
+        feed().add(self)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "access_key"):
+            access.watcher().discard(self)
+            feed().discard(self)
+
+    async def receive(self, text_data: str | None = None,
+                      bytes_data: bytes | None = None) -> None:
+        """Refuse floods and frames that are not JSON text with a close code and a log
+        line (Channels would close with 1011 and a traceback)."""
+        if not self.budget.take():
+            await self.refuse(frames.POLICY_VIOLATION, "sent frames faster than allowed")
+        elif text_data is None:
+            await self.refuse(frames.UNSUPPORTED_DATA, "sent a binary frame")
+        else:
+            try:
+                content = json.loads(text_data)
+            except ValueError:
+                await self.refuse(frames.INVALID_PAYLOAD, "sent a frame that is not JSON")
+                return
+            await self.receive_json(content)
+
+    async def refuse(self, code: int, why: str) -> None:
+        logger.info("inbox socket of user %s closed (%s): it %s", self.access_key[0], code,
+                    why)
+        await self.revoke(code)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """``{"after": N}``: replay what changed after event N, once per socket.
+
+        Channels hands a consumer one frame at a time, so one catch-up runs per socket.
+        A later request on the same socket starts no earlier than where the first one
+        ended (live events have kept the socket current since), so asking again costs
+        one indexed read, however many times a client asks from 0.
+        """
+        after = content.get("after") if isinstance(content, dict) else None
+        if not (isinstance(after, int) and not isinstance(after, bool) and after >= 0):
+            return
+        start = after if self.replayed is None else max(after, self.replayed)
+        result = await database_sync_to_async(catch_up)(start, self.viewer)
+        if result is None:
+            await self.refuse(frames.RELOAD, f"asked to catch up from {after}, too far behind")
+            return
+        found, last = result
+        self.replayed = last
+        feed().caught_up(self, last)
+        await self.push(found, last)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels closes stale database connections before every message, through a hop
+        to the database thread; for inbox events (one per socket per event, the bulk of
+        what a busy inbox handles) that hop cost more than the event. Their handler reads
+        through ``database_sync_to_async``, which closes stale connections itself."""
+        if message.get("type") == INBOX_MESSAGE_TYPE:
+            await self.inbox_event(message)
+            return
+        await super().dispatch(message)
+
+    async def inbox_event(self, message: dict[str, Any]) -> None:
+        """``broadcast`` announced a committed change (or ``EventFeed`` found one)."""
+        ids = [int(event_id) for event_id in message["event_ids"]]
+        feed().hear(self, ids)
+        found = [await snapshots.get(event_id) for event_id in ids]
+        await self.push(found, max(ids), quiet_if_empty=True)
+
+    async def access_recheck(self, message: dict[str, Any]) -> None:
+        """The user's groups or account changed: still allowed? Still may answer?"""
+        code = await database_sync_to_async(access.access_code)(*self.access_key)
+        if code is not None:
+            await self.revoke(code)
+            return
+        _, self.viewer = await may_read(await fresh_user(self.access_key[0]))
+
+    async def access_revoked(self, message: dict[str, Any]) -> None:
+        await self.revoke(access.SESSION_GONE)
+
+    async def revoke(self, code: int) -> None:
+        access.watcher().discard(self)
+        feed().discard(self)
+        await self.close(code=code)
+
+    async def push(self, found: list[Snapshot], last: int, quiet_if_empty: bool = False,
+                   ) -> None:
+        """Send the fragments for ``found``, in frames of at most ``ROWS_PER_FRAME`` rows.
+
+        ``quiet_if_empty`` (live events): nothing for this page, nothing sent; the cursor
+        goes out with the next frame (a reconnect in between replays a few events that
+        show nothing). Half of a busy inbox's frames were such cursor-only frames.
+        """
+        parts = self.tree_parts(found) if self.tree else self.row_parts(found)
+        self.cursor = max(self.cursor, last)
+        if not parts and (self.tree or quiet_if_empty):
+            return  # a run page hears only about its own tree; see quiet_if_empty
+        cursor = oob_cursor(self.cursor, "tree-changed" if self.tree else "inbox-cursor")
+        for start in range(0, max(len(parts), 1), ROWS_PER_FRAME):
+            await self.send(text_data="".join(parts[start:start + ROWS_PER_FRAME]) + cursor)
+
+    def row_parts(self, found: list[Snapshot]) -> list[str]:
+        parts = []
+        for item in found:
+            shown = item.interrupt or item.ended
+            if shown is not None and self.filters.matches(shown, self.viewer):
+                parts.append(oob_upsert(self.row_of(shown, item.rows), item.interrupt_id,
+                                        self.filters.insert_swap))
+            elif item.interrupt_id:  # answered, claimed away, gone: the row leaves
+                parts.append(oob_delete(item.interrupt_id))
+            parts.extend(oob_replace(self.row_of(interrupt, rows))
+                         for interrupt, rows in item.refreshed
+                         if self.filters.matches(interrupt, self.viewer))
+        return parts
+
+    def row_of(self, interrupt: Any, rows: dict[str, str]) -> str:
+        """The row as this viewer sees it (an ended row is read-only for everyone)."""
+        return rows.get(mode(self.viewer, interrupt)) or rows["read"]
+
+    def tree_parts(self, found: list[Snapshot]) -> list[str]:
+        # The cursor element is the signal itself: its swap makes the page reload the tree.
+        return [""] if any(item.root_thread_id == self.tree for item in found) else []

@@ -1,0 +1,219 @@
+"""What inbox sockets are told: event snapshots, catch-up, and a fallback poll.
+
+A snapshot is an interrupt's state when its event is handled, rendered once per process
+however many sockets hear about it (``SnapshotCache``). ``catch_up`` answers a client's
+"what changed after event N" from the ``Event`` table. ``EventFeed`` finds events that
+no channel-layer message announced here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from forgeui.inbox.periodic import SocketLoopWork, of_loop
+from forgeui.inbox.rows import RowFacts, render_row, render_rows
+from forgeui.models import Event, Interrupt, InterruptStatus
+from forgeui.team.assignment import Mode, Viewer, mode
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+CATCH_UP_BATCH = 500  # events the fallback poll reads per query
+CATCH_UP_LIMIT = 1000  # events one catch-up may replay; further behind, the page reloads
+
+
+@dataclass
+class Snapshot:
+    """One interrupt as the inbox should show it now: a row (pending) or nothing."""
+
+    event_id: int
+    root_thread_id: str = ""
+    interrupt_id: str = ""
+    interrupt: Interrupt | None = None  # set while pending
+    rows: dict[Mode, str] = field(default_factory=dict)  # assignment mode -> row html
+    # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
+    refreshed: list[tuple[Interrupt, dict[Mode, str]]] = field(default_factory=list)
+    ended: Interrupt | None = None  # set once answered, for "Done by me" tabs
+
+
+def snapshot(event_id: int) -> Snapshot:
+    """Read one event and its interrupt's current state; render its row both ways."""
+    event = (Event.objects.filter(pk=event_id)
+             .values("interrupt_id", "root_thread_id", "run_id").first())
+    if event is None:
+        return Snapshot(event_id)
+    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
+    if found.interrupt_id:
+        place(found, Interrupt.objects.select_related("run", "claimed_by")
+              .filter(pk=found.interrupt_id).first())
+    elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id
+        found.refreshed = [(i, render_rows(i)) for i in Interrupt.objects.inbox()
+                           .select_related("claimed_by").filter(run_id=event["run_id"])]
+    return found
+
+
+def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None,
+          facts: RowFacts | None = None) -> None:
+    """Pending: the row to show; answered: the row for "Done by me". Rendered for
+    ``viewer`` only, or for every kind of viewer when shared (``viewer=None``)."""
+    if interrupt is None:
+        return
+    if interrupt.status == InterruptStatus.PENDING:
+        found.interrupt = interrupt
+    elif interrupt.status == InterruptStatus.ANSWERED and interrupt.answered_by_id:
+        found.ended = interrupt
+    else:
+        return
+    if viewer is None:
+        found.rows = render_rows(interrupt)
+    else:
+        shown = mode(viewer, interrupt) if found.interrupt else "read"
+        found.rows = {shown: render_row(interrupt, shown, facts)}
+
+
+def catch_up(after: int, viewer: Viewer,
+             limit: int | None = None) -> tuple[list[Snapshot], int] | None:
+    """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
+    events about no interrupt), each with its interrupt's current state; the newest id.
+
+    None when more than ``limit`` events came since: a client that far behind reloads its
+    page instead, so no request reads more than one page of the event table.
+    """
+    limit = CATCH_UP_LIMIT if limit is None else limit
+    batch = list(Event.objects.after(after)
+                 .values_list("id", "interrupt_id", "root_thread_id")[:limit + 1])
+    if len(batch) > limit:
+        return None
+    latest: dict[tuple[str, str], Snapshot] = {}
+    for event_id, interrupt_id, root in batch:
+        key = (interrupt_id, "" if interrupt_id else root)
+        latest[key] = Snapshot(event_id, root, interrupt_id)
+    pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
+    found = list(Interrupt.objects.select_related("run", "claimed_by")
+                 .filter(pk__in=list(pending)))
+    facts = RowFacts.of(found)  # fork links and answers for every row at once
+    for interrupt in found:
+        place(pending[interrupt.pk], interrupt, viewer, facts)
+    last = batch[-1][0] if batch else after
+    return sorted(latest.values(), key=lambda s: s.event_id), last
+
+
+class SnapshotCache:
+    """Each event is read and rendered once per process, however many sockets hear it."""
+
+    def __init__(self, size: int = 512, ttl: float = 5.0) -> None:
+        self.size, self.ttl = size, ttl
+        self.done: OrderedDict[int, tuple[float, Snapshot]] = OrderedDict()
+        self.loading: dict[int, asyncio.Future[Snapshot]] = {}
+
+    async def get(self, event_id: int) -> Snapshot:
+        cached = self.done.get(event_id)
+        if cached and time.monotonic() - cached[0] < self.ttl:
+            return cached[1]
+        if event_id not in self.loading:
+            self.loading[event_id] = asyncio.ensure_future(self._load(event_id))
+        return await asyncio.shield(self.loading[event_id])
+
+    async def _load(self, event_id: int) -> Snapshot:
+        try:
+            found = await database_sync_to_async(snapshot)(event_id)
+            self.done[event_id] = (time.monotonic(), found)
+            while len(self.done) > self.size:
+                self.done.popitem(last=False)
+            return found
+        finally:
+            self.loading.pop(event_id, None)
+
+
+snapshots = SnapshotCache()
+
+
+def settled_events(after: int, settle: float) -> list[int]:
+    """Ids of the events after ``after`` that are at least ``settle`` seconds old (the
+    channel layer had its chance to announce them), oldest first."""
+    cutoff = timezone.now() - timedelta(seconds=settle)
+    return list(Event.objects.after(after).filter(created_at__lte=cutoff)
+                .values_list("id", flat=True)[:CATCH_UP_BATCH])
+
+
+@dataclass
+class Heard:
+    """What one socket has been told: every event up to ``upto`` (a catch-up read them
+    all), and ``ids`` above that, one by one."""
+
+    upto: int = 0
+    ids: set[int] = field(default_factory=set)
+
+    def has(self, event_id: int) -> bool:
+        return event_id <= self.upto or event_id in self.ids
+
+
+class EventFeed(SocketLoopWork):
+    """A fallback for events no channel-layer message brought to a socket.
+
+    With the in-memory layer, a run started by another process (``manage.py start_run``
+    beside daphne) writes its events to the database but cannot reach this process's
+    sockets; the Redis layer drops a slow socket's oldest messages when its queue is
+    full, while the other sockets of the process get theirs. So what was heard is kept
+    per socket. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and
+    hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
+    old. Pushing a row twice is harmless: rows are idempotent.
+    """
+
+    POLL_SECONDS = 0.5
+    SETTLE_SECONDS = 0.5
+    interval = POLL_SECONDS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heard: dict[Any, Heard] = {}
+        self.floor: int | None = None
+
+    def hear(self, consumer: Any, event_ids: list[int]) -> None:
+        if consumer in self.sockets:  # not one that has gone meanwhile
+            self.heard.setdefault(consumer, Heard()).ids.update(event_ids)
+
+    def caught_up(self, consumer: Any, last: int) -> None:
+        """``consumer`` was sent everything up to event ``last`` (``catch_up``)."""
+        if consumer in self.sockets:
+            heard = self.heard.setdefault(consumer, Heard())
+            heard.upto = max(heard.upto, last)
+
+    def discard(self, consumer: Any) -> None:
+        super().discard(consumer)
+        self.heard.pop(consumer, None)
+
+    async def start(self) -> None:
+        if self.floor is None:
+            self.floor = await database_sync_to_async(Event.objects.last_id)()
+
+    async def tick(self) -> None:
+        assert self.floor is not None
+        settled = await database_sync_to_async(settled_events)(self.floor,
+                                                                self.SETTLE_SECONDS)
+        if not settled:
+            return
+        self.floor = settled[-1]
+        # One event at a time, every socket in turn: a whole batch per socket held the
+        # database thread long enough for the sockets' own queues to overflow.
+        for event_id in settled:
+            for consumer in list(self.sockets):
+                if not self.heard.setdefault(consumer, Heard()).has(event_id):
+                    await consumer.inbox_event({"event_ids": [event_id]})
+        for heard in self.heard.values():  # below the floor nothing is looked at again
+            heard.ids = {i for i in heard.ids if i > self.floor}
+
+
+def feed() -> EventFeed:
+    return of_loop(EventFeed)

@@ -1,0 +1,272 @@
+"""The approval inbox's shared pieces: filters, row context and row fragments.
+
+The page (``web.views.inbox_pages``) and the websocket (``consumers.InboxConsumer``) render rows
+with the same partial, ``forgeui/inbox.html#row``, so a row pushed live is identical to
+one rendered with the page. The websocket sends htmx out-of-band fragments: rows to
+insert or delete, and the id of the newest event they reflect.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode
+
+from django.http import QueryDict
+from django.template.loader import render_to_string
+from django.utils.html import escape
+
+from forgeui.inbox import bidi
+from forgeui.inbox.payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
+from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
+from forgeui.runs import forks
+from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
+from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
+
+PAGE_SIZE = 50
+SUMMARY_LENGTH = 140
+# Payload keys that tell forge what to do, not what the question is about.
+INSTRUCTIONS = ("question", "actions", "answer_schema")
+ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
+Sort = Literal["newest", "oldest", "deadline"]
+Tab = Literal["all", "assigned", "queue", "done"]
+TABS: list[tuple[Tab, str]] = [("all", "All pending"), ("assigned", "Assigned to me"),
+                               ("queue", "Queue"), ("done", "Done by me")]
+MODES: tuple[Mode, ...] = ("answer", "mine", "read")
+
+
+@dataclass(frozen=True, slots=True)
+class InboxFilters:
+    """What one inbox shows: the page's query string, shared with its websocket."""
+
+    graph: str = ""
+    sub_agent: str = ""
+    namespace: str = ""  # a run-tree path prefix, "supervisor/research_agent"
+    sort: Sort = "deadline"  # oldest first, those with a deadline before, soonest first
+    tab: Tab = "all"
+    q: str = ""  # full-text search over payload and run input
+
+    @classmethod
+    def from_query(cls, query: QueryDict | dict[str, list[str]] | str) -> InboxFilters:
+        if isinstance(query, str):
+            query = parse_qs(query)
+
+        def first(name: str) -> str:
+            value = query.get(name) or ""
+            value = value[-1] if isinstance(value, list) else value
+            return value.strip()[:200]
+
+        sorts: dict[str, Sort] = {"oldest": "oldest", "newest": "newest"}
+        sort = sorts.get(first("sort"), "deadline")
+        tab = next((t for t, _ in TABS if t == first("tab")), "all")
+        return cls(first("graph"), first("sub_agent"), first("namespace").strip("/"), sort,
+                   tab, first("q"))
+
+    @property
+    def path(self) -> list[str]:
+        return [part for part in self.namespace.split("/") if part]
+
+    def apply(self, interrupts: InterruptQuerySet, viewer: Viewer) -> InterruptQuerySet:
+        """``interrupts`` is every interrupt (with its run); the tab picks which."""
+        if self.tab == "done":
+            found = interrupts.done_by(viewer.user_id)
+        elif self.tab == "assigned":
+            found = interrupts.assigned_to(viewer)
+        elif self.tab == "queue":
+            found = interrupts.queue_for(viewer)
+        else:
+            found = interrupts.pending()
+        found = (found.of_graph(self.graph).of_sub_agent(self.sub_agent)
+                 .under_namespace(self.path).search(self.q))
+        if self.sort == "deadline":
+            return found.by_deadline()
+        return found.by_age(newest_first=self.sort == "newest")
+
+    def matches(self, interrupt: Interrupt, viewer: Viewer) -> bool:
+        """The same test as ``apply``, for one row the websocket is about to push."""
+        path = self.path
+        return ((not self.graph or interrupt.run.graph == self.graph)
+                and (not self.sub_agent or interrupt.sub_agent_id == self.sub_agent)
+                and list(interrupt.namespace[: len(path)]) == path
+                and self.in_tab(interrupt, viewer) and self.mentions(interrupt))
+
+    def mentions(self, interrupt: Interrupt) -> bool:
+        """``q`` for a pushed row: every word in its payload or input (the SQLite rule)."""
+        if not self.q:
+            return True
+        text = (compact(interrupt.payload) + compact(interrupt.run.input)).lower()
+        return all(word.lower() in text for word in self.q.split())
+
+    def in_tab(self, interrupt: Interrupt, viewer: Viewer) -> bool:
+        pending = interrupt.status == InterruptStatus.PENDING
+        if self.tab == "done":
+            return (interrupt.status == InterruptStatus.ANSWERED
+                    and interrupt.answered_by_id == viewer.user_id)
+        if self.tab == "assigned":
+            mine = viewer.user_id is not None and interrupt.claimed_by_id == viewer.user_id
+            return pending and (mine or is_assigned(viewer, interrupt.assignees))
+        if self.tab == "queue":
+            return pending and interrupt.claimed_by_id is None and mode(viewer, interrupt) != "read"
+        return pending
+
+    def querystring(self, **changes: str) -> str:
+        fields = {"graph": self.graph, "sub_agent": self.sub_agent,
+                  "namespace": self.namespace, "sort": self.sort, "tab": self.tab, "q": self.q,
+                  **changes}
+        fields["tab"] = "" if fields["tab"] == "all" else fields["tab"]
+        return urlencode({key: value for key, value in fields.items() if value})
+
+    @property
+    def insert_swap(self) -> str:
+        """Where a new (youngest) row goes: on top when newest come first."""
+        return "afterbegin" if self.sort == "newest" else "beforeend"
+
+
+def payload_summary(payload: Any) -> str:
+    """One line for any JSON value (an answer): the question if there is one, else
+    compact JSON."""
+    if isinstance(payload, dict) and isinstance(payload.get("question"), str):
+        rest = {k: v for k, v in payload.items() if k not in INSTRUCTIONS}
+        text = payload["question"] + (" " + compact(rest) if rest else "")
+    elif isinstance(payload, str):
+        text = payload
+    else:
+        text = compact(payload)
+    return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
+
+
+def summary(interrupt: Interrupt) -> str:
+    """One line for the row: the payload's title (else its question, else a breakpoint in
+    words) and up to three scalar fields of the input it is about."""
+    payload = interrupt.payload
+    if interrupt.kind in BREAKPOINT_KINDS and isinstance(payload, dict):
+        head = present_breakpoint(payload, interrupt.node, interrupt.kind).heading
+        about = payload.get("input" if interrupt.kind == "before" else "output")
+    elif isinstance(payload, dict) and heading(payload):
+        head, about = heading(payload), interrupt.run.input
+    elif isinstance(payload, str):
+        head, about = payload, interrupt.run.input
+    else:
+        head, about = compact(payload), None
+    details = " · ".join(f"{key} {value}" for key, value in scalar_fields(about))
+    text = f"{head} · {details}" if details else head
+    return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, default=str)
+
+
+def answer_schema(payload: Any) -> dict[str, Any] | None:
+    """The payload's schema when it is a valid one: an invalid one gets no form."""
+    schema = declared_schema(payload)
+    return schema if schema is not None and schema_problem(schema) is None else None
+
+
+def asks_yes_no(payload: Any) -> bool:
+    """Approve / Reject fit only an interrupt that declares no actions and no schema."""
+    return not declared_actions(payload) and declared_schema(payload) is None
+
+
+def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:
+    return [{"tab": tab, "label": label, "current": tab == filters.tab,
+             "query": filters.querystring(tab=tab)} for tab, label in TABS]
+
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What rows show beyond their interrupt (fork links, the answer that closed it),
+    looked up once for a page of rows or an event's every rendering."""
+
+    origins: dict[str, forks.ForkLink]
+    decisions: dict[str, Answer]
+
+    @classmethod
+    def of(cls, interrupts: Any) -> RowFacts:
+        listed = list(interrupts)
+        return cls(forks.origins(i.root_thread_id for i in listed), accepted_answers(listed))
+
+
+def row_context(interrupt: Interrupt, row_mode: Mode,
+                facts: RowFacts | None = None) -> dict[str, Any]:
+    """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
+
+    ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
+    and Claim, answer buttons and Release (their claim), or read-only. ``facts`` are
+    looked up for this row alone when not given.
+    """
+    actions = declared_actions(interrupt.payload)
+    facts = facts or RowFacts.of([interrupt])
+    decision = facts.decisions.get(interrupt.pk)
+    return {
+        "interrupt": interrupt,
+        "fork": facts.origins.get(interrupt.root_thread_id),
+        "decision": decision,
+        "decision_summary": payload_summary(decision.value) if decision else "",
+        "graph": interrupt.run.graph,
+        "path": "/".join(interrupt.namespace),
+        "summary": summary(interrupt),
+        "quick_actions": [a for a in actions if a in ROW_ACTIONS],
+        # Neither actions nor a schema: a yes/no question is the common case.
+        "plain": asks_yes_no(interrupt.payload),
+        "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
+        "mode": row_mode,
+        "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
+        "assignees": [*interrupt.assigned_users,
+                      *(f"group {g}" for g in interrupt.assigned_groups)],
+        "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
+        "note": "", "error": "",  # given back when an answer from the row is refused
+    }
+
+
+def accepted_answers(interrupts: Any) -> dict[str, Answer]:
+    """The answer each answered interrupt was closed with, by interrupt id."""
+    answered = [i.pk for i in interrupts if i.status == InterruptStatus.ANSWERED]
+    if not answered:
+        return {}
+    found: dict[str, Answer] = {}
+    for answer in Answer.objects.filter(interrupt_id__in=answered).order_by("created_at"):
+        found.setdefault(answer.interrupt_id, answer)
+    return found
+
+
+def render_row(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = None) -> str:
+    """One row for the websocket (pages get the same marking from their middleware)."""
+    return bidi.mark(render_to_string("forgeui/inbox.html#row",
+                                      {"row": row_context(interrupt, row_mode, facts)}))
+
+
+def render_rows(interrupt: Interrupt) -> dict[Mode, str]:
+    """The row as each kind of viewer sees it (an ended one: read-only)."""
+    if interrupt.status != InterruptStatus.PENDING:
+        return {"read": render_row(interrupt, "read")}
+    facts = RowFacts.of([interrupt])
+    return {m: render_row(interrupt, m, facts) for m in MODES}
+
+
+def row_dom_id(interrupt_id: str) -> str:
+    return f"int-{interrupt_id}"
+
+
+def oob_upsert(row_html: str, interrupt_id: str, swap: str) -> str:
+    """Insert a row. Table rows cannot stand alone in HTML, so the out-of-band element
+    travels in a ``<template>`` (htmx swaps template contents); the page (forge.js)
+    drops an older copy of the row first, so a replayed event never duplicates it."""
+    return f'<template><tbody hx-swap-oob="{swap}:#inbox-rows">{row_html}</tbody></template>'
+
+
+def oob_replace(row_html: str) -> str:
+    """Replace a row in place, where the page shows it (its id is the row's own)."""
+    return '<template>' + row_html.replace("<tr ", '<tr hx-swap-oob="true" ', 1) + '</template>'
+
+
+def oob_delete(interrupt_id: str) -> str:
+    """Remove a row (the page skips this when it does not show that row)."""
+    return (f'<template><tr id="{escape(row_dom_id(interrupt_id))}" hx-swap-oob="delete">'
+            '</tr></template>')
+
+
+def oob_cursor(event_id: int, element_id: str = "inbox-cursor") -> str:
+    """The last event id the page has seen; sent back after a reconnect."""
+    return f'<div id="{element_id}" data-event-id="{int(event_id)}" hx-swap-oob="true"></div>'

@@ -1,0 +1,75 @@
+"""API tokens: only a hash is stored; the token is shown once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True, user__is_active=True)
+
+    def issue(self, user: Any, name: str = "") -> tuple[ApiToken, str]:
+        """A new token for ``user``; the secret is returned here once and never stored."""
+        secret = ApiToken.new_secret()
+        token = self.create(user=user, name=name, prefix=secret[:TOKEN_PREFIX_LENGTH],
+                            key_hash=ApiToken.hash(secret))
+        return token, secret
+
+    def authenticate(self, secret: str) -> ApiToken | None:
+        """The active token whose hash matches ``secret``; its last use is recorded.
+
+        At most once a minute per token, so reads do not each cost a write.
+        """
+        token = self.active().select_related("user").filter(key_hash=ApiToken.hash(secret)).first()
+        now = timezone.now()
+        if token is not None and (token.last_used_at is None
+                                  or now - token.last_used_at > TOKEN_USE_RESOLUTION):
+            self.filter(pk=token.pk).update(last_used_at=now)
+        return token
+
+    def revoke(self) -> int:
+        return self.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+TOKEN_PREFIX = "forge_"
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
+TOKEN_PREFIX_LENGTH = 12
+
+
+class ApiToken(models.Model):
+    """A bearer token for the API. Only a SHA-256 of the secret is kept: a leaked database
+    does not leak usable tokens, and the secret's 256 random bits make a salt pointless."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=TOKEN_PREFIX_LENGTH, editable=False,
+                              help_text="the secret's first characters, to tell tokens apart")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user}{', revoked' if self.revoked_at else ''})"
+
+    @staticmethod
+    def new_secret() -> str:
+        return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+    @staticmethod
+    def hash(secret: str) -> str:
+        return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,1 @@
+"""Telling people outside the dashboard: webhooks and e-mail, fed from the event table."""

@@ -1,0 +1,1 @@
+"""What people do to runs (services), how graphs execute (tasks, registry), and deadlines."""

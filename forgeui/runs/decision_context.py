@@ -1,0 +1,89 @@
+"""What a reviewer needs beside the question: the run's input, the paused node's input,
+the latest state and the steering notes already given to the run.
+
+Checkpoint content is read only through the public ``runtime.Checkpoint`` fields the
+store returns (``paused_checkpoints``), so how the store keeps checkpoints can change
+without touching this. The run's input comes from the ``Run`` row, which keeps what its
+first checkpoint was started with; the whole ``history`` is never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from forgeui.models import Interrupt, SteeringNote
+from forgeui.store import DjangoCheckpointStore
+from runtime import Checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class StateEntry:
+    key: str
+    value: Any
+    named: bool  # the payload names this key: it comes first
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    graph: str
+    run_input: Any
+    node_input: Any
+    has_node_input: bool
+    state: list[StateEntry] = field(default_factory=list)
+    state_checkpoint: str = ""
+    notes: list[SteeringNote] = field(default_factory=list)
+
+
+def paused_checkpoints(interrupt: Interrupt) -> tuple[Checkpoint | None, Checkpoint | None]:
+    """The checkpoint the interrupt was raised at, and its thread's latest (often the same).
+
+    The one place this module reads checkpoints.
+    """
+    store = DjangoCheckpointStore()
+    latest = store.load_sync(interrupt.thread_id)
+    if latest is not None and latest.id == interrupt.checkpoint_id:
+        return latest, latest
+    return store.load_by_id_sync(interrupt.checkpoint_id), latest
+
+
+def node_input(paused: Checkpoint | None, task_id: str) -> tuple[bool, Any]:
+    """The input flowing into the paused task (its task record, else ``pending_input``)."""
+    if paused is None:
+        return False, None
+    for task in paused.tasks:
+        if task.get("id") == task_id and "input" in task:
+            return True, task["input"]
+    return True, paused.pending_input
+
+
+def ordered_state(state: dict[str, Any], payload: Any) -> list[StateEntry]:
+    """State entries, those whose key the payload names (as a key or a value) first."""
+    named = payload_words(payload)
+    entries = [StateEntry(str(key), value, str(key) in named) for key, value in state.items()]
+    return sorted(entries, key=lambda entry: not entry.named)
+
+
+def payload_words(payload: Any) -> set[str]:
+    if isinstance(payload, dict):
+        words = {str(key) for key in payload}
+        for value in payload.values():
+            words |= payload_words(value) if isinstance(value, dict | list) else {str(value)}
+        return words
+    if isinstance(payload, list):
+        return set().union(*(payload_words(item) for item in payload)) if payload else set()
+    return {str(payload)}
+
+
+def for_interrupt(interrupt: Interrupt) -> Decision:
+    """Everything the context panel shows for ``interrupt`` (its ``run`` loaded)."""
+    paused, latest = paused_checkpoints(interrupt)
+    known, given = node_input(paused, interrupt.task_id)
+    notes = (SteeringNote.objects.filter(run_id=interrupt.run_id).select_related("user")
+             .order_by("created_at"))
+    return Decision(
+        graph=interrupt.run.graph, run_input=interrupt.run.input, node_input=given,
+        has_node_input=known,
+        state=ordered_state(latest.state, interrupt.payload) if latest is not None else [],
+        state_checkpoint=latest.id if latest is not None else "", notes=list(notes),
+    )

@@ -1,0 +1,688 @@
+"""What people do to runs, in one place the API and the pages both call.
+
+Each service checks the role, records the intent and its audit row in one transaction,
+and leaves graph execution to a task enqueued on commit. Nothing here runs node code.
+
+Roles (``forgeui.team.roles``): ``reviewer`` answers, adds notes and forks; ``supervisor`` also
+starts, cancels, recovers and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
+``user=None`` (management commands) may do all. A refusal leaves an audit row, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+import jsonschema
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from forgeui.models import (
+    Answer,
+    AuditEntry,
+    ChildPolicy,
+    EventKind,
+    Interrupt,
+    InterruptStatus,
+    Run,
+    RunStatus,
+    SteeringNote,
+    assignees,
+)
+from forgeui.models.events import EventDraft, publish_on_commit
+from forgeui.runs import answer_rules, registry
+from forgeui.runs.exceptions import (
+    AlreadyClaimed,
+    Forbidden,
+    GraphUnavailable,
+    InvalidRequest,
+    NotFound,
+    StaleAnswer,
+    ThreadTaken,
+)
+from forgeui.runs.tasks import (
+    apply_answer_task,
+    apply_steering_task,
+    cancel_run_task,
+    recover_run_task,
+    start_run_task,
+)
+from forgeui.store import DjangoCheckpointStore
+from forgeui.team import assignment
+from forgeui.team.roles import Action, allowed, needed_roles
+from runtime.checkpoint import Checkpoint
+from runtime.errors import AmbiguousResume, StaleResumeTarget
+
+logger = logging.getLogger(__name__)
+User = AbstractBaseUser | AnonymousUser | None
+ForgeUIErrorType = AlreadyClaimed | StaleAnswer
+BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
+LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedRun:
+    """A run start, recorded. ``run_id`` is None until the task has started the run."""
+
+    thread_id: str
+    run_id: str | None
+    status: str
+    request_id: str
+
+    def refresh(self) -> StartedRun:
+        """Look again: has the task started the run by now?"""
+        return _started(self.thread_id, self.request_id)
+
+
+def require_role(user: User, action: Action, **target: Any) -> None:
+    """Raise ``Forbidden`` unless ``user`` may do ``action``; the refusal is audited."""
+    if allowed(user, action):
+        return
+    audit(user, f"{action}.denied", **target,
+          detail={"reason": f"needs one of the roles: {needed_roles(action)}"})
+    raise Forbidden(f"{action} needs one of the roles: {needed_roles(action)}")
+
+
+def audit(user: User, action: str, **fields: Any) -> AuditEntry:
+    actor = user if user is not None and user.is_authenticated else None
+    return AuditEntry.objects.create(actor=actor, action=action, **fields)
+
+
+def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
+    """Record the start and enqueue it; the task creates the run's first checkpoint."""
+    require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
+    executor = registry.get_executor(graph)  # unknown or broken: refused before any write
+    _require_json(input, "input")
+    check_input(executor.input_schema, input)
+    thread_id = thread_id or uuid.uuid4().hex
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is not None and latest.status in LIVE:
+        raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
+    if latest is not None:  # a finished thread goes on only with the graph it ran
+        owner = Run.objects.filter(pk=latest.run_id).values_list("graph", flat=True).first()
+        if owner is not None and owner != executor.name:
+            raise ThreadTaken(thread_id, owner, latest.status)
+    # The run id is handed out now, so a caller can follow a run that is still queued.
+    request_id = run_id = uuid.uuid4().hex
+    with transaction.atomic():
+        audit(user, "run.start", object_type="thread", object_id=thread_id,
+              thread_id=thread_id, run_id=run_id,
+              detail={"graph": graph, "input": input, "request_id": request_id})
+        transaction.on_commit(partial(start_run_task.enqueue, graph, thread_id, input,
+                                      getattr(user, "pk", None), request_id))
+    return _started(thread_id, run_id)
+
+
+def check_input(schema: dict[str, Any] | None, input: Any) -> None:
+    """Refuse an input the graph's ``input_schema`` rejects, naming the field.
+
+    A left-out input (None) is the graph's to default, as its nodes decide.
+    """
+    if not schema or input is None:
+        return
+    _match_schema(schema, input, ["body", "input"], "input", "the graph's input_schema")
+
+
+def _match_schema(schema: dict[str, Any], value: Any, loc: list[str | int], what: str,
+                  whose: str) -> None:
+    try:
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+    except jsonschema.SchemaError as exc:  # the graph's bug, not the caller's
+        raise InvalidRequest(f"{whose} is not a valid JSON Schema: {exc.message}",
+                             loc=loc) from None
+    if error is not None:
+        raise InvalidRequest(f"{what} does not match {whose} at {error.json_path}: "
+                             f"{error.message}", loc=[*loc, *error.absolute_path])
+
+
+def _started(thread_id: str, run_id: str) -> StartedRun:
+    """With an immediate task backend the run exists by now; otherwise it is queued."""
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is None or latest.run_id != run_id:
+        return StartedRun(thread_id, run_id, "queued", run_id)
+    return StartedRun(thread_id, latest.run_id, latest.status, run_id)
+
+
+def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | None = None,
+                     expected_checkpoint_id: str | None = None,
+                     child_policy: str = ChildPolicy.LEAVE) -> Answer:
+    """Accept one answer in one transaction, then apply it in a task.
+
+    Raises ``StaleAnswer`` (with who answered when, and where the run stands) when the
+    interrupt is no longer pending or ``expected_checkpoint_id`` is not its run's latest;
+    then only an ``answer.refused`` audit row is written.
+    """
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    require_answerable(user, interrupt)
+    require_graph(interrupt.run)
+    _check_answer(interrupt, value, child_policy, loc=["body", "value"])
+    try:
+        with transaction.atomic():
+            return _accept(user, interrupt, value, steering, expected_checkpoint_id,
+                           child_policy)
+    except StaleAnswer as stale:
+        _refused(user, interrupt, stale, value)
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class BulkOutcome:
+    """What became of one interrupt of a bulk answer."""
+
+    interrupt_id: str
+    outcome: BulkResult
+    detail: str = ""
+    answer_id: int | None = None
+    answered_by: str | None = None
+    answered_at: str | None = None
+
+
+MAX_BULK = 500
+
+
+def bulk_answer(user: User, interrupt_ids: list[str], value: Any,
+                steering: str | None = None) -> list[BulkOutcome]:
+    """Answer each interrupt with ``value`` through ``answer_interrupt``, one by one.
+
+    Each answer has its own transaction and compare-and-set, so one stale or forbidden
+    interrupt costs only itself; the outcome of every id is reported, in the given order.
+    """
+    require_role(user, Action.ANSWER, object_type="bulk", object_id=f"{len(interrupt_ids)} ids")
+    ids = list(dict.fromkeys(interrupt_ids))
+    if not ids:
+        raise InvalidRequest("nothing to answer: no interrupt ids", loc=["body", "ids"])
+    if len(ids) > MAX_BULK:
+        raise InvalidRequest(f"at most {MAX_BULK} interrupts at once", loc=["body", "ids"])
+    _require_json(value, "value")
+    outcomes = [_bulk_one(user, interrupt_id, value, steering) for interrupt_id in ids]
+    audit(user, "answer.bulk", object_type="bulk", object_id=f"{len(ids)} interrupts",
+          detail={"value": value, "steering": steering or "",
+                  "outcomes": {o.interrupt_id: o.outcome for o in outcomes}})
+    return outcomes
+
+
+def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -> BulkOutcome:
+    try:
+        answer = answer_interrupt(user, interrupt_id, value, steering=steering)
+    except StaleAnswer as stale:
+        return BulkOutcome(interrupt_id, "stale", stale.reason, answered_by=stale.answered_by,
+                           answered_at=stale.answered_at)
+    except Forbidden as exc:
+        return BulkOutcome(interrupt_id, "forbidden", str(exc))
+    except NotFound as exc:
+        return BulkOutcome(interrupt_id, "not_found", str(exc))
+    except InvalidRequest as exc:
+        return BulkOutcome(interrupt_id, "invalid", str(exc))
+    except GraphUnavailable as exc:
+        return BulkOutcome(interrupt_id, "unavailable", str(exc))
+    return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
+
+
+def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
+    """Answer several interrupts of one tree at once: all are accepted, or none is."""
+    require_role(user, Action.ANSWER, object_type="thread", object_id=thread_id,
+                 thread_id=thread_id)
+    if not answers:
+        raise InvalidRequest("answers is empty")
+    interrupts = [_interrupt(interrupt_id) for interrupt_id in answers]
+    for interrupt in interrupts:
+        if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
+            raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
+        if interrupt.sub_agent_id:  # answering a sub-agent by its place in the tree is a
+            # targeted resume, whichever route carries it: the same role as /api/resume
+            require_role(user, Action.RESUME_TARGETED, object_type="interrupt",
+                         object_id=interrupt.pk, run_id=interrupt.run_id,
+                         thread_id=interrupt.root_thread_id)
+        require_answerable(user, interrupt)
+        require_graph(interrupt.run)
+        _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,
+                      loc=["body", "answers", interrupt.pk])
+    current = interrupts[0]
+    try:
+        with transaction.atomic():
+            accepted = []
+            for current in interrupts:
+                accepted.append(_accept(user, current, answers[current.pk], None, None,
+                                        ChildPolicy.LEAVE))
+            return accepted
+    except StaleAnswer as stale:
+        _refused(user, current, stale, answers[current.pk])
+        raise
+
+
+def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = None,
+                    interrupt_id: str | None = None, namespace: list[str] | None = None,
+                    steering: str | None = None) -> Answer:
+    """Answer the one pending interrupt a target names, leaving siblings alone.
+
+    Nothing pending there raises ``StaleResumeTarget`` (``StaleAnswer`` when the named
+    interrupt was answered); several pending raises ``AmbiguousResume``.
+    """
+    require_role(user, Action.RESUME_TARGETED, object_type="run", object_id=run_id,
+                 run_id=run_id)
+    run = _run(run_id)
+    if namespace is not None and list(namespace) != run.namespace:
+        raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
+                                f"{list(namespace)}", latest_metadata(run))
+    found = Interrupt.objects.filter(run=run).pending().by_age()
+    if task_id is not None:
+        found = found.filter(task_id=task_id)
+    if interrupt_id is not None:
+        found = found.filter(pk=interrupt_id)
+    chosen = list(found[:2])
+    if not chosen and interrupt_id and Interrupt.objects.filter(pk=interrupt_id, run=run).exists():
+        raise stale_answer(interrupt_id, None)
+    if not chosen:
+        raise StaleResumeTarget(f"nothing pending in run {run_id!r} matches the target",
+                                latest_metadata(run))
+    if len(chosen) > 1:
+        raise AmbiguousResume(f"several interrupts of run {run_id!r} are pending; name a "
+                              f"task_id or interrupt_id", list(found))
+    return answer_interrupt(user, chosen[0].pk, value, steering=steering)
+
+
+def require_answerable(user: User, interrupt: Interrupt,
+                       viewer: assignment.Viewer | None = None) -> None:
+    """Raise ``Forbidden`` (audited) when the interrupt is assigned to or claimed by others."""
+    viewer = viewer or assignment.Viewer.of(user)
+    if assignment.may_answer(viewer, interrupt):
+        return
+    reason = assignment.refusal(viewer, interrupt)
+    audit(user, "answer.denied", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          detail={"reason": reason})
+    raise Forbidden(f"you may not answer this interrupt: {reason}")
+
+
+# -- assignment and claims ----------------------------------------------------------------
+
+
+def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:
+    """Take a pending interrupt: until released, only ``user`` may answer it.
+
+    Raises ``Forbidden`` when ``user`` may not answer it and ``AlreadyClaimed`` (409) when
+    someone else claimed it first; claiming one's own claim again changes nothing.
+    """
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.claimed_by_id is not None:
+        if interrupt.claimed_by_id == getattr(user, "pk", None):
+            return interrupt
+        raise _claim_lost(interrupt.pk)
+    require_answerable(user, interrupt)
+    with transaction.atomic():
+        taken = Interrupt.objects.filter(pk=interrupt.pk, claimed_by__isnull=True).pending()
+        if taken.update(claimed_by=user, claimed_at=timezone.now()) != 1:
+            raise _claim_lost(interrupt.pk)
+        changed(user, "interrupt.claim", interrupt, {})
+    return _interrupt(interrupt.pk)
+
+
+def release_interrupt(user: User, interrupt_id: str) -> Interrupt:
+    """Give a claim back; supervisors may release anyone's."""
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.claimed_by_id is None:
+        return interrupt
+    mine = interrupt.claimed_by_id == getattr(user, "pk", None)
+    if not mine:
+        require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
+    with transaction.atomic():
+        Interrupt.objects.filter(pk=interrupt.pk).update(claimed_by=None, claimed_at=None)
+        changed(user, "interrupt.release", interrupt,
+                 {"claimed_by": interrupt.claimed_by.get_username()})
+    return _interrupt(interrupt.pk)
+
+
+def assign_interrupt(user: User, interrupt_id: str, users: list[str],
+                     groups: list[str]) -> Interrupt:
+    """Name who may answer (supervisor); empty lists open it to every reviewer.
+
+    A claim by someone the new assignees leave out ends.
+    """
+    require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if interrupt.status != InterruptStatus.PENDING:
+        raise stale_answer(interrupt.pk, None)
+    _require_known(users, groups)
+    stored = assignees.encode(users, groups)
+    update: dict[str, Any] = {"assignees": stored}
+    claimer = interrupt.claimed_by
+    if claimer is not None and stored and not assignment.is_assigned(
+            assignment.Viewer.of(claimer), stored):
+        update.update(claimed_by=None, claimed_at=None)
+    with transaction.atomic():
+        Interrupt.objects.filter(pk=interrupt.pk).update(**update)
+        users_now, groups_now = assignees.decode(stored)
+        changed(user, "interrupt.assign", interrupt,
+                 {"users": users_now, "groups": groups_now,
+                  "before": {"users": interrupt.assigned_users,
+                             "groups": interrupt.assigned_groups},
+                  "claim_ended": "claimed_by" in update})
+    return _interrupt(interrupt.pk)
+
+
+def _require_known(users: list[str], groups: list[str]) -> None:
+    known = set(get_user_model().objects.filter(username__in=users)
+                .values_list("username", flat=True))
+    if missing := [u for u in users if u not in known]:
+        raise InvalidRequest(f"no such users: {', '.join(missing)}", loc=["body", "users"])
+    known = set(Group.objects.filter(name__in=groups).values_list("name", flat=True))
+    if missing := [g for g in groups if g not in known]:
+        raise InvalidRequest(f"no such groups: {', '.join(missing)}", loc=["body", "groups"])
+
+
+def _claim_lost(interrupt_id: str) -> ForgeUIErrorType:
+    row = Interrupt.objects.select_related("claimed_by").get(pk=interrupt_id)
+    if row.status != InterruptStatus.PENDING:
+        return stale_answer(interrupt_id, None)
+    who = row.claimed_by.get_username() if row.claimed_by else "someone"
+    return AlreadyClaimed(interrupt_id, who)
+
+
+def changed(user: User, action: str, interrupt: Interrupt, detail: dict[str, Any]) -> None:
+    """Audit a claim, release or assignment, and tell every inbox to redraw the row."""
+    audit(user, action, object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id, detail=detail)
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"action": action})])
+
+
+def _interrupt(interrupt_id: str) -> Interrupt:
+    interrupt = (Interrupt.objects.select_related("run", "claimed_by")
+                 .filter(pk=interrupt_id).first())
+    if interrupt is None:
+        raise NotFound(f"no interrupt {interrupt_id!r}")
+    return interrupt
+
+
+def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
+                  loc: list[str | int] | None = None) -> None:
+    """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
+    _require_json(value, "value")
+    if child_policy not in ChildPolicy.values:
+        raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
+                             loc=["body", "child_policy"])
+    try:
+        answer_rules.check(interrupt.payload, value)
+    except answer_rules.AnswerMismatch as exc:
+        raise InvalidRequest(exc.message, loc=[*(loc or []), *exc.path]) from None
+
+
+def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
+            expected_checkpoint_id: str | None, child_policy: str) -> Answer:
+    claimed = Interrupt.objects.filter(pk=interrupt.pk).pending()
+    if expected_checkpoint_id:
+        claimed = claimed.filter(checkpoint_id=expected_checkpoint_id)
+    actor = user if user is not None and user.is_authenticated else None
+    if actor is not None and not actor.is_superuser:  # a claim taken meanwhile wins
+        claimed = claimed.filter(Q(claimed_by__isnull=True) | Q(claimed_by=actor))
+    if claimed.update(status=InterruptStatus.ANSWERED, answered_at=timezone.now(),
+                      answered_by=actor) != 1:
+        raise stale_answer(interrupt.pk, expected_checkpoint_id)
+    answer = Answer.objects.create(
+        interrupt=interrupt, user=actor, value=value, steering=(steering or "").strip(),
+        child_policy=child_policy, expected_checkpoint_id=expected_checkpoint_id or "",
+    )
+    if answer.steering:
+        SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
+                                    task_id=interrupt.task_id, user=actor, text=answer.steering)
+    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id,
+          detail={"answer_id": answer.pk, "value": value, "steering": answer.steering,
+                  "child_policy": child_policy})
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"answered_by": getattr(actor, "username", None)})])
+    transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+    return answer
+
+
+def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> StaleAnswer:
+    """Why an answer lost, with what a client needs to catch up."""
+    row = Interrupt.objects.select_related("run", "answered_by", "claimed_by").get(
+        pk=interrupt_id)
+    if row.status == InterruptStatus.PENDING and row.claimed_by_id is not None:
+        reason = f"claimed meanwhile by {row.claimed_by.get_username()}"
+    elif row.status == InterruptStatus.PENDING:
+        reason = (f"the run moved on: checkpoint {expected_checkpoint_id!r} is not the "
+                  f"latest ({row.checkpoint_id!r})")
+    elif row.answered_by is not None:
+        reason = f"already answered by {row.answered_by.get_username()}"
+    else:
+        reason = f"the interrupt is {row.status}"
+    return StaleAnswer(
+        interrupt_id, row.status,
+        row.answered_by.get_username() if row.answered_by else None,
+        row.answered_at.isoformat() if row.answered_at else None, latest_metadata(row.run),
+        reason,
+    )
+
+
+def latest_metadata(run: Run) -> dict[str, Any]:
+    pending = Interrupt.objects.of_tree(run.root_thread_id).pending().order_by("created_at")
+    return {"run_id": run.run_id, "thread_id": run.thread_id,
+            "root_thread_id": run.root_thread_id, "checkpoint_id": run.latest_checkpoint_id,
+            "status": run.status, "interrupts": list(pending.values_list("id", flat=True))}
+
+
+def _refused(user: User, interrupt: Interrupt, stale: StaleAnswer, value: Any) -> None:
+    audit(user, "answer.refused", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=stale.latest.get("checkpoint_id") or "",
+          detail={**stale.as_dict(), "value": clipped(value)})
+
+
+REFUSED_VALUE_CHARS = 1000  # a refused value is kept as evidence, not in full
+
+
+def clipped(value: Any) -> Any:
+    """``value`` itself when its JSON is short; else its size and a preview, so a refused
+    megabyte does not land in the append-only log."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= REFUSED_VALUE_CHARS:
+        return value
+    return {"truncated": True, "json_chars": len(text), "preview": text[:200]}
+
+
+def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = None,
+                      interrupt_id: str | None = None) -> SteeringNote:
+    """Record guidance for one run (or one of its tasks); a task hands it to the runtime."""
+    require_role(user, Action.STEER, object_type="run", object_id=run_id, run_id=run_id)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidRequest("a steering note needs some text")
+    run = _run(run_id)
+    require_graph(run)
+    interrupt = _interrupt(interrupt_id) if interrupt_id else None
+    if interrupt is not None and interrupt.run_id != run.run_id:
+        raise InvalidRequest(f"interrupt {interrupt_id!r} does not belong to run {run_id!r}")
+    _require_steerable(user, run, task_id, interrupt)
+    actor = user if user is not None and user.is_authenticated else None
+    with transaction.atomic():
+        note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
+                                           task_id=task_id or "", text=text.strip())
+        audit(user, "steering.note", object_type="run", object_id=run.run_id,
+              run_id=run.run_id, thread_id=run.root_thread_id,
+              before_checkpoint_id=run.latest_checkpoint_id,
+              detail={"note_id": note.pk, "text": note.text, "task_id": task_id,
+                      "interrupt_id": interrupt_id})
+        transaction.on_commit(partial(apply_steering_task.enqueue, note.pk))
+    return note
+
+
+def _require_steerable(user: User, run: Run, task_id: str | None,
+                       interrupt: Interrupt | None) -> None:
+    """A note follows the answer's rules: never to an ended run (nobody would read it),
+    and not beside an interrupt assigned to or claimed by others."""
+    if run.status not in LIVE:  # a failed run may be recovered, and read it then
+        raise StaleResumeTarget(f"run {run.run_id!r} has ended ({run.status}); a steering "
+                                f"note would never be read", latest_metadata(run))
+    targeted = ([interrupt] if interrupt is not None else
+                Interrupt.objects.filter(run=run).pending()
+                .filter(**({"task_id": task_id} if task_id else {})).select_related("claimed_by"))
+    viewer = assignment.Viewer.of(user)
+    for pending in targeted:
+        if pending.status == InterruptStatus.PENDING:
+            require_answerable(user, pending, viewer)
+
+
+def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
+                inputs: dict[str, Any] | None = None,
+                answers: dict[str, Any] | None = None) -> str:
+    """Copy a root thread (as of ``checkpoint_id``, default latest) into a new one.
+
+    With changes (edit-then-fork), keyed by interrupts pending at that checkpoint:
+    ``inputs`` gives a paused node a new input, from which it runs again in the fork;
+    ``answers`` answers the fork's copy of an interrupt right away, as ``user``. Both are
+    audited as ``fork.edit`` on the new thread. A copy that cannot go on by itself (taken
+    mid-step, or with an edited input) is recovered in a task.
+    """
+    require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
+                 thread_id=thread_id[:255])
+    latest = _latest(thread_id)
+    source = _fork_source(latest, thread_id, checkpoint_id)
+    edits = _fork_edits(source, inputs or {}, answers or {})
+    executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
+    new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
+    forked = _latest(new_thread)
+    goes_on = forked.status in ("running", "failed")
+    with transaction.atomic():
+        audit(user, "thread.fork", object_type="thread", object_id=thread_id,
+              thread_id=thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
+              after_checkpoint_id=forked.id,
+              detail={"new_thread_id": new_thread, "new_run_id": forked.run_id,
+                      "seq": _seq_of(thread_id, source.id), "recovered": goes_on,
+                      "edits": edits})
+        if edits:
+            audit(user, "fork.edit", object_type="thread", object_id=new_thread,
+                  thread_id=new_thread, run_id=forked.run_id, before_checkpoint_id=source.id,
+                  after_checkpoint_id=forked.id,
+                  detail={"source_thread_id": thread_id, "edits": edits})
+        if goes_on:
+            transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
+    for edit in edits:
+        if edit["kind"] == "answer":
+            answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
+    return new_thread
+
+
+def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
+                answers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Check each change names an interrupt pending at ``source``; describe it for audit."""
+    if both := set(inputs) & set(answers):
+        raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
+                             f"answer, not both", loc=["body", "answers"])
+    pending = {i["id"]: i for i in source.interrupts}
+    for summary in source.children.values():
+        pending.update((i["id"], i) for i in summary.get("interrupts") or [])
+    edits = []
+    for kind, changes in (("input", inputs), ("answer", answers)):
+        for iid, value in changes.items():
+            record = pending.get(iid)
+            if record is None:
+                raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
+                                     f"{source.id!r}", loc=["body", f"{kind}s", iid])
+            _require_json(value, kind)
+            if kind == "answer":
+                _check_answer(Interrupt(id=iid, payload=record.get("payload")), value,
+                              ChildPolicy.LEAVE, loc=["body", "answers", iid])
+            edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],
+                          "namespace": record.get("namespace") or [], "value": value,
+                          "task_id": record["task_id"], "order": record.get("order", 0)})
+    return edits
+
+
+def _copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
+    """The fork's copy of the interrupt an edit names: same task, same order."""
+    return Interrupt.objects.of_tree(new_thread).pending().get(task_id=edit["task_id"],
+                                                                order=edit["order"])
+
+
+def _fork_source(latest: Checkpoint, thread_id: str, checkpoint_id: str | None) -> Checkpoint:
+    if not checkpoint_id:
+        return latest
+    found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
+    if found is None or found.thread_id != thread_id:
+        raise NotFound(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+    return found
+
+
+def _seq_of(thread_id: str, checkpoint_id: str) -> int:
+    """The checkpoint's 1-based place in its thread, as the timeline numbers it."""
+    listed = DjangoCheckpointStore().list_sync(thread_id)
+    for index, cp in enumerate(listed):
+        if cp.id == checkpoint_id:
+            return cp.position[1] if cp.position else index + 1
+    return 0
+
+
+def recover_run(user: User, run_id: str) -> None:
+    """Go on with a failed (or abandoned) root run in a task: the failed step runs again."""
+    require_role(user, Action.RECOVER, object_type="run", object_id=run_id, run_id=run_id)
+    run = _run(run_id)
+    if run.parent_run_id is not None:
+        raise InvalidRequest(f"run {run_id!r} is a sub-agent; recover its root run")
+    if run.status not in (RunStatus.FAILED, RunStatus.RUNNING):
+        raise InvalidRequest(f"run {run_id!r} is {run.status}; only a failed or running run "
+                             f"can be recovered")
+    require_graph(run)
+    with transaction.atomic():
+        audit(user, "run.recover", object_type="run", object_id=run_id, run_id=run_id,
+              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
+              detail={"error": run.error})
+        transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
+
+
+def cancel_run(user: User, run_id: str) -> None:
+    """Ask for a run (and everything below it) to be cancelled; a task applies it."""
+    require_role(user, Action.CANCEL, object_type="run", object_id=run_id, run_id=run_id)
+    run = _run(run_id)
+    if run.status not in LIVE:
+        raise InvalidRequest(f"run {run_id!r} is {run.status}")
+    require_graph(run)
+    with transaction.atomic():
+        audit(user, "run.cancel", object_type="run", object_id=run_id, run_id=run_id,
+              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id)
+        transaction.on_commit(partial(cancel_run_task.enqueue, run_id))
+
+
+def require_graph(run: Run) -> None:
+    """Raise ``GraphUnavailable`` when the run's graph cannot be loaded here.
+
+    Checked before anything is recorded: an accepted answer (or note, or cancel) for a
+    graph no worker can load would only fail later, in the background.
+    """
+    registry.executor_for(run.graph)
+
+
+def _run(run_id: str) -> Run:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"no run {run_id!r}")
+    return run
+
+
+def _latest(thread_id: str) -> Checkpoint:
+    latest = DjangoCheckpointStore().load_sync(thread_id)
+    if latest is None:
+        raise NotFound(f"no thread {thread_id!r}")
+    return latest
+
+
+def _require_json(value: Any, what: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"{what} must be JSON: {exc}") from None

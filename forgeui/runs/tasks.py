@@ -1,0 +1,197 @@
+"""Graph execution as django-tasks: web code records intent, these tasks run the graph.
+
+Every task re-reads the latest checkpoint before acting, so a retried or duplicated task
+finds its work already done and stops: an answer is handed to the runtime once, and the
+runtime itself refuses an interrupt that is no longer open.
+
+They call the executor's ``*_sync`` methods, as LangGraph's ``invoke`` runs: lone sync
+steps run on the task's own thread and connection with no event loop, and one starts
+(through ``async_to_sync``: ``DjangoCheckpointStore.run_from_sync``) only for a run that
+needs it: going through ``async_to_sync`` for every call costs a thread hop per start
+and per answer (``bench/task_path.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from django.db import transaction
+from django.utils import timezone
+from django_tasks import task
+
+from forgeui.models import Answer, AuditEntry, Run, SteeringNote
+from forgeui.runs import logs, registry
+from forgeui.store import DjangoCheckpointStore
+from runtime import Command, DurableExecutor, ResumeTarget, RunResult
+from runtime.checkpoint import Checkpoint
+from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
+
+logger = logging.getLogger(__name__)
+
+MAX_APPLY_ATTEMPTS = 20
+AnswerState = Literal["open", "accepted", "answered", "cancelled", "gone"]
+
+
+def summary(result: RunResult) -> dict[str, Any]:
+    """A task's JSON return value: where the root run stands."""
+    return {"thread_id": result.thread_id, "run_id": result.run_id, "status": result.status,
+            "checkpoint_id": result.checkpoint_id,
+            "interrupts": [i.id for i in result.interrupts]}
+
+
+def store() -> DjangoCheckpointStore:
+    return DjangoCheckpointStore()
+
+
+def executor_of_run(run_id: str) -> DurableExecutor:
+    return registry.executor_for(Run.objects.values_list("graph", flat=True).get(pk=run_id))
+
+
+@task()
+def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | None = None,
+                   request_id: str = "") -> dict[str, Any]:
+    """Start graph ``graph`` on ``thread_id``; a second delivery of one request is a no-op."""
+    executor = registry.get_executor(graph)
+    existing = store().load_sync(thread_id)
+    if existing is not None and request_id and existing.metadata.get("request_id") == request_id:
+        return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
+                "duplicate": True}
+    metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
+    with logs.about(run_id=request_id, thread_id=thread_id):
+        try:
+            return summary(executor.run_sync(
+                input, thread_id=thread_id, metadata=metadata, run_id=request_id or None))
+        except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
+            logger.warning("run of %s failed: %s", graph, exc)
+            return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
+        except ResumeError as exc:  # another start won the thread meanwhile
+            logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
+            return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
+
+
+@task()
+def apply_answer_task(answer_id: int) -> dict[str, Any]:
+    """Hand a recorded answer to the runtime, retrying until the tree has taken it in."""
+    answer = Answer.objects.select_related("interrupt").get(pk=answer_id)
+    if answer.applied_at is not None:
+        return {"answer_id": answer_id, "outcome": "already applied"}
+    interrupt = answer.interrupt
+    with logs.about(run_id=interrupt.run_id, thread_id=interrupt.thread_id,
+                    interrupt_id=interrupt.pk):
+        outcome = apply_answer(answer)
+        logger.info("answer %s: %s", answer_id, outcome["outcome"])
+        return outcome
+
+
+def apply_answer(answer: Answer) -> dict[str, Any]:
+    answer_id = answer.pk
+    for _ in range(MAX_APPLY_ATTEMPTS):
+        state = answer_state(answer.interrupt.run_id, answer.interrupt_id)
+        if state != "open":
+            Answer.objects.mark_applied(answer_id, OUTCOMES[state])
+            return {"answer_id": answer_id, "outcome": OUTCOMES[state]}
+        try:
+            result = resume_with(answer)
+        except (CheckpointConflict, StaleResumeTarget) as exc:
+            logger.info("answer %s: %s; reloading", answer_id, exc)
+            continue
+        except NodeError as exc:  # answered, but the resumed node failed
+            Answer.objects.mark_applied(answer_id, f"applied; the run failed: {exc}")
+            return {"answer_id": answer_id, "outcome": "applied", "status": "failed"}
+        with transaction.atomic():  # nobody sees an applied answer without its audit row
+            Answer.objects.mark_applied(answer_id, "applied")
+            audit_applied(answer, result)
+        return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
+    raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
+
+
+OUTCOMES: dict[str, str] = {
+    "accepted": "applied (taken in by the executor holding the run)",
+    "answered": "applied",
+    "cancelled": "not applied: the interrupt was cancelled first",
+    "gone": "not applied: the interrupt is no longer pending",
+}
+
+
+def audit_applied(answer: Answer, result: RunResult) -> None:
+    interrupt = answer.interrupt
+    AuditEntry.objects.create(
+        action="answer.applied", object_type="interrupt", object_id=interrupt.pk,
+        run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+        before_checkpoint_id=interrupt.checkpoint_id, after_checkpoint_id=result.checkpoint_id,
+        detail={"answer_id": answer.pk, "status": result.status},
+    )
+
+
+def resume_with(answer: Answer) -> RunResult:
+    interrupt = answer.interrupt
+    command = Command(resume=answer.value, steering=answer.steering or None,
+                      child_policy=answer.child_policy)  # type: ignore[arg-type]
+    target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)
+    return executor_of_run(interrupt.run_id).resume_targeted_sync(target, command)
+
+
+def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
+    """Where the runtime stands on one interrupt, read from the latest checkpoints."""
+    run = store().load_run_sync(run_id)
+    if run is None:
+        return "gone"
+    root = root_checkpoint(run)
+    if root is not None and interrupt_id in root.answers:
+        return "accepted"
+    if any(record["id"] == interrupt_id for record in run.interrupts):
+        return "open"
+    # Ended: only now read the run's history (built from its records) to say how.
+    for record in run.resolved:
+        if record["id"] == interrupt_id:
+            return "cancelled" if record.get("status") == "cancelled" else "answered"
+    return "gone"
+
+
+def root_checkpoint(cp: Checkpoint) -> Checkpoint | None:
+    if not cp.root_thread_id or cp.root_thread_id == cp.thread_id:
+        return cp
+    return store().load_sync(cp.root_thread_id)
+
+
+@task()
+def apply_steering_task(note_id: int) -> dict[str, Any]:
+    """Record a steering note in the run's checkpoint (nodes read it as ``ctx.steering``)."""
+    note = SteeringNote.objects.get(pk=note_id)
+    if note.applied_at is not None:
+        return {"note_id": note_id, "outcome": "already applied"}
+    target = ResumeTarget(run_id=note.run_id, task_id=note.task_id or None,
+                          interrupt_id=note.interrupt_id or None)
+    try:
+        executor_of_run(note.run_id).steer_sync(target, note.text)
+    except StaleResumeTarget as exc:
+        outcome = f"not applied: {exc}"
+    else:
+        outcome = "applied"
+    SteeringNote.objects.filter(pk=note_id, applied_at__isnull=True).update(
+        applied_at=timezone.now(), outcome=outcome)
+    return {"note_id": note_id, "outcome": outcome}
+
+
+@task()
+def cancel_run_task(run_id: str) -> dict[str, Any]:
+    """Cancel a run and everything below it; pending interrupts end as cancelled."""
+    try:
+        result = executor_of_run(run_id).cancel_sync(ResumeTarget(run_id=run_id))
+    except StaleResumeTarget as exc:
+        return {"run_id": run_id, "outcome": f"not cancelled: {exc}"}
+    return {"run_id": run_id, "outcome": "cancelled", **summary(result)}
+
+
+@task()
+def recover_run_task(thread_id: str) -> dict[str, Any]:
+    """Go on with a root run whose executor died or whose node failed."""
+    latest = store().load_sync(thread_id)
+    if latest is None:
+        return {"thread_id": thread_id, "outcome": "unknown thread"}
+    executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
+    try:
+        return summary(executor.recover_sync(thread_id))
+    except NodeError as exc:
+        return {"thread_id": thread_id, "status": "failed", "error": str(exc)}

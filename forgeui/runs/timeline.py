@@ -1,0 +1,199 @@
+"""A thread's history for auditors: per checkpoint what happened and who did it.
+
+The checkpoint says what the runtime saw (node, interrupts raised and resolved, state);
+the ``Answer`` and ``SteeringNote`` rows say who answered or steered, and when. Each
+entry compares its state with the previous checkpoint's, key by key (a key is a node).
+The same entries feed the page and the JSON export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
+
+from django.utils import timezone
+
+from forgeui.models import Answer, Run, SteeringNote
+from forgeui.store import DjangoCheckpointStore
+from forgeui.store.pages import ThreadPages
+from forgeui.store.rows import from_ms
+from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
+
+
+@dataclass
+class Change:
+    key: str
+    kind: str  # "added" | "removed" | "changed"
+    before: Any = None
+    after: Any = None
+
+
+@dataclass
+class Resolution:
+    interrupt_id: str
+    node: str
+    status: str
+    answer: Any
+    answered_by: str | None
+    answered_at: str | None
+    steering: str = ""
+
+
+@dataclass
+class Note:
+    text: str
+    by: str | None
+    at: str
+    interrupt_id: str | None
+
+
+@dataclass
+class Entry:
+    seq: int
+    checkpoint_id: str
+    run_id: str
+    node: str
+    status: str
+    created_at: str
+    raised: list[dict[str, Any]] = field(default_factory=list)
+    resolved: list[Resolution] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    diff: list[Change] = field(default_factory=list)
+    forked_from: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)  # the whole state at this point
+    input: Any = None  # the run's input, on a run's first checkpoint
+    namespace: list[str] = field(default_factory=list)
+    thread_id: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    """What changed between two states, one change per top-level key."""
+    changes = [Change(key, "added", after=after[key]) for key in after if key not in before]
+    changes += [Change(key, "removed", before=before[key]) for key in before if key not in after]
+    changes += [Change(key, "changed", before[key], after[key])
+                for key in after if key in before and before[key] != after[key]]
+    return sorted(changes, key=lambda change: change.key)
+
+
+def tree_history(root_thread_id: str, sub_agent: str = "") -> list[Entry]:
+    """Every run of a tree, its entries interleaved by time (oldest first), each with its
+    namespace; ``sub_agent`` keeps one sub-agent's runs (and those below it)."""
+    runs = Run.objects.of_tree(root_thread_id).values_list("thread_id", "namespace")
+    threads = list(dict.fromkeys(
+        thread for thread, namespace in runs if not sub_agent or sub_agent in namespace[1:]))
+    found = [entry for thread in threads for entry in entries(thread)]
+    return sorted(found, key=lambda entry: (entry.created_at, len(entry.namespace)))
+
+
+def pages(thread_id: str, newest_first: bool = False) -> ThreadPages:
+    """The thread's entries for a paginator: a page rebuilds only the records it needs."""
+    store = DjangoCheckpointStore()
+    return ThreadPages(store.count_sync(thread_id), partial(entries, thread_id),
+                       newest_first)
+
+
+def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Entry]:
+    """The checkpoints of ``thread_id`` at positions ``first`` to ``last`` (default: all),
+    oldest first, with answers and notes placed."""
+    checkpoints = DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last)
+    ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
+    answers = _answers({r["id"] for records in ended for r in records})
+    previous: RuntimeCheckpoint | None = None
+    result = []
+    for cp, records in zip(checkpoints, ended, strict=True):
+        seq = _place(cp)
+        if seq >= first:
+            result.append(_entry(seq, cp, previous, records, answers))
+        previous = cp
+    before = checkpoints[0].created_at if first > 1 and checkpoints else None
+    checkpoints = checkpoints[-len(result):] if result else []
+    more = bool(checkpoints) and _place(checkpoints[-1]) < DjangoCheckpointStore().count_sync(
+        thread_id)
+    _place_notes(result, checkpoints, before, checkpoints[-1].created_at if more else None)
+    return result
+
+
+def _place(cp: RuntimeCheckpoint) -> int:
+    assert cp.position is not None  # the Django store numbers what it lists
+    return cp.position[1]
+
+
+def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[dict[str, Any]]:
+    """The interrupts that ended at ``cp`` (resolved only grows within one run)."""
+    done = len(previous.resolved) if previous else 0
+    return cp.resolved[done:] if len(cp.resolved) >= done else cp.resolved
+
+
+def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
+           ended: list[dict[str, Any]], answers: dict[str, Answer]) -> Entry:
+    seen = {i["id"] for i in previous.interrupts} if previous else set()
+    raised = [i for i in cp.interrupts if i["id"] not in seen]
+    starts = previous is None or cp.run_id != previous.run_id
+    return Entry(
+        seq=seq, checkpoint_id=cp.id, run_id=cp.run_id,
+        node=", ".join(_what_happened(cp, previous, ended, raised)), status=cp.status,
+        created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
+        resolved=[_resolution(r, answers.get(r["id"])) for r in ended],
+        diff=state_diff(previous.state if previous else {}, cp.state),
+        forked_from=cp.forked_from if previous is None else None, state=cp.state,
+        input=cp.tasks[0].get("input") if starts and cp.step == 0 and cp.tasks else None,
+        namespace=list(cp.namespace), thread_id=cp.thread_id,
+    )
+
+
+def _what_happened(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
+                   ended: list[dict[str, Any]], raised: list[dict[str, Any]]) -> list[str]:
+    """The nodes this checkpoint is about: those that completed in its step, else those
+    answered, else those that paused, else the sub-agents the run waits on."""
+    done = len(previous.history) if previous else 0
+    added = cp.history[done:] if len(cp.history) >= done else cp.history
+    for names in ([h["node"] for h in added], [r["node"] for r in ended],
+                  [i["node"] for i in raised],
+                  [t["node"] for t in cp.tasks if t.get("status") == "interrupted"]):
+        if names:
+            return list(dict.fromkeys(names))
+    return [cp.node] if cp.node else []
+
+
+def _resolution(record: dict[str, Any], answer: Answer | None) -> Resolution:
+    return Resolution(
+        interrupt_id=record["id"], node=record.get("node", ""),
+        status=record.get("status", ""), answer=record.get("answer"),
+        answered_by=answer.user.get_username() if answer and answer.user else None,
+        answered_at=answer.created_at.isoformat() if answer else None,
+        steering=answer.steering if answer else "",
+    )
+
+
+def _answers(interrupt_ids: set[str]) -> dict[str, Answer]:
+    """The accepted answer of each interrupt (the first one; later ones were refused)."""
+    found: dict[str, Answer] = {}
+    rows = Answer.objects.filter(interrupt_id__in=interrupt_ids).select_related("user")
+    for answer in rows.order_by("created_at"):
+        found.setdefault(answer.interrupt_id, answer)
+    return found
+
+
+def _place_notes(result: list[Entry], checkpoints: list[RuntimeCheckpoint],
+                 after: int | None, until: int | None) -> None:
+    """Standalone notes go to the first checkpoint saved after them (else the last); a
+    page takes the notes made after the checkpoint before it and up to its own last."""
+    if not result:
+        return
+    run_ids = {entry.run_id for entry in result}
+    notes = (SteeringNote.objects.filter(run_id__in=run_ids, answer__isnull=True)
+             .select_related("user").order_by("created_at"))
+    for note in notes:
+        at = note.created_at.timestamp() * 1000
+        if (after is not None and at <= after) or (until is not None and at > until):
+            continue
+        index = next((i for i, cp in enumerate(checkpoints) if cp.created_at >= at),
+                     len(checkpoints) - 1)
+        result[index].notes.append(Note(
+            text=note.text, by=note.user.get_username() if note.user else None,
+            at=note.created_at.isoformat(), interrupt_id=note.interrupt_id,
+        ))

@@ -1,0 +1,94 @@
+"""The auditor's list of decisions: every accepted answer, who gave it, when, to what.
+
+Filters and a text search stand in for ids an auditor does not know; the same rows go
+out as CSV or JSON (``forgeui.web.exports``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+from django.http import QueryDict
+
+from forgeui.inbox.rows import payload_summary
+from forgeui.models import Answer
+
+COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "answer",
+           "steering", "interrupt_id", "run_id", "thread_id", "checkpoint_id", "outcome"]
+CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionFilters:
+    """What the auditor asked for: who, which graph and node, when, and any words."""
+
+    who: str = ""
+    graph: str = ""
+    node: str = ""
+    q: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def from_query(cls, query: QueryDict, since: datetime | None,
+                   until: datetime | None) -> DecisionFilters:
+        return cls(who=query.get("who", "").strip(), graph=query.get("graph", "").strip(),
+                   node=query.get("node", "").strip(), q=query.get("q", "").strip(),
+                   since=since, until=until)
+
+    def apply(self, answers: Any) -> Any:
+        found = answers
+        if self.who == "system":
+            found = found.filter(user__isnull=True)
+        elif self.who:
+            found = found.filter(user__username=self.who)
+        if self.graph:
+            found = found.filter(interrupt__run__graph=self.graph)
+        if self.node:
+            found = found.filter(Q(interrupt__node__icontains=self.node)
+                                 | Q(interrupt__sub_agent_id__icontains=self.node))
+        if self.since:
+            found = found.filter(created_at__gte=self.since)
+        if self.until:
+            found = found.filter(created_at__lt=self.until)
+        return self._search(found) if self.q else found
+
+    def _search(self, found: Any) -> Any:
+        """Words in the question (payload), the answer or the steering note."""
+        found = found.annotate(payload_text=Cast("interrupt__payload", TextField()),
+                               value_text=Cast("value", TextField()))
+        for word in self.q.split()[:8]:
+            found = found.filter(Q(payload_text__icontains=word) | Q(value_text__icontains=word)
+                                 | Q(steering__icontains=word))
+        return found
+
+
+def decisions() -> Any:
+    """Every accepted answer, newest first, with what the rows show."""
+    return (Answer.objects.select_related("user", "interrupt", "interrupt__run")
+            .order_by("-created_at", "-id"))
+
+
+def row(answer: Answer) -> dict[str, Any]:
+    """One decision as exported (and as the page reads it)."""
+    interrupt = answer.interrupt
+    return {
+        "answered_at": answer.created_at.isoformat(),
+        "answered_by": answer.user.get_username() if answer.user else "system",
+        "graph": interrupt.run.graph, "path": "/".join(interrupt.namespace),
+        "node": interrupt.node, "question": payload_summary(interrupt.payload),
+        "answer": answer.value, "steering": answer.steering,
+        "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
+        "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
+        "outcome": answer.outcome,
+    }
+
+
+def rows(answers: Any) -> Iterator[dict[str, Any]]:
+    """Every decision of ``answers``, read in chunks (for the exports)."""
+    return (row(answer) for answer in answers.iterator(chunk_size=CHUNK))

@@ -1,0 +1,111 @@
+"""The Content-Security-Policy header (Django 5.2 has none built in; 6.0 will), and the
+refusal of page input PostgreSQL cannot store."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, sync_to_async
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.decorators import sync_and_async_middleware
+
+from forgeui.inbox import bidi
+
+
+@sync_and_async_middleware
+def ContentSecurityPolicyMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """Send ``settings.FORGE_CSP`` on every response that does not set its own.
+
+    Sync and async, so an ASGI request does not hop to a thread just for a header.
+    """
+    policy = settings.FORGE_CSP
+
+    def add(response: HttpResponse) -> HttpResponse:
+        if policy:
+            response.headers.setdefault("Content-Security-Policy", policy)
+        return response
+
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return add(await async_get(request))
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            return add(get_response(request))
+    return middleware
+
+
+NUL = "\x00"
+
+
+def nul_in_request(request: HttpRequest) -> str | None:
+    """The name of the first part of the request that holds a NUL character, if any."""
+    if NUL in request.path:
+        return "the address"
+    for where, data in (("the query string", request.GET), ("the form", request.POST)):
+        for key, values in data.lists():
+            if NUL in key or any(NUL in value for value in values):
+                return f"{where} ({key.replace(NUL, '')!r})"
+    return None
+
+
+def after_each(get_response: Callable[[HttpRequest], Any],
+               after: Callable[[HttpResponse], HttpResponse]) -> Any:
+    """A middleware applying ``after`` to every response, sync or async like
+    ``get_response`` (no thread hop under ASGI)."""
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return after(await async_get(request))
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            return after(get_response(request))
+    return middleware
+
+
+@sync_and_async_middleware
+def NulInputMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """Answer 400 to a page request with a NUL character anywhere in its input.
+
+    PostgreSQL text cannot hold NUL, so such a value reaching a query raised ``DataError``
+    (500) on every page that filters or stores it. The API validates its own input (422).
+    """
+
+    def refused(request: HttpRequest) -> bool:
+        return not request.path.startswith("/api/") and nul_in_request(request) is not None
+
+    def refuse(request: HttpRequest) -> HttpResponse:
+        where = nul_in_request(request)
+        return render(request, "forgeui/bad_input.html", {"where": where}, status=400)
+
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            if refused(request):  # the page reads request.user: the database, so a thread
+                return await sync_to_async(refuse)(request)
+            return await async_get(request)
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            return refuse(request) if refused(request) else get_response(request)
+    return middleware
+
+
+def mark_bidi(response: HttpResponse) -> HttpResponse:
+    if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+        return response
+    text = response.content.decode(response.charset or "utf-8")
+    if bidi.CONTROLS.search(text):
+        response.content = bidi.mark(text).encode(response.charset or "utf-8")
+    return response
+
+
+@sync_and_async_middleware
+def BidiMarkingMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """Show bidirectional controls in every HTML page as visible markers (``bidi``)."""
+    return after_each(get_response, mark_bidi)

@@ -1,0 +1,125 @@
+"""API tokens (hashed, revocable, from a command or the admin) and session auth with CSRF."""
+
+from __future__ import annotations
+
+import hashlib
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from forgeui.models import ApiToken, AuditEntry, Run
+from tests.forgeui.apiclient import Api
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def api(users: dict[str, User]) -> Api:
+    return Api(users)
+
+
+def bearer(secret: str) -> Client:
+    return Client(headers={"Authorization": f"Bearer {secret}"})
+
+
+def test_create_token_prints_a_secret_that_is_stored_only_as_a_hash(api: Api) -> None:
+    out = StringIO()
+    call_command("create_token", "auditor", stdout=out)
+    secret = out.getvalue().strip()
+    assert secret.startswith("forge_") and len(secret) > 40
+    token = ApiToken.objects.get(key_hash=hashlib.sha256(secret.encode()).hexdigest())
+    assert token.user == api.users["auditor"] and secret not in str(vars(token))
+    assert token.last_used_at is None
+    assert bearer(secret).get("/api/runs").status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+    with pytest.raises(CommandError, match="no user"):
+        call_command("create_token", "ghost", stdout=StringIO())
+
+
+def test_bad_revoked_and_inactive_tokens_are_401(api: Api) -> None:
+    assert bearer("forge_not-a-token").get("/api/runs").status_code == 401
+    assert Client(headers={"Authorization": "Bearer"}).get("/api/runs").status_code == 401
+    assert Client(headers={"Authorization": "Basic abc"}).get("/api/runs").status_code == 401
+    ApiToken.objects.filter(user=api.users["auditor"]).revoke()
+    assert api.get("auditor", "/api/runs").status_code == 401
+    api.users["reviewer"].is_active = False
+    api.users["reviewer"].save()
+    assert api.get("reviewer", "/api/runs").status_code == 401
+
+
+def test_a_token_request_ignores_the_session_cookie(api: Api) -> None:
+    client = Client()
+    client.force_login(api.users["auditor"])
+    assert client.get("/api/runs").status_code == 200
+    response = client.get("/api/runs", headers={"Authorization": "Bearer wrong"})
+    assert response.status_code == 401
+
+
+def test_token_posts_need_no_csrf_token(api: Api) -> None:
+    client = Client(enforce_csrf_checks=True,
+                    headers={"Authorization": f"Bearer {api.tokens['supervisor']}"})
+    response = client.post("/api/runs", {"graph": "transfer"}, content_type="application/json")
+    assert response.status_code == 201
+
+
+def test_session_posts_need_the_csrf_token(api: Api) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(api.users["supervisor"])
+    assert client.get("/api/graphs").status_code == 200  # safe methods need none
+    response = client.post("/api/runs", {"graph": "transfer"}, content_type="application/json")
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    assert not Run.objects.exists()
+    client.get("/api/docs")  # the docs page sets the csrftoken cookie
+    csrf = client.cookies["csrftoken"].value
+    response = client.post("/api/runs", {"graph": "transfer"}, content_type="application/json",
+                           headers={"X-CSRFToken": csrf})
+    assert response.status_code == 201
+
+
+def test_admin_creates_a_token_shows_it_once_and_revokes_it(api: Api) -> None:
+    admin = Client()
+    admin.force_login(api.users["admin"])
+    response = admin.post("/admin/forgeui/apitoken/add/",
+                          {"user": api.users["reviewer"].pk, "name": "laptop"}, follow=True)
+    assert response.status_code == 200
+    message = next(str(m) for m in response.context["messages"] if "forge_" in str(m))
+    secret = message.split("token for reviewer: ")[1].split(" ")[0]
+    token = ApiToken.objects.get(name="laptop")
+    assert token.key_hash == ApiToken.hash(secret) and token.prefix == secret[:12]
+    assert bearer(secret).get("/api/graphs").status_code == 200
+    response = admin.post("/admin/forgeui/apitoken/", {"action": "revoke",
+                                                       "_selected_action": [token.pk]},
+                          follow=True)
+    assert response.status_code == 200
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert bearer(secret).get("/api/graphs").status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/api/openapi.json", "/api/docs"])
+def test_the_schema_and_docs_need_a_forge_role(api: Api, path: str) -> None:
+    roleless = Client()
+    roleless.force_login(api.users["nobody"])
+    refused = roleless.get(path)
+    assert refused.status_code == 403 and "no forge role" in refused.json()["detail"]
+    assert AuditEntry.objects.filter(action="api.denied", actor=api.users["nobody"]).exists()
+    assert bearer(api.tokens["nobody"]).get(path).status_code == 403
+    assert Client().get(path).status_code == 401
+    for who in ("auditor", "reviewer"):
+        assert bearer(api.tokens[who]).get(path).status_code == 200
+        reader = Client()
+        reader.force_login(api.users[who])
+        assert reader.get(path).status_code == 200
+
+
+def test_a_csrf_failure_leaves_no_audit_row_in_the_users_name(api: Api) -> None:
+    victim = Client(enforce_csrf_checks=True)
+    victim.force_login(api.users["supervisor"])
+    before = AuditEntry.objects.count()
+    forged = victim.post("/api/runs", {"graph": "transfer"}, content_type="application/json")
+    assert forged.status_code == 403 and "CSRF" in forged.json()["detail"]
+    assert AuditEntry.objects.count() == before

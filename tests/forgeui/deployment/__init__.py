@@ -1,0 +1,1 @@
+"""Tests of the site as deployed: settings, commands, processes."""

@@ -1,0 +1,244 @@
+"""Two daphne and two rqworker processes on PostgreSQL and Redis: the fault tests.
+
+One cluster (``tests.forgeui.cluster``) serves the whole module: a Redis of its own, a
+fresh database, daphne A and B, two workers. Tests talk to it only as clients do: the JSON
+API with bearer tokens, inbox websockets with a reviewer's session cookie, and
+``manage.py`` commands; they check the outcome in the database.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import missing, require_service
+from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
+from tests.forgeui.conftest import lines
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    # Module fixtures run before the per-test service check: check here as well.
+    for name in ("postgres", "redis"):
+        require_service(name)
+    if shutil.which("redis-server") is None:
+        missing("redis-server is not installed (the cluster runs a Redis of its own)")
+    with cluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+@pytest.fixture
+def watchers(forge: Cluster) -> Iterator[list[Watcher]]:
+    """Two inbox sockets on each daphne, connected before the test acts."""
+    opened = [Watcher(url, forge.cookie) for url in forge.urls for _ in range(2)]
+    for watcher in opened:
+        assert watcher.connected.wait(10), "an inbox websocket did not connect"
+    yield opened
+    for watcher in opened:
+        watcher.close()
+
+
+def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_worker(
+        forge: Cluster, watchers: list[Watcher]) -> None:
+    a, b = forge.urls
+    run_id = forge.start_run(b, "transfer", {"amount": 7})
+    wait_until(lambda: run_id in forge.pending([run_id]), 30, "the run to pause")
+    interrupt_id = forge.pending([run_id])[run_id]
+    wait_until(lambda: all(w.saw([interrupt_id]) for w in watchers), 10,
+               "the row on every socket of both daphnes")
+
+    forge.answer(a, interrupt_id, {"ok": True})
+    forge.wait_for_status([run_id], "completed", 30)
+    status, run = forge.api(a, "GET", f"/api/runs/{run_id}")
+    assert status == 200 and run["output"] == {"input": {"amount": 7}, "approved": {"ok": True},
+                                               "done": True}
+    applied = forge.db.rows("SELECT applied_at, outcome FROM forgeui_answer "
+                            "WHERE interrupt_id = %s", interrupt_id)
+    assert len(applied) == 1 and applied[0][0] is not None and applied[0][1] == "applied"
+    worker_logs = "".join(forge.log(f"worker-{n}.log") for n in range(2))
+    assert "apply_answer_task" in worker_logs
+
+
+RUNS = 500  # the load the dashboard is built for; the slowest test of the suite
+CLIENTS = 20
+
+
+def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
+        forge: Cluster, watchers: list[Watcher]) -> None:
+    """The load scenario at full size:
+    RUNS runs started through the API, all paused, every socket shows every interrupt,
+    then all answered from CLIENTS concurrent client threads spread over both daphnes."""
+    urls = forge.urls
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(urls[n % 2], "transfer", {"n": n}), range(RUNS)))
+    wait_until(lambda: len(forge.pending(run_ids)) == RUNS, 150, f"{RUNS} runs to pause",
+               pause=0.5)
+    pending = forge.pending(run_ids)
+    wait_until(lambda: all(w.saw(pending.values()) for w in watchers), 30,
+               "every socket to show every interrupt")
+
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        list(clients.map(lambda n: forge.answer(urls[n % 2], pending[run_ids[n]], {"n": n}),
+                         range(RUNS)))
+    forge.wait_for_status(run_ids, "completed", 150)
+    # A task marks its answer applied (with the audit row) just after the run completes.
+    wait_until(lambda: forge.db.rows(
+        "SELECT count(*) FROM forgeui_answer WHERE interrupt_id = ANY(%s) AND applied_at "
+        "IS NOT NULL", list(pending.values()))[0][0] == RUNS, 30, "every answer marked applied")
+
+    outputs = dict(forge.db.rows("SELECT run_id, output FROM forgeui_run "
+                                 "WHERE run_id = ANY(%s)", run_ids))
+    assert all(outputs[r] == {"input": {"n": n}, "approved": {"n": n}, "done": True}
+               for n, r in enumerate(run_ids))
+    answers = forge.db.rows(
+        "SELECT interrupt_id, count(*), count(applied_at), min(outcome), max(outcome) "
+        "FROM forgeui_answer WHERE interrupt_id = ANY(%s) GROUP BY interrupt_id",
+        list(pending.values()))
+    assert len(answers) == RUNS
+    assert {row[1:] for row in answers} == {(1, 1, "applied", "applied")}
+    applied = forge.db.rows("SELECT object_id, count(*) FROM forgeui_auditentry WHERE "
+                            "action = 'answer.applied' AND object_id = ANY(%s) "
+                            "GROUP BY object_id", list(pending.values()))
+    assert len(applied) == RUNS and {n for _, n in applied} == {1}
+    # Each thread: start, paused at "ask", answer taken in, "ask" done, "execute" done.
+    checkpoints = forge.db.rows(
+        "SELECT count(*), count(*) FILTER (WHERE c.status = 'completed') FROM "
+        "forgeui_checkpoint c JOIN forgeui_run r ON r.thread_id = c.thread_id "
+        "WHERE r.run_id = ANY(%s) GROUP BY c.thread_id", run_ids)
+    assert len(checkpoints) == RUNS and len(set(checkpoints)) == 1, set(checkpoints)
+    assert checkpoints[0][1] == 1
+    created = forge.db.rows("SELECT interrupt_id, count(*) FROM forgeui_event WHERE kind = "
+                            "'interrupt.created' AND interrupt_id = ANY(%s) "
+                            "GROUP BY interrupt_id", list(pending.values()))
+    assert len(created) == RUNS and {n for _, n in created} == {1}
+
+
+def test_a_worker_killed_mid_node_loses_nothing_and_recovery_finishes_its_run(
+        forge: Cluster, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    orders = [{"ledger": str(tmp_path / f"ledger-{n}"), "entered": str(tmp_path / f"in-{n}"),
+               "gate": str(gate)} for n in range(4)]
+    run_ids = [forge.start_run(forge.urls[n % 2], "blocking", order)
+               for n, order in enumerate(orders)]
+    entered = [Path(order["entered"]) for order in orders]
+    # Both workers are inside the "charge" node, past its ctx.once, blocked on the gate.
+    wait_until(lambda: sum(path.exists() for path in entered) == 2, 60, "both workers busy")
+    victim = forge.workers[0]
+    assert children(victim.pid), "the worker has no work horse"
+    kill(victim)  # the worker and its work horse, in the middle of "charge"
+    assert victim.wait(10) == -signal.SIGKILL
+    gate.touch()
+
+    # The other worker finishes its run and the two that were queued; one stays behind.
+    try:
+        wait_until(lambda: sorted(forge.statuses(run_ids).values()) ==
+                   ["completed"] * 3 + ["running"], 60, "the survivor to drain the queue")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {forge.statuses(run_ids)}; {[lines(p) for p in entered]}"
+                             f"\n{forge.log('worker-1.log')[-3000:]}") from None
+    out = forge.manage("recover_runs", "--older-than", "0")
+    assert out.count("recover thread") == 1, out
+    forge.wait_for_status(run_ids, "completed", 60)
+
+    for order in orders:  # each ctx.once side effect happened exactly once
+        assert lines(Path(order["ledger"])) == ["charged"]
+    assert sorted(len(lines(path)) for path in entered) == [1, 1, 1, 2]  # re-ran the node
+    forge.start_worker()  # back to two workers for the tests that follow
+
+
+def test_redis_restarted_under_connected_sockets_misses_no_interrupt(
+        forge: Cluster) -> None:
+    watchers = [Watcher(url, forge.cookie, reconnect=True) for url in forge.urls
+                for _ in range(2)]
+    try:
+        for watcher in watchers:
+            assert watcher.connected.wait(10)
+        forge.redis.stop()
+        # Interrupts created while Redis is down: written by a process of its own (the
+        # embedded task backend, same database), announced to no channel layer.
+        embedded = {k: v for k, v in forge.env.items() if k != "REDIS_URL"}
+        out = forge.manage("shell", "-c", OUTAGE_RUNS, env=embedded)
+        outage = out.split()[-3:]
+        during = forge.pending(outage)
+        assert len(during) == 3, out
+        time.sleep(1)
+        forge.redis.start()
+
+        wait_until(lambda: all(w.saw(during.values()) for w in watchers), 30,
+                   "every socket to catch up on the outage's interrupts")
+        # The Redis layer's receive failed under each socket and daphne closed it; the
+        # client came back (as forge.js does) with its last event id.
+        assert all(w.connects >= 2 for w in watchers), [w.connects for w in watchers]
+        # And the live path works again: a run through the API, on an rqworker.
+        run_id = forge.start_run(forge.urls[0], "transfer", {"after": "outage"})
+        wait_until(lambda: run_id in forge.pending([run_id]), 60, "a run after the restart")
+        after = forge.pending([run_id])[run_id]
+        wait_until(lambda: all(w.saw([after]) for w in watchers), 30, "the live row")
+    finally:
+        for watcher in watchers:
+            watcher.close()
+
+
+OUTAGE_RUNS = (
+    "from forgeui.runs import services; from forgeui.runs.backends import wait_for_tasks; "
+    "runs = [services.start_run(None, 'transfer', {'outage': n}).run_id for n in range(3)]; "
+    "wait_for_tasks(); print(*runs)"
+)
+
+
+IDLE_SECONDS = 30  # several times redis-py 8's default read timeout of 5 s
+
+
+def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
+        forge: Cluster) -> None:
+    """Nothing happens for IDLE_SECONDS: the channel layer's blocking reads, the idle
+    rqworkers and a sweeper loop must all still work afterwards, with the client defaults
+    of the redis version in constraints.txt."""
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text()
+                .splitlines() if "==" in line)
+    for package in ("redis", "channels_redis", "rq", "django-rq"):
+        assert metadata.version(package) == pins[package], f"{package} is not the pinned one"
+    env = {**forge.env, "FORGE_SWEEP_SECONDS": "1"}
+    with (forge.folder / "sweeper.log").open("ab") as log:
+        sweeper = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "expire_interrupts", "--loop"], cwd=ROOT,
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    watchers = [Watcher(url, forge.cookie) for url in forge.urls]
+    try:
+        for watcher in watchers:
+            assert watcher.connected.wait(10)
+        time.sleep(IDLE_SECONDS)
+        assert all(w.connected.is_set() and w.connects == 1 for w in watchers), \
+            "an idle inbox socket closed: " + forge.log("daphne-0.log")[-2000:]
+
+        run_id = forge.start_run(forge.urls[0], "transfer", {"idle": IDLE_SECONDS})
+        wait_until(lambda: run_id in forge.pending([run_id]), 30, "an idle worker to run it")
+        interrupt_id = forge.pending([run_id])[run_id]
+        wait_until(lambda: all(w.saw([interrupt_id]) for w in watchers), 10,
+                   "the new row on the sockets that were idle")
+        for url in forge.urls:
+            with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
+                assert json.loads(response.read())["checks"] == {"database": "ok",
+                                                                 "redis": "ok"}
+        assert sweeper.poll() is None, forge.log("sweeper.log")[-2000:]
+        assert "Traceback" not in forge.log("sweeper.log"), forge.log("sweeper.log")[-2000:]
+        for log_name in ("daphne-0.log", "daphne-1.log", "worker-0.log", "worker-1.log"):
+            assert "TimeoutError" not in forge.log(log_name), forge.log(log_name)[-2000:]
+    finally:
+        for watcher in watchers:
+            watcher.close()
+        stop(sweeper)

@@ -1,0 +1,126 @@
+"""The management commands, run as they are from a shell."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+from django.core.management.base import SystemCheckError
+
+from forgeui.demo.accounts import check_demo_passwords
+from forgeui.management.commands.demo import ACCOUNTS, ADMIN_ACCOUNT, DEMO_INPUTS
+from forgeui.models import Answer, Interrupt, Run
+from forgeui.store import DjangoCheckpointStore
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def command(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def password_works(username: str, password: str) -> bool:
+    return User.objects.get(username=username).check_password(password)
+
+
+def test_demo_creates_the_accounts_and_a_paused_run_per_demo_graph() -> None:
+    out = command("demo")
+    for username, password in [*ACCOUNTS.items(), ADMIN_ACCOUNT]:
+        assert password_works(username, password), username
+        assert f"{username:<10} password: {password}" in out
+    assert User.objects.get(username="auditor").is_staff
+    roots = Run.objects.roots()
+    assert sorted(roots.values_list("graph", flat=True)) == sorted(DEMO_INPUTS)
+    assert set(roots.values_list("status", flat=True)) == {"interrupted"}
+    assert Interrupt.objects.pending().count() >= len(DEMO_INPUTS)
+
+    again = command("demo")  # repeatable: `make run` calls it every time
+    assert again.count("already there") == len(DEMO_INPUTS)
+    assert Run.objects.roots().count() == len(DEMO_INPUTS)
+
+
+def test_start_run_prints_json() -> None:
+    printed = json.loads(command("start_run", "pipeline", "--input", '{"n": 1}'))
+    assert printed["status"] == "completed"
+    run = Run.objects.get(pk=printed["run_id"])
+    assert run.thread_id == printed["thread_id"] and run.output == {
+        "n": 1, "step": "one", "finished": True}
+
+
+def test_start_run_refuses_bad_input_and_unknown_graphs() -> None:
+    with pytest.raises(CommandError, match="not JSON"):
+        command("start_run", "pipeline", "--input", "{nope")
+    with pytest.raises(CommandError, match="unknown graph"):
+        command("start_run", "nope")
+
+
+def test_recover_runs_retries_failed_runs_and_unapplied_answers(tmp_path: Path) -> None:
+    # The race graph pays into a ledger whose directory does not exist yet: once it is
+    # answered, its pay node fails.
+    order = {"ledger": str(tmp_path / "missing" / "ledger"), "amount": 1}
+    failing = json.loads(command("start_run", "race", "--input", json.dumps(order)))
+    interrupt = Interrupt.objects.get(run_id=failing["run_id"])
+    answer = Answer.objects.create(interrupt=interrupt, value="yes")  # accepted, never applied
+    Interrupt.objects.filter(pk=interrupt.pk).update(status="answered")
+
+    assert "0 run(s), 0 answer(s)" in command("recover_runs")  # nothing is old enough
+    out = command("recover_runs", "--older-than", "0", "--dry-run")
+    assert f"apply answer {answer.pk}" in out and Answer.objects.get().applied_at is None
+
+    out = command("recover_runs", "--older-than", "0")
+    run = Run.objects.get(pk=failing["run_id"])
+    assert run.status == "failed" and "No such file" in run.error["message"]
+    assert Answer.objects.get().applied_at is not None
+
+    (tmp_path / "missing").mkdir()
+    out = command("recover_runs", "--older-than", "0")
+    assert f"recover thread {run.thread_id}" in out
+    run.refresh_from_db()
+    assert run.status == "completed" and run.output["paid"] is True
+    latest = DjangoCheckpointStore().load_sync(run.thread_id)
+    assert latest is not None and latest.error is None
+
+
+def test_demo_is_refused_under_debug_0_without_force(settings: Any) -> None:
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match="refused under DEBUG=0"):
+        command("demo", "--no-runs")
+    assert not User.objects.exists()
+
+
+def test_demo_with_force_generates_passwords_and_never_prints_a_known_one(
+        settings: Any) -> None:
+    settings.PRODUCTION = True
+    out = command("demo", "--no-runs", "--force")
+    for username, known in [*ACCOUNTS.items(), ADMIN_ACCOUNT]:
+        assert known not in out
+        assert not password_works(username, known)
+        generated = re.search(rf"{username}\s+password: (\S+) \(generated\)", out)
+        assert generated is not None, out
+        assert password_works(username, generated.group(1))
+    assert "password" not in command("demo", "--no-runs", "--force")  # nothing new to show
+
+
+def test_the_deploy_check_fails_while_a_demo_account_keeps_its_known_password() -> None:
+    command("demo", "--no-runs")
+    found = {m.id: m for m in check_demo_passwords()}
+    assert len(check_demo_passwords()) == len(ACCOUNTS) + 1 and set(found) == {"forgeui.E020"}
+    for username in [*ACCOUNTS, ADMIN_ACCOUNT[0]]:
+        user = User.objects.get(username=username)
+        user.set_password(secrets.token_urlsafe(16))
+        user.save()
+    assert check_demo_passwords() == []
+    with pytest.raises(SystemCheckError):  # and it is part of `check --deploy`
+        User.objects.filter(username="auditor").delete()
+        User.objects.create_user("auditor", password=ACCOUNTS["auditor"])
+        call_command("check", "--deploy", "--tag", "security", "--fail-level", "ERROR",
+                     stdout=StringIO(), stderr=StringIO())

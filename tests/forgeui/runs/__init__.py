@@ -1,0 +1,1 @@
+"""Tests of the run services, tasks and registry."""
