@@ -18,7 +18,13 @@ from forgeui.models import Answer, Run, SteeringNote
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
 from forgeui.store.rows import from_ms
+from runtime import _patch
+from runtime._jsonvalue import dumps_proven
 from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
+
+# A value longer than this (as compact JSON) is not shown whole on every entry: a change
+# to it shows what changed, and the full state is a link to the checkpoint.
+SHOWN_WHOLE = 4000
 
 
 @dataclass
@@ -27,6 +33,8 @@ class Change:
     kind: str  # "added" | "removed" | "changed"
     before: Any = None
     after: Any = None
+    # For a change to a large value: only what changed (``readable_patch``), else None.
+    what: Any = None
 
 
 @dataclass
@@ -69,14 +77,46 @@ class Entry:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def state_is_small(self) -> bool:
+        """Small enough to show whole on the page (else it links to the checkpoint)."""
+        return _is_small(self.state)
+
+
+def _is_small(value: Any) -> bool:
+    return len(dumps_proven(value)) <= SHOWN_WHOLE
+
 
 def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
     """What changed between two states, one change per top-level key."""
     changes = [Change(key, "added", after=after[key]) for key in after if key not in before]
     changes += [Change(key, "removed", before=before[key]) for key in before if key not in after]
-    changes += [Change(key, "changed", before[key], after[key])
+    changes += [_changed(key, before[key], after[key])
                 for key in after if key in before and before[key] != after[key]]
     return sorted(changes, key=lambda change: change.key)
+
+
+def _changed(key: str, before: Any, after: Any) -> Change:
+    if _is_small(before) and _is_small(after):
+        return Change(key, "changed", before, after)
+    return Change(key, "changed", before, after, what=readable_patch(_patch.diff(before, after)))
+
+
+def readable_patch(patch: dict[str, Any] | None) -> Any:
+    """A structural patch (``runtime._patch``) as an auditor reads it: items appended,
+    keys changed or removed, list items changed, or the new value."""
+    if patch is None:
+        return None
+    if "v" in patch:
+        return {"now": patch["v"]}
+    if "a" in patch:
+        return {"appended": patch["a"]}
+    if "l" in patch:
+        return {f"[{index}]": readable_patch(item) for index, item in patch["l"].items()}
+    readable = {key: readable_patch(item) for key, item in patch["d"].items()}
+    if patch.get("x"):
+        readable["removed keys"] = patch["x"]
+    return readable
 
 
 def tree_history(root_thread_id: str, sub_agent: str = "") -> list[Entry]:

@@ -68,3 +68,14 @@ def test_a_trees_history_interleaves_its_runs_and_filters_by_sub_agent(
     assert page.status_code == 200 and "supervisor/writer_agent" in html
     assert "supervisor/research_agent" not in html.split("</select>")[1]
     assert client.get("/threads/nope/tree/").status_code == 404
+
+
+def test_a_change_to_a_large_value_shows_only_what_changed() -> None:
+    big = {"notes": ["n" * 100] * 50, "draft": "v1", "old": 1, "title": "t", "by": "me"}
+    after = {"notes": [*big["notes"], "added"], "draft": "v2", "title": "t", "by": "me"}
+    [change] = timeline.state_diff({"writer": big}, {"writer": after})
+    assert change.kind == "changed" and change.after == after
+    assert change.what == {"notes": {"appended": ["added"]}, "draft": {"now": "v2"},
+                           "removed keys": ["old"]}
+    [small] = timeline.state_diff({"k": [1, 2]}, {"k": [1, 3]})
+    assert small.what is None and (small.before, small.after) == ([1, 2], [1, 3])

@@ -59,3 +59,19 @@ def test_the_checkpoint_list_is_paginated(long_thread: str, auditor: Client) -> 
     whole = DjangoCheckpointStore().list_sync(long_thread)
     assert [cp["id"] for cp in body["items"]] == [cp.id for cp in whole[111:121]]
     assert body["items"][-1]["pending_input"] == whole[120].pending_input
+
+
+def test_a_large_state_shows_what_changed_and_links_the_rest(auditor: Client) -> None:
+    executor = chat_graph(DjangoCheckpointStore())
+    result = executor.run_sync({"messages": []})
+    for turn in range(30):
+        result = executor.resume_sync(result.thread_id, f"turn {turn:02d} " + "x" * 600)
+    thread = result.thread_id
+    html = auditor.get(f"/threads/{thread}/?order=newest").content.decode()
+    assert "Only what changed" in html and "appended" in html and "turn 29 x" in html
+    latest = DjangoCheckpointStore().load_sync(thread)
+    assert latest is not None
+    assert f'href="/api/checkpoints/{latest.id}"' in html
+    # Entries show their own steps' messages, not the whole conversation again.
+    assert "turn 00 x" not in html
+    assert len(html) < 300_000
