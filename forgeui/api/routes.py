@@ -33,6 +33,7 @@ from forgeui.api.schemas import (
     BulkResumeIn,
     CancelOut,
     CheckpointOut,
+    CheckpointStateOut,
     ConflictOut,
     ForkIn,
     ForkOut,
@@ -154,6 +155,13 @@ def get_checkpoint(request: HttpRequest, checkpoint_id: Id) -> Any:
     if found is None:
         raise Http404(f"no checkpoint {checkpoint_id!r}")
     return found
+
+
+@router.get("/checkpoints/{checkpoint_id}/state",
+            response={200: CheckpointStateOut, **ERRORS})
+def get_checkpoint_state(request: HttpRequest, checkpoint_id: Id) -> Any:
+    """The state at one checkpoint, without the history that a long thread makes large."""
+    return get_checkpoint(request, checkpoint_id)
 
 
 @router.get("/interrupts", response={200: list[InterruptOut], **ERRORS})

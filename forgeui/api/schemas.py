@@ -293,6 +293,19 @@ class CheckpointOut(Schema):
         return obj.node or None
 
 
+class CheckpointStateOut(Schema):
+    """One checkpoint's state alone: small however long the thread's history has grown."""
+
+    id: str
+    thread_id: str
+    seq: int = Field(description="position in the thread, from 1")
+    state: dict[str, Any]
+
+    @staticmethod
+    def resolve_seq(obj: Any) -> int:
+        return int(obj.position[1])
+
+
 # -- answering, steering, forking, cancelling ---------------------------------------------
 
 

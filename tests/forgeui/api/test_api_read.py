@@ -135,6 +135,10 @@ def test_checkpoints_oldest_first_paginated_and_one_by_id(api: Api) -> None:
     assert api.get("auditor", path, limit=1, offset=1).json()["items"][0]["seq"] == seqs[1]
     one = api.get("auditor", f"/api/checkpoints/{last['id']}").json()
     assert one == last
+    state = api.get("auditor", f"/api/checkpoints/{last['id']}/state").json()
+    assert state == {"id": last["id"], "thread_id": started["thread_id"], "seq": last["seq"],
+                     "state": last["state"]}
+    assert api.get("auditor", "/api/checkpoints/nope/state").status_code == 404
 
 
 def test_sub_agent_threads_with_slashes_list_their_checkpoints(api: Api) -> None:

@@ -71,7 +71,10 @@ def test_a_large_state_shows_what_changed_and_links_the_rest(auditor: Client) ->
     assert "Only what changed" in html and "appended" in html and "turn 29 x" in html
     latest = DjangoCheckpointStore().load_sync(thread)
     assert latest is not None
-    assert f'href="/api/checkpoints/{latest.id}"' in html
+    link = f"/api/checkpoints/{latest.id}/state"
+    assert f'href="{link}"' in html
+    state = auditor.get(link).json()
+    assert state == {"id": latest.id, "thread_id": thread, "seq": 92, "state": latest.state}
     # Entries show their own steps' messages, not the whole conversation again.
     assert "turn 00 x" not in html
     assert len(html) < 300_000
