@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -319,7 +319,77 @@ def as_blocking(store: object) -> BlockingStore | None:
     return store if blocking else None  # type: ignore[return-value]
 
 
+@dataclass(frozen=True, slots=True)
+class LoadLatest:
+    """A store call a dialogue asks for: ``load(thread_id)``."""
+
+    thread_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveNext:
+    """A store call a dialogue asks for: ``save(checkpoint)``."""
+
+    checkpoint: Checkpoint
+
+
+# Store work written once for sync and async callers: the generator yields the calls it
+# needs, gets each call's result sent back (a conflict thrown back in), and returns its
+# answer; ``converse`` and ``converse_blocking`` are the two thin drivers.
+StoreDialogue = Generator[LoadLatest | SaveNext, Checkpoint | None, T]
+
+
+async def converse(store: CheckpointStore, dialogue: StoreDialogue[T]) -> T:
+    """Carry out ``dialogue`` with ``store``'s async calls."""
+    reply: Checkpoint | None = None
+    conflict: CheckpointConflict | None = None
+    while True:
+        try:
+            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        reply, conflict = None, None
+        try:
+            if isinstance(call, LoadLatest):
+                reply = await store.load(call.thread_id)
+            else:
+                await store.save(call.checkpoint)
+        except CheckpointConflict as exc:
+            conflict = exc
+
+
+def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
+    """Carry out ``dialogue`` with ``store``'s blocking twins, on a thread that may."""
+    reply: Checkpoint | None = None
+    conflict: CheckpointConflict | None = None
+    while True:
+        try:
+            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        reply, conflict = None, None
+        try:
+            if isinstance(call, LoadLatest):
+                reply = store.load_sync(call.thread_id)
+            else:
+                store.save_sync(call.checkpoint)
+        except CheckpointConflict as exc:
+            conflict = exc
+
+
 Change = Callable[[Checkpoint | None], Checkpoint]
+
+
+def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Checkpoint]:
+    """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new
+    latest on ``CheckpointConflict``; the checkpoint saved."""
+    while True:
+        cp = change((yield LoadLatest(thread_id)))
+        try:
+            yield SaveNext(cp)
+        except CheckpointConflict:
+            continue
+        return cp
 
 
 async def update_latest(store: CheckpointStore, thread_id: str, change: Change) -> Checkpoint:
@@ -334,22 +404,10 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
     if blocking is not None:
         return await blocking.call_in_store_thread(
             partial(update_latest_blocking, blocking, thread_id, change))
-    while True:
-        cp = change(await store.load(thread_id))
-        try:
-            await store.save(cp)
-        except CheckpointConflict:
-            continue
-        return cp
+    return await converse(store, _latest_changed(thread_id, change))
 
 
 def update_latest_blocking(store: BlockingStore, thread_id: str,
                            change: Change) -> Checkpoint:
     """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
-    while True:
-        cp = change(store.load_sync(thread_id))
-        try:
-            store.save_sync(cp)
-        except CheckpointConflict:
-            continue
-        return cp
+    return converse_blocking(store, _latest_changed(thread_id, change))
