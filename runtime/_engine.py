@@ -24,7 +24,12 @@ from .checkpoint import (
     BlockingStore,
     Checkpoint,
     CheckpointStore,
+    LoadLatest,
+    SaveNext,
+    StoreDialogue,
     as_blocking,
+    converse,
+    converse_blocking,
     run_from_sync,
 )
 from .context import NodeContext
@@ -94,6 +99,40 @@ def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, An
             "status": "pending", "answers": []}
 
 
+@dataclass(frozen=True, slots=True)
+class RunTasks:
+    """Run the step's pending tasks."""
+
+    tasks: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRun:
+    """Save the run as ``status``; a run saved ``interrupted`` or ``completed`` stops."""
+
+    status: RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class FailRun:
+    """Record ``error`` as the run's failure."""
+
+    error: NodeError
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    """Cancel the run and everything below it."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopDriving:
+    """Nothing to do until someone answers."""
+
+
+Step = RunTasks | SaveRun | FailRun | CancelRun | StopDriving
+
+
 class RunExecution:
     """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
 
@@ -119,6 +158,28 @@ class RunExecution:
         return self.parent is None
 
     # -- the loop -------------------------------------------------------------------
+    # One state machine (``_next_step``) decides what the run does next; ``drive`` carries
+    # its steps out on the event loop, ``drive_on_store_thread`` on a thread that may
+    # block on the store, handing back to the loop what only the loop can do.
+
+    def _next_step(self) -> Step:
+        """What the run does next; routes to the next step's tasks when one has ended."""
+        while True:
+            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
+                return CancelRun()
+            self._apply_inbox()
+            runnable = self._runnable()
+            if runnable:
+                return RunTasks(runnable)
+            if any(t["status"] == "interrupted" for t in self.cp.tasks):
+                return SaveRun("interrupted") if self.dirty else StopDriving()
+            failure = self._route()
+            if failure is not None:
+                return FailRun(failure)
+            if not self.cp.tasks:
+                return SaveRun("completed")
+            if self.shared.durability == "sync":
+                return SaveRun("running")
 
     async def drive(self, save_first: bool = False,
                     begun: NodeError | bool = False) -> None:
@@ -135,34 +196,26 @@ class RunExecution:
             await self.save("running")
             save_first = False
         while True:
-            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
-                await self._cancel_run()
-                return
-            self._apply_inbox()
-            runnable = self._runnable()
-            if self._fits_store_thread(runnable):
-                assert self._blocking is not None
-                stop = await self._blocking.call_in_store_thread(
-                    partial(self.drive_on_store_thread, save_first))
-                save_first = False
-                if await self._stopped(stop):
+            match self._next_step():
+                case RunTasks(tasks) if self._fits_store_thread(tasks):
+                    assert self._blocking is not None
+                    stop = await self._blocking.call_in_store_thread(
+                        partial(self.drive_on_store_thread, save_first))
+                    save_first = False
+                    if await self._stopped(stop):
+                        return
+                case RunTasks(tasks):
+                    await self._run_step_tasks(tasks)
+                case SaveRun(status):
+                    if await self.save(status) and status != "running":
+                        return
+                case FailRun(error):
+                    await self._fail(error)
+                case CancelRun():
+                    await self._cancel_run()
                     return
-                continue
-            if runnable:
-                await self._run_step_tasks(runnable)
-                continue
-            if any(t["status"] == "interrupted" for t in self.cp.tasks):
-                if not self.dirty or await self.save("interrupted"):
+                case StopDriving():
                     return
-                continue
-            failure = self._route()
-            if failure is not None:
-                await self._fail(failure)
-            if not self.cp.tasks:
-                await self.save("completed")
-                return
-            if self.shared.durability == "sync":
-                await self.save("running")
 
     def drive_here(self, save_first: bool = False) -> None:
         """``drive`` for a sync caller whose thread may block on the store
@@ -190,30 +243,21 @@ class RunExecution:
         if save_first:
             self._save_here("running")
         while True:
-            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
-                return False
-            self._apply_inbox()
-            runnable = self._runnable()
-            if runnable:
-                if not self._fits_store_thread(runnable):
-                    return False
-                failure = self._run_here(runnable[0])
-                self.dirty = True
-                if failure is not None:
-                    return failure
-                continue
-            if any(t["status"] == "interrupted" for t in self.cp.tasks):
-                if not self.dirty or self._save_here("interrupted"):
+            match self._next_step():
+                case RunTasks(tasks) if self._fits_store_thread(tasks):
+                    failure = self._run_here(tasks[0])
+                    self.dirty = True
+                    if failure is not None:
+                        return failure
+                case SaveRun(status):
+                    if self._save_here(status) and status != "running":
+                        return True
+                case FailRun(error):
+                    return error
+                case StopDriving():
                     return True
-                continue
-            failure = self._route()
-            if failure is not None:
-                return failure
-            if not self.cp.tasks:
-                self._save_here("completed")
-                return True
-            if self.shared.durability == "sync":
-                self._save_here("running")
+                case _:
+                    return False
 
     def _runnable(self) -> list[dict[str, Any]]:
         return [t for t in self.cp.tasks if t["status"] == "pending"]
@@ -555,41 +599,36 @@ class RunExecution:
 
     async def save(self, status: RunStatus) -> bool:
         """Persist the run; False when answers merged meanwhile mean it must go on."""
+        self._mark(status)
         store = self.shared.store
-        self.cp.status = status
-        self.cp.lease = self.shared.lease if status == "running" else None
         if store is None:
             if status == "interrupted":
                 raise ResumeError("interrupts require a checkpoint store and a thread id")
             self.dirty = False
             return True
         async with self._lock:
-            while True:
-                self._stamp()
-                try:
-                    await store.save(self.cp)
-                except CheckpointConflict:
-                    if not self.is_root or not self._merge(await store.load(self.cp.thread_id)):
-                        raise
-                    if self._goes_on(status):
-                        return False
-                    continue
-                self._saved()
-                return True
+            return await converse(store, self._saving(status))
 
     def _save_here(self, status: RunStatus) -> bool:
         """``save`` with the blocking twins, on the store's thread (the tree's other
         coroutines are idle: ``_fits_store_thread``)."""
         assert self._blocking is not None
+        self._mark(status)
+        return converse_blocking(self._blocking, self._saving(status))
+
+    def _mark(self, status: RunStatus) -> None:
         self.cp.status = status
         self.cp.lease = self.shared.lease if status == "running" else None
+
+    def _saving(self, status: RunStatus) -> StoreDialogue[bool]:
+        """The save, as store calls: on a conflict the root takes in what was recorded
+        meanwhile under its lease and tries again (or goes on, when that is new work)."""
         while True:
             self._stamp()
             try:
-                self._blocking.save_sync(self.cp)
+                yield SaveNext(self.cp)
             except CheckpointConflict:
-                if not self.is_root or not self._merge(
-                        self._blocking.load_sync(self.cp.thread_id)):
+                if not self.is_root or not self._merge((yield LoadLatest(self.cp.thread_id))):
                     raise
                 if self._goes_on(status):
                     return False
