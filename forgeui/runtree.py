@@ -102,7 +102,7 @@ def drawing(root: RunNode) -> tuple[str, str]:
         executor = registry.executor_for(root.run.graph)
     except ForgeUIError as exc:
         return "", str(exc)
-    return graphsvg.draw(executor, marks(root, bool(executor.graph.edges))), ""
+    return graphsvg.draw(executor, marks(root, bool(executor.shape.routed))), ""
 
 
 def marks(root: RunNode, routed: bool) -> graphsvg.Marks:

@@ -13,10 +13,10 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from . import _tree
-from ._graph import NodeSpec
+from ._graph import Graph, NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_clone, json_copy
 from .checkpoint import (
@@ -35,14 +35,9 @@ from .checkpoint import (
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .signal import InterruptSignal
-from .types import RunStatus
-
-if TYPE_CHECKING:
-    from .executor import DurableExecutor
+from .types import Durability, RunStatus, SyncNodes
 
 T = TypeVar("T")
-Durability = Literal["sync", "exit"]
-SyncNodes = Literal["auto", "thread"]
 _SIDE_LOOP = ThreadPoolExecutor(max_workers=4, thread_name_prefix="forge-once")
 FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
 
@@ -69,14 +64,15 @@ class Shared:
         return {k: v for k, v in self.inbox.items() if k not in self.consumed}
 
     @classmethod
-    def from_root(cls, root: Checkpoint, executor: DurableExecutor,
+    def from_root(cls, root: Checkpoint, store: CheckpointStore | None,
+                  durability: Durability, sync_nodes: SyncNodes,
                   loop: asyncio.AbstractEventLoop | None) -> Shared:
         """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
         return cls(
-            store=executor.store,
+            store=store,
             lease=root.lease or new_id(),
-            durability=executor.durability,
-            sync_nodes=executor.sync_nodes,
+            durability=durability,
+            sync_nodes=sync_nodes,
             loop=loop,
             inbox=dict(root.answers),
             cancels=set(root.cancels),
@@ -136,10 +132,9 @@ Step = RunTasks | SaveRun | FailRun | CancelRun | StopDriving
 class RunExecution:
     """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
 
-    def __init__(self, executor: DurableExecutor, cp: Checkpoint, shared: Shared,
+    def __init__(self, graph: Graph, cp: Checkpoint, shared: Shared,
                  base: str | None, parent: RunExecution | None = None) -> None:
-        self.executor = executor
-        self.graph = executor.graph
+        self.graph = graph
         self.cp = cp
         self.shared = shared
         self.base = base  # the thread's latest saved id: the parent of our next save
@@ -428,13 +423,12 @@ class RunExecution:
         else:
             task["status"] = "interrupted"
 
-    async def _open_child(self, task: dict[str, Any], child_executor: DurableExecutor,
-                          ) -> RunExecution:
+    async def _open_child(self, task: dict[str, Any], child_graph: Graph) -> RunExecution:
         store = self.shared.store
         thread = task.get("child_thread_id")
         existing = await store.load(thread) if store is not None and thread else None
         if existing is not None:
-            return RunExecution(child_executor, existing, self.shared, existing.id, self)
+            return RunExecution(child_graph, existing, self.shared, existing.id, self)
         thread = f"{self.cp.thread_id}/{task['node']}:{task['id'][:8]}"
         run_id = new_id()
         cp = Checkpoint(
@@ -443,13 +437,13 @@ class RunExecution:
             namespace=[*self.cp.namespace, task["node"]], graph=self.cp.graph,
             root_thread_id=self.cp.root_thread_id, parent_run_id=self.cp.run_id,
             parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
-            tasks=[new_task(run_id, 0, child_executor.graph.first, task["input"])],
+            tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
             lease=self.shared.lease, metadata={"parent_task_id": task["id"]},
         )
         cp.additions = Additions(reset=True)
         task["child_thread_id"] = thread
         task["child_run_id"] = run_id
-        return RunExecution(child_executor, cp, self.shared, None, self)
+        return RunExecution(child_graph, cp, self.shared, None, self)
 
     def _adopt(self, child: RunExecution) -> None:
         """Fold a child's summary (and its descendants') into ours."""

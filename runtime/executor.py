@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 from . import _tree
 from ._accept import accept_answers, accept_cancel, accept_note
-from ._engine import FINISHED, Durability, RunExecution, Shared, SyncNodes, new_task
+from ._engine import FINISHED, RunExecution, Shared, new_task
 from ._fork import fork_tree
-from ._graph import Graph, Route
+from ._graph import Graph
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
@@ -27,10 +28,27 @@ from .checkpoint import (
 )
 from .errors import ForgeError, NodeError, ResumeError, StaleResumeTarget
 from .stores.memory import InMemoryCheckpointStore
-from .types import Command, ResumeTarget, RunNode, RunResult
+from .types import (
+    Command,
+    Durability,
+    ResumeTarget,
+    Route,
+    RunNode,
+    RunResult,
+    SyncNodes,
+)
 
 T = TypeVar("T")
 _DEFAULT_STORE: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class GraphShape:
+    """A read-only outline of an executor's graph (``DurableExecutor.shape``)."""
+
+    nodes: tuple[str, ...]  # in the order given, which is also the default flow
+    routed: tuple[str, ...]  # nodes whose successors a route chooses, as given
+    sub_agents: Mapping[str, DurableExecutor]  # nodes that run as child runs
 
 
 def _as_command(value: Any) -> Command:
@@ -66,7 +84,10 @@ class DurableExecutor:
             raise ValueError(f"durability must be 'sync' or 'exit', not {durability!r}")
         if sync_nodes not in ("auto", "thread"):
             raise ValueError(f"sync_nodes must be 'auto' or 'thread', not {sync_nodes!r}")
-        self.graph = Graph(nodes, edges, interrupt_before, interrupt_after)
+        sub_agents = {name: node for name, node in nodes if isinstance(node, DurableExecutor)}
+        self._graph: Graph = Graph(nodes, edges, interrupt_before, interrupt_after,
+                                   {name: agent._graph for name, agent in sub_agents.items()})
+        self._sub_agents = sub_agents
         self.store: CheckpointStore | None = (
             InMemoryCheckpointStore() if store is _DEFAULT_STORE else store)
         self.name = name
@@ -75,6 +96,12 @@ class DurableExecutor:
         # JSON Schema of the run's input: the runtime keeps it for tools (the dashboard
         # builds its start form from it and checks inputs against it); it never checks.
         self.input_schema = input_schema
+
+    @property
+    def shape(self) -> GraphShape:
+        """The graph's nodes, which of them route and which are sub-agents (to draw it)."""
+        return GraphShape(tuple(self._graph.order), tuple(self._graph.edges),
+                          dict(self._sub_agents))
 
     def with_store(self, store: CheckpointStore | None,
                    sync_nodes: SyncNodes | None = None) -> DurableExecutor:
@@ -108,7 +135,7 @@ class DurableExecutor:
         try:
             return json_copy(input)
         except NotJSON as exc:
-            raise NodeError(self.graph.first, "", f"run input: {exc}") from None
+            raise NodeError(self._graph.first, "", f"run input: {exc}") from None
 
     def _new_run(self, input: Any, thread_id: str | None, existing: Checkpoint | None,
                  run_id: str | None, taken: bool, metadata: dict[str, Any] | None,
@@ -128,13 +155,13 @@ class DurableExecutor:
             id="", thread_id=thread_id, node=None, interrupt_payload=None, state={},
             history=[], pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
-            tasks=[new_task(run_id, 0, self.graph.first, input)], lease=new_id(),
+            tasks=[new_task(run_id, 0, self._graph.first, input)], lease=new_id(),
             once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
         )
         cp.additions = Additions(reset=True)
         if existing is not None:  # the new run's first save is a patch against the old head
             cp._base, cp._base_doc = existing._base, existing._base_doc
-        return RunExecution(self, cp, Shared.from_root(cp, self, loop),
+        return RunExecution(self._graph, cp, self._tree_state(cp, loop),
                             existing.id if existing else None)
 
     # -- answering ------------------------------------------------------------------
@@ -226,7 +253,10 @@ class DurableExecutor:
         else is applying it, or the request was only a note)."""
         if not claim.take_lease:
             return None
-        return RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
+        return RunExecution(self._graph, root, self._tree_state(root, loop), root.id)
+
+    def _tree_state(self, root: Checkpoint, loop: asyncio.AbstractEventLoop | None) -> Shared:
+        return Shared.from_root(root, self.store, self.durability, self.sync_nodes, loop)
 
     def _blocking_here(self) -> BlockingStore | None:
         """The store, if this sync caller may call its blocking twins on its own thread."""
