@@ -15,7 +15,7 @@ from .signal import InterruptSignal
 _MISSING: Any = object()
 
 
-class RunInProgress(Protocol):
+class _RunInProgress(Protocol):
     """What a node's context needs of the run executing the node."""
 
     @property
@@ -38,7 +38,7 @@ class RunInProgress(Protocol):
 class NodeContext:
     """Handed to ``fn(input, ctx)``; one per task attempt."""
 
-    def __init__(self, execution: RunInProgress, task: dict[str, Any]) -> None:
+    def __init__(self, execution: _RunInProgress, task: dict[str, Any]) -> None:
         self._execution = execution
         self._task = task
         self._next_order = 0
@@ -64,14 +64,9 @@ class NodeContext:
         return list(self._execution.cp.namespace)
 
     @property
-    def steering_notes(self) -> list[dict[str, Any]]:
-        """Steering notes aimed at this run, oldest first (target, text, time)."""
-        return self._execution.steering_for_run()
-
-    @property
     def steering(self) -> list[str]:
         """The texts of the steering notes aimed at this run, oldest first."""
-        return [note["text"] for note in self.steering_notes]
+        return [note["text"] for note in self._execution.steering_for_run()]
 
     def interrupt(
         self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,
