@@ -25,6 +25,7 @@ from .checkpoint import (
     Checkpoint,
     CheckpointStore,
     LoadLatest,
+    RunBookkeeping,
     SaveNext,
     StoreDialogue,
     as_blocking,
@@ -70,12 +71,12 @@ class Shared:
         """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
         return cls(
             store=store,
-            lease=root.lease or new_id(),
+            lease=root.engine.lease or new_id(),
             durability=durability,
             sync_nodes=sync_nodes,
             loop=loop,
-            inbox=dict(root.answers),
-            cancels=set(root.cancels),
+            inbox=dict(root.engine.answers),
+            cancels=set(root.engine.cancels),
             steering=list(root.steering),
         )
 
@@ -166,12 +167,12 @@ class RunExecution:
             runnable = self._runnable()
             if runnable:
                 return RunTasks(runnable)
-            if any(t["status"] == "interrupted" for t in self.cp.tasks):
+            if any(t["status"] == "interrupted" for t in self.cp.engine.tasks):
                 return SaveRun("interrupted") if self.dirty else StopDriving()
             failure = self._route()
             if failure is not None:
                 return FailRun(failure)
-            if not self.cp.tasks:
+            if not self.cp.engine.tasks:
                 return SaveRun("completed")
             if self.shared.durability == "sync":
                 return SaveRun("running")
@@ -255,7 +256,7 @@ class RunExecution:
                     return False
 
     def _runnable(self) -> list[dict[str, Any]]:
-        return [t for t in self.cp.tasks if t["status"] == "pending"]
+        return [t for t in self.cp.engine.tasks if t["status"] == "pending"]
 
     def _fits_store_thread(self, runnable: list[dict[str, Any]]) -> bool:
         """One sync task, nothing else of the tree running: it may run on the store's
@@ -437,8 +438,9 @@ class RunExecution:
             namespace=[*self.cp.namespace, task["node"]], graph=self.cp.graph,
             root_thread_id=self.cp.root_thread_id, parent_run_id=self.cp.run_id,
             parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
-            tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
-            lease=self.shared.lease, metadata={"parent_task_id": task["id"]},
+            metadata={"parent_task_id": task["id"]},
+            engine=RunBookkeeping(tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
+                                  lease=self.shared.lease),
         )
         cp.additions = Additions(reset=True)
         task["child_thread_id"] = thread
@@ -447,8 +449,8 @@ class RunExecution:
 
     def _adopt(self, child: RunExecution) -> None:
         """Fold a child's summary (and its descendants') into ours."""
-        self.cp.children[child.cp.run_id] = _tree.root_summary(child.cp)
-        self.cp.children.update(child.cp.children)
+        self.cp.engine.children[child.cp.run_id] = _tree.root_summary(child.cp)
+        self.cp.engine.children.update(child.cp.engine.children)
         self.dirty = True
 
     def _subtree_has_work(self, child_run_id: str) -> bool:
@@ -460,7 +462,7 @@ class RunExecution:
     # -- answers, cancels, steering -------------------------------------------------
 
     def _apply_inbox(self) -> None:
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if task["status"] != "interrupted":
                 continue
             if _waits_on_child(task):
@@ -495,14 +497,14 @@ class RunExecution:
             self._cancel_children()
 
     def _cancel_children(self) -> None:
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if task["status"] == "interrupted" and _waits_on_child(task):
                 self.shared.cancels.add(task["child_run_id"])
                 task["status"] = "pending"
 
     async def _cancel_run(self) -> None:
         """Cancel this run and everything below it; pending interrupts end as cancelled."""
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if _waits_on_child(task) and task["status"] in ("interrupted", "pending"):
                 self.shared.cancels.add(task["child_run_id"])
                 child = await self._open_child(task, self.graph.nodes[task["node"]].child)  # type: ignore[arg-type]
@@ -528,7 +530,7 @@ class RunExecution:
         """Every task of the step has ended: route to the next step's tasks (or the
         error that a failing route is recorded as, nothing changed)."""
         incoming: dict[str, dict[str, Any]] = {}
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             try:
                 nxt = self.graph.successors(task["node"], task.get("output"),
                                             NodeContext(self, task))
@@ -538,12 +540,12 @@ class RunExecution:
                 incoming.setdefault(name, {})[task["node"]] = task.get("output")
         output = self._last_output()
         self.cp.step += 1
-        self.cp.tasks = [
+        self.cp.engine.tasks = [
             new_task(self.cp.run_id, self.cp.step, name,
                      next(iter(preds.values())) if len(preds) == 1 else preds)
             for name, preds in incoming.items()
         ]
-        if not self.cp.tasks:
+        if not self.cp.engine.tasks:
             self.cp.output = output
         self.dirty = True
         return None
@@ -553,7 +555,7 @@ class RunExecution:
         last = self.cp.last_completed
         if last is None:
             return None
-        task = next((t for t in self.cp.tasks if t["id"] == last["task_id"]), None)
+        task = next((t for t in self.cp.engine.tasks if t["id"] == last["task_id"]), None)
         return task.get("output") if task is not None else None
 
     # -- saving ---------------------------------------------------------------------
@@ -612,7 +614,7 @@ class RunExecution:
 
     def _mark(self, status: RunStatus) -> None:
         self.cp.status = status
-        self.cp.lease = self.shared.lease if status == "running" else None
+        self.cp.engine.lease = self.shared.lease if status == "running" else None
 
     def _saving(self, status: RunStatus) -> StoreDialogue[bool]:
         """The save, as store calls: on a conflict the root takes in what was recorded
@@ -633,7 +635,7 @@ class RunExecution:
     def _goes_on(self, status: RunStatus) -> bool:
         """After a merge: answers for a run about to pause mean it must go on instead."""
         if status == "interrupted" and self._has_new_work():
-            self.cp.status, self.cp.lease = "running", self.shared.lease
+            self.cp.status, self.cp.engine.lease = "running", self.shared.lease
             return True
         return False
 
@@ -646,12 +648,12 @@ class RunExecution:
         cp.id, cp.parent_id, cp.created_at = new_id(), self.base, now_ms()
         for record in cp.interrupts:
             record["checkpoint_id"] = cp.id
-        waiting = next((t for t in cp.tasks if t["status"] == "interrupted"), None)
+        waiting = next((t for t in cp.engine.tasks if t["status"] == "interrupted"), None)
         cp.pending_input = waiting["input"] if waiting else None
         if self.is_root:
             open_ids = {i["id"] for i in _tree.pending(cp)}
-            cp.answers = {k: v for k, v in self.shared.inbox.items() if k in open_ids}
-            cp.cancels = sorted(self.shared.cancels)
+            cp.engine.answers = {k: v for k, v in self.shared.inbox.items() if k in open_ids}
+            cp.engine.cancels = sorted(self.shared.cancels)
             cp.steering = list(self.shared.steering)
         else:
             cp.steering = self.steering_for_run()
@@ -663,12 +665,12 @@ class RunExecution:
 
     def _merge(self, latest: Checkpoint | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""
-        if latest is None or latest.lease != self.shared.lease:
+        if latest is None or latest.engine.lease != self.shared.lease:
             return False
-        for iid, entry in latest.answers.items():
+        for iid, entry in latest.engine.answers.items():
             if iid not in self.shared.consumed:
                 self.shared.inbox.setdefault(iid, entry)
-        self.shared.cancels.update(latest.cancels)
+        self.shared.cancels.update(latest.engine.cancels)
         known = {n["id"] for n in self.shared.steering}
         self.shared.steering.extend(n for n in latest.steering if n["id"] not in known)
         self.base = latest.id
@@ -678,7 +680,7 @@ class RunExecution:
         open_ids = {i["id"] for i in _tree.pending(self.cp)}
         return bool(open_ids & self.shared.unapplied().keys()) \
             or self.cp.run_id in self.shared.cancels \
-            or any(rid in self.shared.cancels for rid in self.cp.children)
+            or any(rid in self.shared.cancels for rid in self.cp.engine.children)
 
 
 def _node_args(spec: NodeSpec, node_input: Any, ctx: NodeContext) -> tuple[Any, ...]:

@@ -21,6 +21,7 @@ from .checkpoint import (
     BlockingStore,
     Checkpoint,
     CheckpointStore,
+    RunBookkeeping,
     as_blocking,
     run_from_sync,
     update_latest,
@@ -155,8 +156,9 @@ class DurableExecutor:
             id="", thread_id=thread_id, node=None, interrupt_payload=None, state={},
             history=[], pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
-            tasks=[new_task(run_id, 0, self._graph.first, input)], lease=new_id(),
             once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
+            engine=RunBookkeeping(tasks=[new_task(run_id, 0, self._graph.first, input)],
+                                  lease=new_id()),
         )
         cp.additions = Additions(reset=True)
         if existing is not None:  # the new run's first save is a patch against the old head
@@ -204,8 +206,9 @@ class DurableExecutor:
         def take_over(root: Checkpoint) -> None:
             if root.status in ("running", "failed"):
                 root.error = None
-                root.lease = None  # the old holder is gone: _submit takes a new lease
-            elif root.status == "interrupted" and not root.answers and not root.cancels:
+                root.engine.lease = None  # the old holder is gone: _submit takes a new lease
+            elif root.status == "interrupted" and not (root.engine.answers
+                                                       or root.engine.cancels):
                 raise _NothingToDo
 
         try:
@@ -422,9 +425,9 @@ class _Claim:
         if self.root_only and root.parent_run_id is not None:
             raise _SubAgentThread(root)
         self.accepted = self.accept(root)
-        self.take_lease = self.drive and (root.status != "running" or root.lease is None)
+        self.take_lease = self.drive and (root.status != "running" or root.engine.lease is None)
         if self.take_lease:
-            root.status, root.lease = "running", new_id()
+            root.status, root.engine.lease = "running", new_id()
         root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
         return root
 

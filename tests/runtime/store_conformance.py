@@ -33,7 +33,7 @@ def make_checkpoint(thread_id: str, parent_id: str | None, **changes: Any) -> Ch
         "interrupts": [{"id": "i1", "payload": {"nested": [1, 2.5, None, True, "x"]}}],
     }
     fields.update(changes)
-    return Checkpoint(**fields)
+    return Checkpoint.from_dict(fields)
 
 
 async def save_chain(store: CheckpointStore, thread_id: str, length: int) -> list[Checkpoint]:

@@ -24,8 +24,10 @@ SIGNATURE_NAMES = {
     "RunNode", "RunStatus", "InterruptKind", "ChildPolicy", "Durability", "SyncNodes",
     "Route", "GraphShape", "BlockingStore", "SyncRunner", "Growing",
 }
-# Names a signature may use without the runtime exporting them.
-NOT_OURS = {"Any", "Callable", "Awaitable", "Coroutine", "Mapping", "Sequence", "T", "None"}
+# Names a signature may use without the runtime exporting them: the standard library's,
+# and the executor's internal record that a Checkpoint carries (``Checkpoint.engine``).
+NOT_OURS = {"Any", "Callable", "Awaitable", "Coroutine", "Mapping", "Sequence", "T", "None",
+            "RunBookkeeping"}
 
 
 def isort_key(name: str) -> tuple[int, str]:
