@@ -2,7 +2,7 @@
 
 A step is the set of tasks that run together. A task ends ``done``, ``interrupted``
 (waiting for a person, or for its child run), ``cancelled``, or fails the run. Answers
-reach tasks through the tree's inbox (``Shared.inbox``), which the root checkpoint
+reach tasks through the tree's inbox (``TreeState.inbox``), which the root checkpoint
 persists; the executor that holds the tree's lease is the only one that applies them.
 """
 
@@ -44,7 +44,7 @@ FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
 
 
 @dataclass
-class Shared:
+class TreeState:
     """What every run of one tree execution shares: store, lease and the inbox."""
 
     store: CheckpointStore | None
@@ -67,7 +67,7 @@ class Shared:
     @classmethod
     def from_root(cls, root: Checkpoint, store: CheckpointStore | None,
                   durability: Durability, sync_nodes: SyncNodes,
-                  loop: asyncio.AbstractEventLoop | None) -> Shared:
+                  loop: asyncio.AbstractEventLoop | None) -> TreeState:
         """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
         return cls(
             store=store,
@@ -133,21 +133,21 @@ Step = RunTasks | SaveRun | FailRun | CancelRun | StopDriving
 class RunExecution:
     """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
 
-    def __init__(self, graph: Graph, cp: Checkpoint, shared: Shared,
+    def __init__(self, graph: Graph, cp: Checkpoint, tree: TreeState,
                  base: str | None, parent: RunExecution | None = None) -> None:
         self.graph = graph
         self.cp = cp
-        self.shared = shared
+        self.tree = tree
         self.base = base  # the thread's latest saved id: the parent of our next save
         self.parent = parent
         # Unsaved until the first save, so every execution saves before it returns:
-        # the claim that started it may wait for that save to reach the disk.
+        # the request that started it may wait for that save to reach the disk.
         self.dirty = True
         self._lock = asyncio.Lock()
         self._parallel = False  # several tasks in this step: sync nodes go to threads
         self._inline_sync_node = False
         self._on_store_thread = False  # a node is running in drive_on_store_thread
-        self._blocking: BlockingStore | None = as_blocking(shared.store)
+        self._blocking: BlockingStore | None = as_blocking(tree.store)
 
     @property
     def is_root(self) -> bool:
@@ -161,7 +161,7 @@ class RunExecution:
     def _next_step(self) -> Step:
         """What the run does next; routes to the next step's tasks when one has ended."""
         while True:
-            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
+            if self.cp.run_id in self.tree.cancels and self.cp.status not in FINISHED:
                 return CancelRun()
             self._apply_inbox()
             runnable = self._runnable()
@@ -174,7 +174,7 @@ class RunExecution:
                 return FailRun(failure)
             if not self.cp.engine.tasks:
                 return SaveRun("completed")
-            if self.shared.durability == "sync":
+            if self.tree.durability == "sync":
                 return SaveRun("running")
 
     async def drive(self, save_first: bool = False,
@@ -184,8 +184,8 @@ class RunExecution:
         ``save_first``: save the run as it stands before anything runs (a new run).
         ``begun``: what ``drive_on_store_thread`` returned, when the caller began there.
         """
-        if self.shared.loop is None:  # a sync caller began with no loop (``drive_here``)
-            self.shared.loop = asyncio.get_running_loop()
+        if self.tree.loop is None:  # a sync caller began with no loop (``drive_here``)
+            self.tree.loop = asyncio.get_running_loop()
         if await self._stopped(begun):
             return
         if save_first and not self._fits_store_thread(self._runnable()):
@@ -219,7 +219,7 @@ class RunExecution:
         loop; one starts only for the work that needs it (``run_from_sync``)."""
         begun = self.drive_on_store_thread(save_first)
         if begun is not True:
-            run_from_sync(self.shared.store, self.drive(begun=begun))
+            run_from_sync(self.tree.store, self.drive(begun=begun))
 
     async def _stopped(self, stop: NodeError | bool) -> bool:
         """Act on ``drive_on_store_thread``'s outcome: True when the drive is over."""
@@ -352,9 +352,9 @@ class RunExecution:
             output = json_copy(output)
         except NotJSON as exc:
             raise NodeError(task["node"], task["id"], f"returned {exc}") from None
-        self._finish(task, output)
+        self._complete_or_pause_after(task, output)
 
-    def _finish(self, task: dict[str, Any], output: Any) -> None:
+    def _complete_or_pause_after(self, task: dict[str, Any], output: Any) -> None:
         """Complete the task, or pause after it when the graph has a breakpoint there."""
         if task["node"] in self.graph.after and "after" not in task:
             task["output"] = output
@@ -367,7 +367,7 @@ class RunExecution:
         args = _node_args(spec, node_input, ctx)
         if spec.is_async:
             return await spec.fn(*args)
-        if self._parallel or self.shared.sync_nodes == "thread":
+        if self._parallel or self.tree.sync_nodes == "thread":
             # Parallel sync tasks overlap in threads; "thread" also suits nodes that block
             # or use an ORM that refuses to run inside an event loop (Django's).
             return await asyncio.to_thread(spec.fn, *args)
@@ -418,18 +418,18 @@ class RunExecution:
         self._adopt(child)
         status = child.cp.status
         if status == "completed":
-            self._finish(task, child.cp.output)
+            self._complete_or_pause_after(task, child.cp.output)
         elif status == "cancelled":
             self._mark_cancelled(task)
         else:
             task["status"] = "interrupted"
 
     async def _open_child(self, task: dict[str, Any], child_graph: Graph) -> RunExecution:
-        store = self.shared.store
+        store = self.tree.store
         thread = task.get("child_thread_id")
         existing = await store.load(thread) if store is not None and thread else None
         if existing is not None:
-            return RunExecution(child_graph, existing, self.shared, existing.id, self)
+            return RunExecution(child_graph, existing, self.tree, existing.id, self)
         thread = f"{self.cp.thread_id}/{task['node']}:{task['id'][:8]}"
         run_id = new_id()
         cp = Checkpoint(
@@ -440,12 +440,12 @@ class RunExecution:
             parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
             metadata={"parent_task_id": task["id"]},
             engine=RunBookkeeping(tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
-                                  lease=self.shared.lease),
+                                  lease=self.tree.lease),
         )
         cp.additions = Additions(reset=True)
         task["child_thread_id"] = thread
         task["child_run_id"] = run_id
-        return RunExecution(child_graph, cp, self.shared, None, self)
+        return RunExecution(child_graph, cp, self.tree, None, self)
 
     def _adopt(self, child: RunExecution) -> None:
         """Fold a child's summary (and its descendants') into ours."""
@@ -455,9 +455,9 @@ class RunExecution:
 
     def _subtree_has_work(self, child_run_id: str) -> bool:
         subtree = _tree.descendants(self.cp, child_run_id)
-        if subtree & self.shared.cancels:
+        if subtree & self.tree.cancels:
             return True
-        return any(entry["run_id"] in subtree for entry in self.shared.unapplied().values())
+        return any(entry["run_id"] in subtree for entry in self.tree.unapplied().values())
 
     # -- answers, cancels, steering -------------------------------------------------
 
@@ -469,7 +469,7 @@ class RunExecution:
                 if self._subtree_has_work(task["child_run_id"]):
                     task["status"] = "pending"
                 continue
-            entry = self.shared.unapplied().get(task["interrupt_id"])
+            entry = self.tree.unapplied().get(task["interrupt_id"])
             if entry is not None:
                 self._consume(task, entry)
 
@@ -481,7 +481,7 @@ class RunExecution:
                                "answered_at": entry["at"], "answered_by": entry.get("by")}])
         # The entry stays in the inbox until no checkpoint of the tree shows the interrupt
         # pending (see _stamp): a crash before the child's save must not lose the answer.
-        self.shared.consumed.add(iid)
+        self.tree.consumed.add(iid)
         self.dirty = True
         kind = record["kind"]
         if kind == "after":
@@ -499,14 +499,14 @@ class RunExecution:
     def _cancel_children(self) -> None:
         for task in self.cp.engine.tasks:
             if task["status"] == "interrupted" and _waits_on_child(task):
-                self.shared.cancels.add(task["child_run_id"])
+                self.tree.cancels.add(task["child_run_id"])
                 task["status"] = "pending"
 
     async def _cancel_run(self) -> None:
         """Cancel this run and everything below it; pending interrupts end as cancelled."""
         for task in self.cp.engine.tasks:
             if _waits_on_child(task) and task["status"] in ("interrupted", "pending"):
-                self.shared.cancels.add(task["child_run_id"])
+                self.tree.cancels.add(task["child_run_id"])
                 child = await self._open_child(task, self.graph.nodes[task["node"]].child)  # type: ignore[arg-type]
                 await child.drive()
                 self._adopt(child)
@@ -517,12 +517,12 @@ class RunExecution:
         self.cp.add_resolved([{**i, "status": "cancelled", "answer": None, "answered_at": at}
                               for i in self.cp.interrupts])
         self.cp.interrupts = []
-        self.shared.cancels.discard(self.cp.run_id)
+        self.tree.cancels.discard(self.cp.run_id)
         self.dirty = True
         await self.save("cancelled")
 
     def steering_for_run(self) -> list[dict[str, Any]]:
-        return [n for n in self.shared.steering if n["run_id"] == self.cp.run_id]
+        return [n for n in self.tree.steering if n["run_id"] == self.cp.run_id]
 
     # -- advancing ------------------------------------------------------------------
 
@@ -578,7 +578,7 @@ class RunExecution:
             running = asyncio.get_running_loop()
         except RuntimeError:
             return
-        if running is self.shared.loop and not self._inline_sync_node:
+        if running is self.tree.loop and not self._inline_sync_node:
             raise ForgeError("ctx.once is for sync nodes; async nodes use await ctx.once_async")
 
     def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -587,8 +587,8 @@ class RunExecution:
             asyncio.get_running_loop()
         except RuntimeError:
             # A worker thread of the tree's loop: the loop exists (``drive`` set it).
-            assert self.shared.loop is not None
-            return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
+            assert self.tree.loop is not None
+            return asyncio.run_coroutine_threadsafe(coro, self.tree.loop).result()
         # An inline sync node blocks the tree's loop, so nothing else of this run moves:
         # saving on a side loop is safe, and the save is done before once() returns.
         return _SIDE_LOOP.submit(asyncio.run, coro).result()
@@ -596,7 +596,7 @@ class RunExecution:
     async def save(self, status: RunStatus) -> bool:
         """Persist the run; False when answers merged meanwhile mean it must go on."""
         self._mark(status)
-        store = self.shared.store
+        store = self.tree.store
         if store is None:
             if status == "interrupted":
                 raise ResumeError("interrupts require a checkpoint store and a thread id")
@@ -614,7 +614,7 @@ class RunExecution:
 
     def _mark(self, status: RunStatus) -> None:
         self.cp.status = status
-        self.cp.engine.lease = self.shared.lease if status == "running" else None
+        self.cp.engine.lease = self.tree.lease if status == "running" else None
 
     def _saving(self, status: RunStatus) -> StoreDialogue[bool]:
         """The save, as store calls: on a conflict the root takes in what was recorded
@@ -635,7 +635,7 @@ class RunExecution:
     def _goes_on(self, status: RunStatus) -> bool:
         """After a merge: answers for a run about to pause mean it must go on instead."""
         if status == "interrupted" and self._has_new_work():
-            self.cp.status, self.cp.engine.lease = "running", self.shared.lease
+            self.cp.status, self.cp.engine.lease = "running", self.tree.lease
             return True
         return False
 
@@ -652,9 +652,9 @@ class RunExecution:
         cp.pending_input = waiting["input"] if waiting else None
         if self.is_root:
             open_ids = {i["id"] for i in _tree.pending(cp)}
-            cp.engine.answers = {k: v for k, v in self.shared.inbox.items() if k in open_ids}
-            cp.engine.cancels = sorted(self.shared.cancels)
-            cp.steering = list(self.shared.steering)
+            cp.engine.answers = {k: v for k, v in self.tree.inbox.items() if k in open_ids}
+            cp.engine.cancels = sorted(self.tree.cancels)
+            cp.steering = list(self.tree.steering)
         else:
             cp.steering = self.steering_for_run()
         first = _tree.pending(cp)[:1] if self.is_root else cp.interrupts[:1]
@@ -665,22 +665,22 @@ class RunExecution:
 
     def _merge(self, latest: Checkpoint | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""
-        if latest is None or latest.engine.lease != self.shared.lease:
+        if latest is None or latest.engine.lease != self.tree.lease:
             return False
         for iid, entry in latest.engine.answers.items():
-            if iid not in self.shared.consumed:
-                self.shared.inbox.setdefault(iid, entry)
-        self.shared.cancels.update(latest.engine.cancels)
-        known = {n["id"] for n in self.shared.steering}
-        self.shared.steering.extend(n for n in latest.steering if n["id"] not in known)
+            if iid not in self.tree.consumed:
+                self.tree.inbox.setdefault(iid, entry)
+        self.tree.cancels.update(latest.engine.cancels)
+        known = {n["id"] for n in self.tree.steering}
+        self.tree.steering.extend(n for n in latest.steering if n["id"] not in known)
         self.base = latest.id
         return True
 
     def _has_new_work(self) -> bool:
         open_ids = {i["id"] for i in _tree.pending(self.cp)}
-        return bool(open_ids & self.shared.unapplied().keys()) \
-            or self.cp.run_id in self.shared.cancels \
-            or any(rid in self.shared.cancels for rid in self.cp.engine.children)
+        return bool(open_ids & self.tree.unapplied().keys()) \
+            or self.cp.run_id in self.tree.cancels \
+            or any(rid in self.tree.cancels for rid in self.cp.engine.children)
 
 
 def _node_args(spec: NodeSpec, node_input: Any, ctx: NodeContext) -> tuple[Any, ...]:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from . import _tree
 from ._accept import accept_answers, accept_cancel, accept_note
-from ._engine import FINISHED, RunExecution, Shared, new_task
+from ._engine import FINISHED, RunExecution, TreeState, new_task
 from ._fork import fork_tree
 from ._graph import Graph
 from ._ids import new_id, now_ms
@@ -172,7 +172,7 @@ class DurableExecutor:
         """Answer the thread's one pending interrupt (or several with ``resume_map``)."""
         command = _as_command(value_or_command)
         try:
-            # A root thread (the usual case): read, accept and claim in one store update.
+            # A root thread (the usual case): read, accept and take the lease in one update.
             return await self._submit(_answer(thread_id, None, command, root_only=True))
         except _SubAgentThread as sub:
             return await self._submit(_answer_sub_agent(sub, command))
@@ -186,9 +186,9 @@ class DurableExecutor:
     async def steer(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Record a steering note for one run; nodes read it as ``ctx.steering``."""
         root_thread = await self._root_thread_of_run(target.run_id)
-        claim = _Claim(root_thread, lambda root: accept_note(root, target, text), drive=False)
-        await self._submit(claim)
-        return claim.accepted  # type: ignore[no-any-return]
+        request = _Request(root_thread, lambda root: accept_note(root, target, text), drive=False)
+        await self._submit(request)
+        return request.accepted  # type: ignore[no-any-return]
 
     async def cancel(self, target: str | ResumeTarget) -> RunResult:
         """Cancel a root run (by thread id) or one sub-agent run and all below it."""
@@ -198,7 +198,7 @@ class DurableExecutor:
             root_thread = cp.root_thread_id
         else:
             run_target, root_thread = target, await self._root_thread_of_run(target.run_id)
-        return await self._submit(_Claim(root_thread, lambda root: accept_cancel(root,
+        return await self._submit(_Request(root_thread, lambda root: accept_cancel(root,
                                                                                  run_target)))
 
     async def recover(self, thread_id: str) -> RunResult:
@@ -212,54 +212,54 @@ class DurableExecutor:
                 raise _NothingToDo
 
         try:
-            return await self._submit(_Claim(thread_id, take_over))
+            return await self._submit(_Request(thread_id, take_over))
         except _NothingToDo:
             return await self.get_state(thread_id)
 
-    async def _submit(self, claim: _Claim) -> RunResult:
+    async def _submit(self, request: _Request) -> RunResult:
         """Record a request on the root with a compare-and-set; apply it if nobody is."""
         store = self._require_store()
         blocking = as_blocking(store)
-        if blocking is not None and claim.drive:
+        if blocking is not None and request.drive:
             root, execution, begun = await blocking.call_in_store_thread(partial(
-                self._claim_and_begin, blocking, claim, asyncio.get_running_loop()))
+                self._record_and_begin, blocking, request, asyncio.get_running_loop()))
         else:
-            root, begun = await update_latest(store, claim.root_thread, claim), False
-            execution = self._execution(root, claim, asyncio.get_running_loop())
+            root, begun = await update_latest(store, request.root_thread, request), False
+            execution = self._execution(root, request, asyncio.get_running_loop())
         if execution is None:
             return self._result(root)
         await execution.drive(begun=begun)
         return self._result(execution.cp)
 
-    def _submit_here(self, blocking: BlockingStore, claim: _Claim) -> RunResult:
+    def _submit_here(self, blocking: BlockingStore, request: _Request) -> RunResult:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
-        claim, then drive right here (``RunExecution.drive_here``)."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim)
-        execution = self._execution(root, claim, None)
+        record, then drive right here (``RunExecution.drive_here``)."""
+        root = update_latest_blocking(blocking, request.root_thread, request)
+        execution = self._execution(root, request, None)
         if execution is None:
             return self._result(root)
         execution.drive_here()
         return self._result(execution.cp)
 
-    def _claim_and_begin(self, blocking: BlockingStore, claim: _Claim,
-                         loop: asyncio.AbstractEventLoop,
-                         ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-        """On the store's thread: claim, then go on as far as lone sync steps reach
-        (``drive_on_store_thread``); the loop does the rest."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim)
-        execution = self._execution(root, claim, loop)
+    def _record_and_begin(self, blocking: BlockingStore, request: _Request,
+                          loop: asyncio.AbstractEventLoop,
+                          ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+        """On the store's thread: record the request, then go on as far as lone sync steps
+        reach (``drive_on_store_thread``); the loop does the rest."""
+        root = update_latest_blocking(blocking, request.root_thread, request)
+        execution = self._execution(root, request, loop)
         return root, execution, execution is not None and execution.drive_on_store_thread()
 
-    def _execution(self, root: Checkpoint, claim: _Claim,
+    def _execution(self, root: Checkpoint, request: _Request,
                    loop: asyncio.AbstractEventLoop | None) -> RunExecution | None:
-        """The execution that applies the tree, if ``claim`` took its lease (else someone
+        """The execution that applies the tree, if ``request`` took its lease (else someone
         else is applying it, or the request was only a note)."""
-        if not claim.take_lease:
+        if not request.take_lease:
             return None
         return RunExecution(self._graph, root, self._tree_state(root, loop), root.id)
 
-    def _tree_state(self, root: Checkpoint, loop: asyncio.AbstractEventLoop | None) -> Shared:
-        return Shared.from_root(root, self.store, self.durability, self.sync_nodes, loop)
+    def _tree_state(self, root: Checkpoint, loop: asyncio.AbstractEventLoop | None) -> TreeState:
+        return TreeState.from_root(root, self.store, self.durability, self.sync_nodes, loop)
 
     def _blocking_here(self) -> BlockingStore | None:
         """The store, if this sync caller may call its blocking twins on its own thread."""
@@ -319,7 +319,7 @@ class DurableExecutor:
                  ) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.run(input, thread_id, metadata=metadata, run_id=run_id))
+            return self._run_to_end(self.run(input, thread_id, metadata=metadata, run_id=run_id))
         input = self._run_input(input)
         existing = blocking.load_sync(thread_id) if thread_id is not None else None
         taken = run_id is not None and blocking.load_run_sync(run_id) is not None
@@ -330,7 +330,7 @@ class DurableExecutor:
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.resume(thread_id, value_or_command))
+            return self._run_to_end(self.resume(thread_id, value_or_command))
         command = _as_command(value_or_command)
         try:
             return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
@@ -340,7 +340,7 @@ class DurableExecutor:
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.resume_targeted(target, command))
+            return self._run_to_end(self.resume_targeted(target, command))
         root = blocking.load_run_sync(target.run_id)
         if root is None:
             raise _unknown_run(target.run_id)
@@ -349,20 +349,20 @@ class DurableExecutor:
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: Mapping[str, Any] | None = None) -> str:
-        return self._finish(self.fork(thread_id, checkpoint_id, inputs=inputs))
+        return self._run_to_end(self.fork(thread_id, checkpoint_id, inputs=inputs))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
-        return self._finish(self.steer(target, text))
+        return self._run_to_end(self.steer(target, text))
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
-        return self._finish(self.cancel(target))
+        return self._run_to_end(self.cancel(target))
 
     def recover_sync(self, thread_id: str) -> RunResult:
-        return self._finish(self.recover(thread_id))
+        return self._run_to_end(self.recover(thread_id))
 
     # -- helpers --------------------------------------------------------------------
 
-    def _finish(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run_to_end(self, coro: Coroutine[Any, Any, T]) -> T:
         """A sync twin's async method, run to its end the store's way (``run_from_sync``)."""
         if not _loop_running():
             return run_from_sync(self.store, coro)
@@ -401,7 +401,7 @@ class DurableExecutor:
         )
 
 
-class _Claim:
+class _Request:
     """A request's change to the root's latest checkpoint (``update_latest``'s ``change``):
     accept it, take the tree's lease if nobody holds it, and become the next checkpoint.
 
@@ -433,12 +433,12 @@ class _Claim:
 
 
 def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
-            root_only: bool = False) -> _Claim:
-    return _Claim(root_thread, lambda root: accept_answers(root, target, command),
+            root_only: bool = False) -> _Request:
+    return _Request(root_thread, lambda root: accept_answers(root, target, command),
                   root_only=root_only)
 
 
-def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Claim:
+def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Request:
     """``resume`` was given a sub-agent's thread: answer that run through its root."""
     return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
 
