@@ -371,7 +371,7 @@ class RunExecution:
             # Parallel sync tasks overlap in threads; "thread" also suits nodes that block
             # or use an ORM that refuses to run inside an event loop (Django's).
             return await asyncio.to_thread(spec.fn, *args)
-        self._inline_sync_node = True  # alone in its step: no thread hop (it costs ~3x)
+        self._inline_sync_node = True  # alone in its step: a thread hop would cost more
         try:
             return spec.fn(*args)
         finally:

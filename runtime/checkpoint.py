@@ -347,7 +347,7 @@ _blocking_types: dict[type, bool] = {}
 
 def as_blocking(store: object) -> BlockingStore | None:
     """``store`` if it is a ``BlockingStore``, else None (decided once per type: a
-    protocol ``isinstance`` costs tens of microseconds)."""
+    protocol ``isinstance`` checks every member, and this runs on every save)."""
     kind = type(store)
     blocking = _blocking_types.get(kind)
     if blocking is None:

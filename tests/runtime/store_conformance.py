@@ -46,7 +46,7 @@ async def save_chain(store: CheckpointStore, thread_id: str, length: int) -> lis
 
 
 class StoreConformance:
-    """Behaviour shared by every checkpoint store (SPEC §1.7)."""
+    """Behaviour shared by every checkpoint store."""
 
     async def test_is_a_checkpoint_store(self, store: CheckpointStore) -> None:
         assert isinstance(store, CheckpointStore)

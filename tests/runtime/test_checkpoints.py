@@ -197,7 +197,7 @@ async def test_the_executors_bookkeeping_is_stored_flat_beside_the_rest() -> Non
 
 
 def test_the_fast_writer_is_installed() -> None:
-    """forge depends on orjson; without it checkpoints are written several times slower."""
+    """forge depends on orjson; without it every checkpoint is written more slowly."""
     assert _jsonvalue.orjson is not None
 
 

@@ -1,4 +1,4 @@
-"""Sub-agents and targeted steering (SPEC §1.8, issue 3)."""
+"""Sub-agents and targeted steering."""
 
 from __future__ import annotations
 
