@@ -198,8 +198,8 @@ class DurableExecutor:
             root_thread = cp.root_thread_id
         else:
             run_target, root_thread = target, await self._root_thread_of_run(target.run_id)
-        return await self._submit(_Request(root_thread, lambda root: accept_cancel(root,
-                                                                                 run_target)))
+        return await self._submit(
+            _Request(root_thread, lambda root: accept_cancel(root, run_target)))
 
     async def recover(self, thread_id: str) -> RunResult:
         """Go on with a run whose executor died (``running``) or whose node failed."""
