@@ -85,7 +85,7 @@ def main() -> None:
     print(f"  resume median, first round {first * 1e3:.2f} ms, round {len(rounds) - 1} "
           f"{last * 1e3:.2f} ms, ratio {last / first:.2f}")
     if head is not None:
-        print(f"  the root's latest head holds {len(head.children)} child summaries; the "
+        print(f"  the root's latest head holds {len(head.engine.children)} child summaries; the "
               f"{len(times)} ended interrupts are in step records, not in any head")
 
 

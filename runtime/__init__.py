@@ -1,6 +1,12 @@
-"""forge runtime: a durable, human-in-the-loop graph executor. Pure Python, no Django."""
+"""forge runtime: a durable, human-in-the-loop graph executor. Pure Python, no Django.
 
-from .checkpoint import Checkpoint, CheckpointStore
+Everything a graph's author or a store's author needs is importable from here; modules
+whose names start with ``_`` are internal. ``InterruptSignal`` is exported so that code
+which catches ``BaseException`` can let a pause through: nodes call ``ctx.interrupt``,
+they never raise it themselves.
+"""
+
+from .checkpoint import BlockingStore, Checkpoint, CheckpointStore, Growing, SyncRunner
 from .context import NodeContext
 from .errors import (
     AmbiguousResume,
@@ -10,28 +16,51 @@ from .errors import (
     ResumeError,
     StaleResumeTarget,
 )
-from .executor import DurableExecutor
+from .executor import DurableExecutor, GraphShape
 from .signal import InterruptSignal
 from .stores import InMemoryCheckpointStore
-from .types import END, Command, Interrupt, ResumeTarget, RunNode, RunResult
+from .types import (
+    END,
+    ChildPolicy,
+    Command,
+    Durability,
+    Interrupt,
+    InterruptKind,
+    ResumeTarget,
+    Route,
+    RunNode,
+    RunResult,
+    RunStatus,
+    SyncNodes,
+)
 
 __all__ = [
     "END",
     "AmbiguousResume",
+    "BlockingStore",
     "Checkpoint",
     "CheckpointConflict",
     "CheckpointStore",
+    "ChildPolicy",
     "Command",
+    "Durability",
     "DurableExecutor",
     "ForgeError",
+    "GraphShape",
+    "Growing",
     "InMemoryCheckpointStore",
     "Interrupt",
+    "InterruptKind",
     "InterruptSignal",
     "NodeContext",
     "NodeError",
     "ResumeError",
     "ResumeTarget",
+    "Route",
     "RunNode",
     "RunResult",
+    "RunStatus",
     "StaleResumeTarget",
+    "SyncNodes",
+    "SyncRunner",
 ]

@@ -84,7 +84,7 @@ def accept_answers(root: Checkpoint, target: ResumeTarget | None, command: Comma
         chosen = [(candidates[0], command.resume)]
     at = now_ms()
     for interrupt, value in chosen:
-        root.answers[interrupt["id"]] = {"value": _checked_value(value), "at": at,
+        root.engine.answers[interrupt["id"]] = {"value": _checked_value(value), "at": at,
                                          "run_id": interrupt["run_id"],
                                          "child_policy": command.child_policy}
     if command.steering:
@@ -117,5 +117,5 @@ def accept_cancel(root: Checkpoint, target: ResumeTarget | None) -> None:
     if run["status"] not in LIVE:
         raise StaleResumeTarget(f"run {run['run_id']!r} is {run['status']}",
                                 _tree.latest_metadata(root, run))
-    if run["run_id"] not in root.cancels:
-        root.cancels.append(run["run_id"])
+    if run["run_id"] not in root.engine.cancels:
+        root.engine.cancels.append(run["run_id"])

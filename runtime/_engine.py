@@ -2,7 +2,7 @@
 
 A step is the set of tasks that run together. A task ends ``done``, ``interrupted``
 (waiting for a person, or for its child run), ``cancelled``, or fails the run. Answers
-reach tasks through the tree's inbox (``Shared.inbox``), which the root checkpoint
+reach tasks through the tree's inbox (``TreeState.inbox``), which the root checkpoint
 persists; the executor that holds the tree's lease is the only one that applies them.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from . import _tree
-from ._graph import NodeSpec
+from ._graph import Graph, NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
 from ._jsonvalue import NotJSON, json_clone, json_copy
 from .checkpoint import (
@@ -24,26 +24,27 @@ from .checkpoint import (
     BlockingStore,
     Checkpoint,
     CheckpointStore,
+    LoadLatest,
+    RunBookkeeping,
+    SaveNext,
+    StoreDialogue,
     as_blocking,
+    converse,
+    converse_blocking,
     run_from_sync,
 )
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .signal import InterruptSignal
-from .types import RunStatus
-
-if TYPE_CHECKING:
-    from .executor import DurableExecutor
+from .types import Durability, RunStatus, SyncNodes
 
 T = TypeVar("T")
-Durability = Literal["sync", "exit"]
-SyncNodes = Literal["auto", "thread"]
 _SIDE_LOOP = ThreadPoolExecutor(max_workers=4, thread_name_prefix="forge-once")
 FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
 
 
 @dataclass
-class Shared:
+class TreeState:
     """What every run of one tree execution shares: store, lease and the inbox."""
 
     store: CheckpointStore | None
@@ -64,17 +65,18 @@ class Shared:
         return {k: v for k, v in self.inbox.items() if k not in self.consumed}
 
     @classmethod
-    def from_root(cls, root: Checkpoint, executor: DurableExecutor,
-                  loop: asyncio.AbstractEventLoop | None) -> Shared:
+    def from_root(cls, root: Checkpoint, store: CheckpointStore | None,
+                  durability: Durability, sync_nodes: SyncNodes,
+                  loop: asyncio.AbstractEventLoop | None) -> TreeState:
         """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
         return cls(
-            store=executor.store,
-            lease=root.lease or new_id(),
-            durability=executor.durability,
-            sync_nodes=executor.sync_nodes,
+            store=store,
+            lease=root.engine.lease or new_id(),
+            durability=durability,
+            sync_nodes=sync_nodes,
             loop=loop,
-            inbox=dict(root.answers),
-            cancels=set(root.cancels),
+            inbox=dict(root.engine.answers),
+            cancels=set(root.engine.cancels),
             steering=list(root.steering),
         )
 
@@ -94,31 +96,86 @@ def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, An
             "status": "pending", "answers": []}
 
 
+@dataclass(frozen=True, slots=True)
+class RunTasks:
+    """Run the step's pending tasks."""
+
+    tasks: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveRun:
+    """Save the run as ``status``; a run saved ``interrupted`` or ``completed`` stops."""
+
+    status: RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class FailRun:
+    """Record ``error`` as the run's failure."""
+
+    error: NodeError
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRun:
+    """Cancel the run and everything below it."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopDriving:
+    """Nothing to do until someone answers."""
+
+
+Step = RunTasks | SaveRun | FailRun | CancelRun | StopDriving
+
+
 class RunExecution:
     """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
 
-    def __init__(self, executor: DurableExecutor, cp: Checkpoint, shared: Shared,
+    def __init__(self, graph: Graph, cp: Checkpoint, tree: TreeState,
                  base: str | None, parent: RunExecution | None = None) -> None:
-        self.executor = executor
-        self.graph = executor.graph
+        self.graph = graph
         self.cp = cp
-        self.shared = shared
+        self.tree = tree
         self.base = base  # the thread's latest saved id: the parent of our next save
         self.parent = parent
         # Unsaved until the first save, so every execution saves before it returns:
-        # the claim that started it may wait for that save to reach the disk.
+        # the request that started it may wait for that save to reach the disk.
         self.dirty = True
         self._lock = asyncio.Lock()
         self._parallel = False  # several tasks in this step: sync nodes go to threads
         self._inline_sync_node = False
         self._on_store_thread = False  # a node is running in drive_on_store_thread
-        self._blocking: BlockingStore | None = as_blocking(shared.store)
+        self._blocking: BlockingStore | None = as_blocking(tree.store)
 
     @property
     def is_root(self) -> bool:
         return self.parent is None
 
     # -- the loop -------------------------------------------------------------------
+    # One state machine (``_next_step``) decides what the run does next; ``drive`` carries
+    # its steps out on the event loop, ``drive_on_store_thread`` on a thread that may
+    # block on the store, handing back to the loop what only the loop can do.
+
+    def _next_step(self) -> Step:
+        """What the run does next; routes to the next step's tasks when one has ended."""
+        while True:
+            if self.cp.run_id in self.tree.cancels and self.cp.status not in FINISHED:
+                return CancelRun()
+            self._apply_inbox()
+            runnable = self._runnable()
+            if runnable:
+                return RunTasks(runnable)
+            if any(t["status"] == "interrupted" for t in self.cp.engine.tasks):
+                return SaveRun("interrupted") if self.dirty else StopDriving()
+            failure = self._route()
+            if failure is not None:
+                return FailRun(failure)
+            if not self.cp.engine.tasks:
+                return SaveRun("completed")
+            if self.tree.durability == "sync":
+                return SaveRun("running")
 
     async def drive(self, save_first: bool = False,
                     begun: NodeError | bool = False) -> None:
@@ -127,42 +184,34 @@ class RunExecution:
         ``save_first``: save the run as it stands before anything runs (a new run).
         ``begun``: what ``drive_on_store_thread`` returned, when the caller began there.
         """
-        if self.shared.loop is None:  # a sync caller began with no loop (``drive_here``)
-            self.shared.loop = asyncio.get_running_loop()
+        if self.tree.loop is None:  # a sync caller began with no loop (``drive_here``)
+            self.tree.loop = asyncio.get_running_loop()
         if await self._stopped(begun):
             return
         if save_first and not self._fits_store_thread(self._runnable()):
             await self.save("running")
             save_first = False
         while True:
-            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
-                await self._cancel_run()
-                return
-            self._apply_inbox()
-            runnable = self._runnable()
-            if self._fits_store_thread(runnable):
-                assert self._blocking is not None
-                stop = await self._blocking.call_in_store_thread(
-                    partial(self.drive_on_store_thread, save_first))
-                save_first = False
-                if await self._stopped(stop):
+            match self._next_step():
+                case RunTasks(tasks) if self._fits_store_thread(tasks):
+                    assert self._blocking is not None
+                    stop = await self._blocking.call_in_store_thread(
+                        partial(self.drive_on_store_thread, save_first))
+                    save_first = False
+                    if await self._stopped(stop):
+                        return
+                case RunTasks(tasks):
+                    await self._run_step_tasks(tasks)
+                case SaveRun(status):
+                    if await self.save(status) and status != "running":
+                        return
+                case FailRun(error):
+                    await self._fail(error)
+                case CancelRun():
+                    await self._cancel_run()
                     return
-                continue
-            if runnable:
-                await self._run_step_tasks(runnable)
-                continue
-            if any(t["status"] == "interrupted" for t in self.cp.tasks):
-                if not self.dirty or await self.save("interrupted"):
+                case StopDriving():
                     return
-                continue
-            failure = self._route()
-            if failure is not None:
-                await self._fail(failure)
-            if not self.cp.tasks:
-                await self.save("completed")
-                return
-            if self.shared.durability == "sync":
-                await self.save("running")
 
     def drive_here(self, save_first: bool = False) -> None:
         """``drive`` for a sync caller whose thread may block on the store
@@ -170,7 +219,7 @@ class RunExecution:
         loop; one starts only for the work that needs it (``run_from_sync``)."""
         begun = self.drive_on_store_thread(save_first)
         if begun is not True:
-            run_from_sync(self.shared.store, self.drive(begun=begun))
+            run_from_sync(self.tree.store, self.drive(begun=begun))
 
     async def _stopped(self, stop: NodeError | bool) -> bool:
         """Act on ``drive_on_store_thread``'s outcome: True when the drive is over."""
@@ -190,33 +239,24 @@ class RunExecution:
         if save_first:
             self._save_here("running")
         while True:
-            if self.cp.run_id in self.shared.cancels and self.cp.status not in FINISHED:
-                return False
-            self._apply_inbox()
-            runnable = self._runnable()
-            if runnable:
-                if not self._fits_store_thread(runnable):
-                    return False
-                failure = self._run_here(runnable[0])
-                self.dirty = True
-                if failure is not None:
-                    return failure
-                continue
-            if any(t["status"] == "interrupted" for t in self.cp.tasks):
-                if not self.dirty or self._save_here("interrupted"):
+            match self._next_step():
+                case RunTasks(tasks) if self._fits_store_thread(tasks):
+                    failure = self._run_here(tasks[0])
+                    self.dirty = True
+                    if failure is not None:
+                        return failure
+                case SaveRun(status):
+                    if self._save_here(status) and status != "running":
+                        return True
+                case FailRun(error):
+                    return error
+                case StopDriving():
                     return True
-                continue
-            failure = self._route()
-            if failure is not None:
-                return failure
-            if not self.cp.tasks:
-                self._save_here("completed")
-                return True
-            if self.shared.durability == "sync":
-                self._save_here("running")
+                case _:
+                    return False
 
     def _runnable(self) -> list[dict[str, Any]]:
-        return [t for t in self.cp.tasks if t["status"] == "pending"]
+        return [t for t in self.cp.engine.tasks if t["status"] == "pending"]
 
     def _fits_store_thread(self, runnable: list[dict[str, Any]]) -> bool:
         """One sync task, nothing else of the tree running: it may run on the store's
@@ -312,9 +352,9 @@ class RunExecution:
             output = json_copy(output)
         except NotJSON as exc:
             raise NodeError(task["node"], task["id"], f"returned {exc}") from None
-        self._finish(task, output)
+        self._complete_or_pause_after(task, output)
 
-    def _finish(self, task: dict[str, Any], output: Any) -> None:
+    def _complete_or_pause_after(self, task: dict[str, Any], output: Any) -> None:
         """Complete the task, or pause after it when the graph has a breakpoint there."""
         if task["node"] in self.graph.after and "after" not in task:
             task["output"] = output
@@ -327,11 +367,11 @@ class RunExecution:
         args = _node_args(spec, node_input, ctx)
         if spec.is_async:
             return await spec.fn(*args)
-        if self._parallel or self.shared.sync_nodes == "thread":
+        if self._parallel or self.tree.sync_nodes == "thread":
             # Parallel sync tasks overlap in threads; "thread" also suits nodes that block
             # or use an ORM that refuses to run inside an event loop (Django's).
             return await asyncio.to_thread(spec.fn, *args)
-        self._inline_sync_node = True  # alone in its step: no thread hop (it costs ~3x)
+        self._inline_sync_node = True  # alone in its step: a thread hop would cost more
         try:
             return spec.fn(*args)
         finally:
@@ -378,19 +418,18 @@ class RunExecution:
         self._adopt(child)
         status = child.cp.status
         if status == "completed":
-            self._finish(task, child.cp.output)
+            self._complete_or_pause_after(task, child.cp.output)
         elif status == "cancelled":
             self._mark_cancelled(task)
         else:
             task["status"] = "interrupted"
 
-    async def _open_child(self, task: dict[str, Any], child_executor: DurableExecutor,
-                          ) -> RunExecution:
-        store = self.shared.store
+    async def _open_child(self, task: dict[str, Any], child_graph: Graph) -> RunExecution:
+        store = self.tree.store
         thread = task.get("child_thread_id")
         existing = await store.load(thread) if store is not None and thread else None
         if existing is not None:
-            return RunExecution(child_executor, existing, self.shared, existing.id, self)
+            return RunExecution(child_graph, existing, self.tree, existing.id, self)
         thread = f"{self.cp.thread_id}/{task['node']}:{task['id'][:8]}"
         run_id = new_id()
         cp = Checkpoint(
@@ -399,37 +438,38 @@ class RunExecution:
             namespace=[*self.cp.namespace, task["node"]], graph=self.cp.graph,
             root_thread_id=self.cp.root_thread_id, parent_run_id=self.cp.run_id,
             parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
-            tasks=[new_task(run_id, 0, child_executor.graph.first, task["input"])],
-            lease=self.shared.lease, metadata={"parent_task_id": task["id"]},
+            metadata={"parent_task_id": task["id"]},
+            engine=RunBookkeeping(tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
+                                  lease=self.tree.lease),
         )
         cp.additions = Additions(reset=True)
         task["child_thread_id"] = thread
         task["child_run_id"] = run_id
-        return RunExecution(child_executor, cp, self.shared, None, self)
+        return RunExecution(child_graph, cp, self.tree, None, self)
 
     def _adopt(self, child: RunExecution) -> None:
         """Fold a child's summary (and its descendants') into ours."""
-        self.cp.children[child.cp.run_id] = _tree.root_summary(child.cp)
-        self.cp.children.update(child.cp.children)
+        self.cp.engine.children[child.cp.run_id] = _tree.root_summary(child.cp)
+        self.cp.engine.children.update(child.cp.engine.children)
         self.dirty = True
 
     def _subtree_has_work(self, child_run_id: str) -> bool:
         subtree = _tree.descendants(self.cp, child_run_id)
-        if subtree & self.shared.cancels:
+        if subtree & self.tree.cancels:
             return True
-        return any(entry["run_id"] in subtree for entry in self.shared.unapplied().values())
+        return any(entry["run_id"] in subtree for entry in self.tree.unapplied().values())
 
     # -- answers, cancels, steering -------------------------------------------------
 
     def _apply_inbox(self) -> None:
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if task["status"] != "interrupted":
                 continue
             if _waits_on_child(task):
                 if self._subtree_has_work(task["child_run_id"]):
                     task["status"] = "pending"
                 continue
-            entry = self.shared.unapplied().get(task["interrupt_id"])
+            entry = self.tree.unapplied().get(task["interrupt_id"])
             if entry is not None:
                 self._consume(task, entry)
 
@@ -441,7 +481,7 @@ class RunExecution:
                                "answered_at": entry["at"], "answered_by": entry.get("by")}])
         # The entry stays in the inbox until no checkpoint of the tree shows the interrupt
         # pending (see _stamp): a crash before the child's save must not lose the answer.
-        self.shared.consumed.add(iid)
+        self.tree.consumed.add(iid)
         self.dirty = True
         kind = record["kind"]
         if kind == "after":
@@ -457,16 +497,16 @@ class RunExecution:
             self._cancel_children()
 
     def _cancel_children(self) -> None:
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if task["status"] == "interrupted" and _waits_on_child(task):
-                self.shared.cancels.add(task["child_run_id"])
+                self.tree.cancels.add(task["child_run_id"])
                 task["status"] = "pending"
 
     async def _cancel_run(self) -> None:
         """Cancel this run and everything below it; pending interrupts end as cancelled."""
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             if _waits_on_child(task) and task["status"] in ("interrupted", "pending"):
-                self.shared.cancels.add(task["child_run_id"])
+                self.tree.cancels.add(task["child_run_id"])
                 child = await self._open_child(task, self.graph.nodes[task["node"]].child)  # type: ignore[arg-type]
                 await child.drive()
                 self._adopt(child)
@@ -477,12 +517,12 @@ class RunExecution:
         self.cp.add_resolved([{**i, "status": "cancelled", "answer": None, "answered_at": at}
                               for i in self.cp.interrupts])
         self.cp.interrupts = []
-        self.shared.cancels.discard(self.cp.run_id)
+        self.tree.cancels.discard(self.cp.run_id)
         self.dirty = True
         await self.save("cancelled")
 
     def steering_for_run(self) -> list[dict[str, Any]]:
-        return [n for n in self.shared.steering if n["run_id"] == self.cp.run_id]
+        return [n for n in self.tree.steering if n["run_id"] == self.cp.run_id]
 
     # -- advancing ------------------------------------------------------------------
 
@@ -490,7 +530,7 @@ class RunExecution:
         """Every task of the step has ended: route to the next step's tasks (or the
         error that a failing route is recorded as, nothing changed)."""
         incoming: dict[str, dict[str, Any]] = {}
-        for task in self.cp.tasks:
+        for task in self.cp.engine.tasks:
             try:
                 nxt = self.graph.successors(task["node"], task.get("output"),
                                             NodeContext(self, task))
@@ -500,12 +540,12 @@ class RunExecution:
                 incoming.setdefault(name, {})[task["node"]] = task.get("output")
         output = self._last_output()
         self.cp.step += 1
-        self.cp.tasks = [
+        self.cp.engine.tasks = [
             new_task(self.cp.run_id, self.cp.step, name,
                      next(iter(preds.values())) if len(preds) == 1 else preds)
             for name, preds in incoming.items()
         ]
-        if not self.cp.tasks:
+        if not self.cp.engine.tasks:
             self.cp.output = output
         self.dirty = True
         return None
@@ -515,7 +555,7 @@ class RunExecution:
         last = self.cp.last_completed
         if last is None:
             return None
-        task = next((t for t in self.cp.tasks if t["id"] == last["task_id"]), None)
+        task = next((t for t in self.cp.engine.tasks if t["id"] == last["task_id"]), None)
         return task.get("output") if task is not None else None
 
     # -- saving ---------------------------------------------------------------------
@@ -538,7 +578,7 @@ class RunExecution:
             running = asyncio.get_running_loop()
         except RuntimeError:
             return
-        if running is self.shared.loop and not self._inline_sync_node:
+        if running is self.tree.loop and not self._inline_sync_node:
             raise ForgeError("ctx.once is for sync nodes; async nodes use await ctx.once_async")
 
     def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -547,49 +587,44 @@ class RunExecution:
             asyncio.get_running_loop()
         except RuntimeError:
             # A worker thread of the tree's loop: the loop exists (``drive`` set it).
-            assert self.shared.loop is not None
-            return asyncio.run_coroutine_threadsafe(coro, self.shared.loop).result()
+            assert self.tree.loop is not None
+            return asyncio.run_coroutine_threadsafe(coro, self.tree.loop).result()
         # An inline sync node blocks the tree's loop, so nothing else of this run moves:
         # saving on a side loop is safe, and the save is done before once() returns.
         return _SIDE_LOOP.submit(asyncio.run, coro).result()
 
     async def save(self, status: RunStatus) -> bool:
         """Persist the run; False when answers merged meanwhile mean it must go on."""
-        store = self.shared.store
-        self.cp.status = status
-        self.cp.lease = self.shared.lease if status == "running" else None
+        self._mark(status)
+        store = self.tree.store
         if store is None:
             if status == "interrupted":
                 raise ResumeError("interrupts require a checkpoint store and a thread id")
             self.dirty = False
             return True
         async with self._lock:
-            while True:
-                self._stamp()
-                try:
-                    await store.save(self.cp)
-                except CheckpointConflict:
-                    if not self.is_root or not self._merge(await store.load(self.cp.thread_id)):
-                        raise
-                    if self._goes_on(status):
-                        return False
-                    continue
-                self._saved()
-                return True
+            return await converse(store, self._saving(status))
 
     def _save_here(self, status: RunStatus) -> bool:
         """``save`` with the blocking twins, on the store's thread (the tree's other
         coroutines are idle: ``_fits_store_thread``)."""
         assert self._blocking is not None
+        self._mark(status)
+        return converse_blocking(self._blocking, self._saving(status))
+
+    def _mark(self, status: RunStatus) -> None:
         self.cp.status = status
-        self.cp.lease = self.shared.lease if status == "running" else None
+        self.cp.engine.lease = self.tree.lease if status == "running" else None
+
+    def _saving(self, status: RunStatus) -> StoreDialogue[bool]:
+        """The save, as store calls: on a conflict the root takes in what was recorded
+        meanwhile under its lease and tries again (or goes on, when that is new work)."""
         while True:
             self._stamp()
             try:
-                self._blocking.save_sync(self.cp)
+                yield SaveNext(self.cp)
             except CheckpointConflict:
-                if not self.is_root or not self._merge(
-                        self._blocking.load_sync(self.cp.thread_id)):
+                if not self.is_root or not self._merge((yield LoadLatest(self.cp.thread_id))):
                     raise
                 if self._goes_on(status):
                     return False
@@ -600,7 +635,7 @@ class RunExecution:
     def _goes_on(self, status: RunStatus) -> bool:
         """After a merge: answers for a run about to pause mean it must go on instead."""
         if status == "interrupted" and self._has_new_work():
-            self.cp.status, self.cp.lease = "running", self.shared.lease
+            self.cp.status, self.cp.engine.lease = "running", self.tree.lease
             return True
         return False
 
@@ -613,13 +648,13 @@ class RunExecution:
         cp.id, cp.parent_id, cp.created_at = new_id(), self.base, now_ms()
         for record in cp.interrupts:
             record["checkpoint_id"] = cp.id
-        waiting = next((t for t in cp.tasks if t["status"] == "interrupted"), None)
+        waiting = next((t for t in cp.engine.tasks if t["status"] == "interrupted"), None)
         cp.pending_input = waiting["input"] if waiting else None
         if self.is_root:
             open_ids = {i["id"] for i in _tree.pending(cp)}
-            cp.answers = {k: v for k, v in self.shared.inbox.items() if k in open_ids}
-            cp.cancels = sorted(self.shared.cancels)
-            cp.steering = list(self.shared.steering)
+            cp.engine.answers = {k: v for k, v in self.tree.inbox.items() if k in open_ids}
+            cp.engine.cancels = sorted(self.tree.cancels)
+            cp.steering = list(self.tree.steering)
         else:
             cp.steering = self.steering_for_run()
         first = _tree.pending(cp)[:1] if self.is_root else cp.interrupts[:1]
@@ -630,22 +665,22 @@ class RunExecution:
 
     def _merge(self, latest: Checkpoint | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""
-        if latest is None or latest.lease != self.shared.lease:
+        if latest is None or latest.engine.lease != self.tree.lease:
             return False
-        for iid, entry in latest.answers.items():
-            if iid not in self.shared.consumed:
-                self.shared.inbox.setdefault(iid, entry)
-        self.shared.cancels.update(latest.cancels)
-        known = {n["id"] for n in self.shared.steering}
-        self.shared.steering.extend(n for n in latest.steering if n["id"] not in known)
+        for iid, entry in latest.engine.answers.items():
+            if iid not in self.tree.consumed:
+                self.tree.inbox.setdefault(iid, entry)
+        self.tree.cancels.update(latest.engine.cancels)
+        known = {n["id"] for n in self.tree.steering}
+        self.tree.steering.extend(n for n in latest.steering if n["id"] not in known)
         self.base = latest.id
         return True
 
     def _has_new_work(self) -> bool:
         open_ids = {i["id"] for i in _tree.pending(self.cp)}
-        return bool(open_ids & self.shared.unapplied().keys()) \
-            or self.cp.run_id in self.shared.cancels \
-            or any(rid in self.shared.cancels for rid in self.cp.children)
+        return bool(open_ids & self.tree.unapplied().keys()) \
+            or self.cp.run_id in self.tree.cancels \
+            or any(rid in self.tree.cancels for rid in self.cp.engine.children)
 
 
 def _node_args(spec: NodeSpec, node_input: Any, ctx: NodeContext) -> tuple[Any, ...]:

@@ -34,13 +34,14 @@ class _Renamer:
     def checkpoint(self, src: Checkpoint) -> Checkpoint:
         cp = _records.copy_head(src)
         cp.id, cp.parent_id, cp.created_at = new_id(), None, now_ms()
-        cp.forked_from, cp.lease, cp.answers, cp.cancels = src.id, None, {}, []
+        cp.forked_from = src.id
+        cp.engine.lease, cp.engine.answers, cp.engine.cancels = None, {}, []
         cp.thread_id = self.thread(cp.thread_id) or ""
         cp.root_thread_id = self.new_thread
         cp.parent_thread_id = self.thread(cp.parent_thread_id)
         cp.run_id = self.run(cp.run_id) or ""
         cp.parent_run_id = self.run(cp.parent_run_id)
-        for task in cp.tasks:
+        for task in cp.engine.tasks:
             if "child_thread_id" in task:
                 task["child_thread_id"] = self.thread(task["child_thread_id"])
                 task["child_run_id"] = self.run(task["child_run_id"])
@@ -48,7 +49,7 @@ class _Renamer:
             record["id"] = interrupt_id(cp.run_id, record["task_id"], record["kind"],
                                         record["order"])
             record.update(run_id=cp.run_id, thread_id=cp.thread_id, checkpoint_id=cp.id)
-            task = next(t for t in cp.tasks if t["id"] == record["task_id"])
+            task = next(t for t in cp.engine.tasks if t["id"] == record["task_id"])
             task["interrupt_id"] = record["id"]
         for note in cp.steering:
             note["run_id"] = self.run(note["run_id"])
@@ -67,9 +68,9 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
     runs above it wait to be recovered, as a copy taken mid-step does.
     """
     new_thread = new_id()
-    rename = _Renamer(src.thread_id, new_thread, [src.run_id, *src.children])
+    rename = _Renamer(src.thread_id, new_thread, [src.run_id, *src.engine.children])
     originals: dict[str, Checkpoint] = {src.run_id: src}
-    for old_run, summary in src.children.items():
+    for old_run, summary in src.engine.children.items():
         child = await _load_child(store, summary)
         if child is None:
             raise ValueError(f"sub-agent checkpoint {summary['checkpoint_id']!r} is missing")
@@ -79,7 +80,8 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
         _reopen(originals, copies, iid, value)
     summaries = {old: _tree.root_summary(cp) for old, cp in copies.items()}
     for old, cp in copies.items():
-        cp.children = {summaries[rid]["run_id"]: summaries[rid] for rid in originals[old].children}
+        cp.engine.children = {summaries[rid]["run_id"]: summaries[rid]
+                              for rid in originals[old].engine.children}
     root = copies.pop(src.run_id)
     for cp in copies.values():
         await store.save(cp)
@@ -105,7 +107,7 @@ def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid
         raise ResumeError(f"interrupt {iid!r} is not pending at the checkpoint forked")
     record = next(i for i in originals[old_run].interrupts if i["id"] == iid)
     cp = copies[old_run]
-    task = next(t for t in cp.tasks if t["id"] == record["task_id"])
+    task = next(t for t in cp.engine.tasks if t["id"] == record["task_id"])
     for key in ("interrupt_id", "before", "after", "output"):
         task.pop(key, None)
     task.update(input=value, status="pending", answers=[])
@@ -118,5 +120,5 @@ def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid
             return
         child_run = cp.run_id
         old_run, cp = parent_old, copies[parent_old]
-        waiting = next(t for t in cp.tasks if t.get("child_run_id") == child_run)
+        waiting = next(t for t in cp.engine.tasks if t.get("child_run_id") == child_run)
         waiting["status"] = "pending"

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .types import END
-
-if TYPE_CHECKING:
-    from .executor import DurableExecutor
-
-Route = Callable[..., Any]
+from .types import END, Route
 
 
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
-    """One node: a callable (sync or async, with or without ctx) or a child executor."""
+    """One node: a callable (sync or async, with or without ctx) or a sub-agent's graph."""
 
     name: str
     fn: Any
     wants_ctx: bool
     is_async: bool
-    child: DurableExecutor | None
+    child: Graph | None
 
 
 def _accepts_ctx(fn: Callable[..., Any]) -> bool:
@@ -50,9 +45,9 @@ class Graph:
         edges: dict[str, Route] | None,
         interrupt_before: Sequence[str],
         interrupt_after: Sequence[str],
+        sub_agents: Mapping[str, Graph] | None = None,
     ) -> None:
-        from .executor import DurableExecutor
-
+        """``sub_agents``: the graphs of the nodes that run as child runs, by node name."""
         if not nodes:
             raise ValueError("a graph needs at least one node")
         self.order = [name for name, _ in nodes]
@@ -60,7 +55,7 @@ class Graph:
             raise ValueError(f"node names must be unique and not {END!r}: {self.order}")
         self.nodes: dict[str, NodeSpec] = {}
         for name, fn in nodes:
-            child = fn if isinstance(fn, DurableExecutor) else None
+            child = (sub_agents or {}).get(name)
             if child is None and not callable(fn):
                 raise TypeError(f"node {name!r} is neither callable nor a DurableExecutor")
             wants_ctx = child is None and _accepts_ctx(fn)

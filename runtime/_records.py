@@ -50,7 +50,7 @@ def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
 
 
 def head_of(cp: Checkpoint) -> dict[str, Any]:
-    doc = {name: getattr(cp, name) for name in HEAD_NAMES}
+    doc = {name: cp.stored(name) for name in HEAD_NAMES}
     doc["_last"] = cp.last_completed
     # What the executor derives from the tasks and interrupts is not stored twice.
     pending_input, payload = _derived(doc)
@@ -240,7 +240,8 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Encoded]:
         history, state, resolved = cp.history, cp.state, cp.resolved
         if history:
             last = history[-1]
-            done = next((t["id"] for t in reversed(cp.tasks) if t["node"] == last["node"]), None)
+            done = next((t["id"] for t in reversed(cp.engine.tasks) if t["node"] == last["node"]),
+                        None)
             cp.last_completed = {"node": last["node"], "task_id": done,
                                  "cancelled": bool(last.get("cancelled"))}
         additions = _added_since(prev, cp) if prev is not None else None

@@ -23,7 +23,7 @@ def root_summary(root: Checkpoint) -> dict[str, Any]:
 
 def runs(root: Checkpoint) -> list[dict[str, Any]]:
     """Every run of the tree, root first, then by namespace (stable)."""
-    return [root_summary(root), *_sorted_children(root.children)]
+    return [root_summary(root), *_sorted_children(root.engine.children)]
 
 
 def runs_of(head: dict[str, Any]) -> list[dict[str, Any]]:
@@ -39,7 +39,7 @@ def _sorted_children(children: dict[str, dict[str, Any]]) -> list[dict[str, Any]
 def find_run(root: Checkpoint, run_id: str) -> dict[str, Any] | None:
     if run_id == root.run_id:
         return root_summary(root)
-    return root.children.get(run_id)
+    return root.engine.children.get(run_id)
 
 
 def pending(root: Checkpoint) -> list[dict[str, Any]]:
@@ -49,12 +49,12 @@ def pending(root: Checkpoint) -> list[dict[str, Any]]:
 
 def open_interrupts(root: Checkpoint) -> list[dict[str, Any]]:
     """Pending interrupts nobody has answered yet (accepted answers wait in the inbox)."""
-    return [i for i in pending(root) if i["id"] not in root.answers]
+    return [i for i in pending(root) if i["id"] not in root.engine.answers]
 
 
 def descendants(root: Checkpoint, run_id: str) -> set[str]:
     """``run_id`` and every run below it."""
-    parent_of = {rid: r["parent_run_id"] for rid, r in root.children.items()}
+    parent_of = {rid: r["parent_run_id"] for rid, r in root.engine.children.items()}
     found = {run_id}
     changed = True
     while changed:
@@ -75,7 +75,7 @@ def latest_metadata(root: Checkpoint, run: dict[str, Any] | None = None) -> dict
         "run_id": run["run_id"],
         "checkpoint_id": run["checkpoint_id"],
         "status": run["status"],
-        "interrupts": [i for i in run["interrupts"] if i["id"] not in root.answers],
+        "interrupts": [i for i in run["interrupts"] if i["id"] not in root.engine.answers],
     }
 
 

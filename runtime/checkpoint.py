@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -69,11 +69,35 @@ class _GrowingField:
 
 
 @dataclass
+class RunBookkeeping:
+    """The executor's own records of a run, saved with each checkpoint. Internal: the
+    executor and the stores read them, and their shape may change between versions.
+
+    They are stored flat, beside the checkpoint's other fields (``FIELD_NAMES``).
+    """
+
+    # The current step's tasks: id, node, input, status, answers (by order), output...
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    # Accepted answers not yet applied, by interrupt id (kept on the root of a tree).
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Runs of the tree that a person asked to cancel, not yet applied (root only).
+    cancels: list[str] = field(default_factory=list)
+    # Every descendant run, by run id: thread, namespace, status, checkpoint, interrupts.
+    children: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Which executor is applying this run right now (None when nobody is).
+    lease: str | None = None
+
+
+BOOKKEEPING: tuple[str, ...] = tuple(f.name for f in fields(RunBookkeeping))
+
+
+@dataclass
 class Checkpoint:
     """One saved point of one run's thread. Every field is JSON-serialisable.
 
     ``history``, ``state`` and ``resolved`` grow with the thread; a checkpoint loaded from
     a store builds them only when they are read, and the executor never reads them.
+    ``engine`` holds the executor's internal records of the run (``RunBookkeeping``).
     """
 
     id: str
@@ -98,8 +122,6 @@ class Checkpoint:
     parent_run_id: str | None = None
     parent_thread_id: str | None = None
     sub_agent_id: str | None = None
-    # The current step's tasks: id, node, input, status, answers (by order), output...
-    tasks: list[dict[str, Any]] = field(default_factory=list)
     # This run's own pending interrupts (Interrupt.to_dict()).
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     # This run's ended interrupts: the interrupt plus status, answer and when.
@@ -107,20 +129,13 @@ class Checkpoint:
         resolved: list[dict[str, Any]] = field(default_factory=list)
     else:
         resolved: list = _GrowingField(())
-    # Accepted answers not yet applied, by interrupt id (kept on the root of a tree).
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Runs of the tree that a person asked to cancel, not yet applied (root only).
-    cancels: list[str] = field(default_factory=list)
     steering: list[dict[str, Any]] = field(default_factory=list)
     once: dict[str, Any] = field(default_factory=dict)
     output: Any = None
     error: dict[str, Any] | None = None
     forked_from: str | None = None
-    # Every descendant run, by run id: thread, namespace, status, checkpoint, interrupts.
-    children: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Which executor is applying this run right now (None when nobody is).
-    lease: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    engine: RunBookkeeping = field(default_factory=RunBookkeeping)
 
     def __post_init__(self) -> None:
         # Internal, not fields: what the executor added since the last save, the head
@@ -138,13 +153,14 @@ class Checkpoint:
     @classmethod
     def with_growing(cls, fields: dict[str, Any],
                      growing: Growing | Callable[[], Growing]) -> Checkpoint:
-        """A checkpoint whose growing fields are ``growing``, or built by it when read."""
+        """A checkpoint from its stored ``fields`` (``FIELD_NAMES`` but the growing ones)
+        whose growing fields are ``growing``, or built by it when read."""
         if callable(growing):
-            cp = cls(**fields, state={}, history=[])
+            cp = cls.from_stored(fields, state={}, history=[])
             cp._source = growing
         else:
             history, state, resolved = growing
-            cp = cls(**fields, state=state, history=history, resolved=resolved)
+            cp = cls.from_stored(fields, state=state, history=history, resolved=resolved)
         cp.additions = Additions()
         return cp
 
@@ -211,12 +227,24 @@ class Checkpoint:
         the next save of this checkpoint is a patch against it."""
         self._base, self._base_doc = (checkpoint_id or self.id, head_text), None
 
+    def stored(self, name: str) -> Any:
+        """The value stored under ``name``, one of ``FIELD_NAMES``."""
+        return getattr(self.engine, name) if name in BOOKKEEPING else getattr(self, name)
+
+    @classmethod
+    def from_stored(cls, values: dict[str, Any], **growing: Any) -> Checkpoint:
+        """A checkpoint from values stored under ``FIELD_NAMES``; ``growing``: the growing
+        fields, when ``values`` lacks them."""
+        plain = {name: value for name, value in values.items() if name not in BOOKKEEPING}
+        kept = {name: value for name, value in values.items() if name in BOOKKEEPING}
+        return cls(**plain, **growing, engine=RunBookkeeping(**kept))
+
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in FIELD_NAMES}
+        return {name: self.stored(name) for name in FIELD_NAMES}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Checkpoint:
-        return cls(**{name: data[name] for name in FIELD_NAMES if name in data})
+        return cls.from_stored({name: data[name] for name in FIELD_NAMES if name in data})
 
     def to_json(self) -> str:
         return dumps_proven(self.to_dict())
@@ -226,7 +254,15 @@ class Checkpoint:
         return cls.from_dict(json.loads(text))
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))
+# How a checkpoint is stored: flat, the executor's bookkeeping beside the rest, in this
+# order (the heads already in databases were written so).
+FIELD_NAMES: tuple[str, ...] = (
+    "id", "thread_id", "node", "interrupt_payload", "state", "history", "pending_input",
+    "created_at", "run_id", "parent_id", "namespace", "status", "step", "graph",
+    "root_thread_id", "parent_run_id", "parent_thread_id", "sub_agent_id", "tasks",
+    "interrupts", "resolved", "answers", "cancels", "steering", "once", "output", "error",
+    "forked_from", "children", "lease", "metadata",
+)
 
 
 @runtime_checkable
@@ -311,7 +347,7 @@ _blocking_types: dict[type, bool] = {}
 
 def as_blocking(store: object) -> BlockingStore | None:
     """``store`` if it is a ``BlockingStore``, else None (decided once per type: a
-    protocol ``isinstance`` costs tens of microseconds)."""
+    protocol ``isinstance`` checks every member, and this runs on every save)."""
     kind = type(store)
     blocking = _blocking_types.get(kind)
     if blocking is None:
@@ -319,7 +355,77 @@ def as_blocking(store: object) -> BlockingStore | None:
     return store if blocking else None  # type: ignore[return-value]
 
 
+@dataclass(frozen=True, slots=True)
+class LoadLatest:
+    """A store call a dialogue asks for: ``load(thread_id)``."""
+
+    thread_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveNext:
+    """A store call a dialogue asks for: ``save(checkpoint)``."""
+
+    checkpoint: Checkpoint
+
+
+# Store work written once for sync and async callers: the generator yields the calls it
+# needs, gets each call's result sent back (a conflict thrown back in), and returns its
+# answer; ``converse`` and ``converse_blocking`` are the two thin drivers.
+StoreDialogue = Generator[LoadLatest | SaveNext, Checkpoint | None, T]
+
+
+async def converse(store: CheckpointStore, dialogue: StoreDialogue[T]) -> T:
+    """Carry out ``dialogue`` with ``store``'s async calls."""
+    reply: Checkpoint | None = None
+    conflict: CheckpointConflict | None = None
+    while True:
+        try:
+            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        reply, conflict = None, None
+        try:
+            if isinstance(call, LoadLatest):
+                reply = await store.load(call.thread_id)
+            else:
+                await store.save(call.checkpoint)
+        except CheckpointConflict as exc:
+            conflict = exc
+
+
+def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
+    """Carry out ``dialogue`` with ``store``'s blocking twins, on a thread that may."""
+    reply: Checkpoint | None = None
+    conflict: CheckpointConflict | None = None
+    while True:
+        try:
+            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        reply, conflict = None, None
+        try:
+            if isinstance(call, LoadLatest):
+                reply = store.load_sync(call.thread_id)
+            else:
+                store.save_sync(call.checkpoint)
+        except CheckpointConflict as exc:
+            conflict = exc
+
+
 Change = Callable[[Checkpoint | None], Checkpoint]
+
+
+def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Checkpoint]:
+    """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new
+    latest on ``CheckpointConflict``; the checkpoint saved."""
+    while True:
+        cp = change((yield LoadLatest(thread_id)))
+        try:
+            yield SaveNext(cp)
+        except CheckpointConflict:
+            continue
+        return cp
 
 
 async def update_latest(store: CheckpointStore, thread_id: str, change: Change) -> Checkpoint:
@@ -334,22 +440,10 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
     if blocking is not None:
         return await blocking.call_in_store_thread(
             partial(update_latest_blocking, blocking, thread_id, change))
-    while True:
-        cp = change(await store.load(thread_id))
-        try:
-            await store.save(cp)
-        except CheckpointConflict:
-            continue
-        return cp
+    return await converse(store, _latest_changed(thread_id, change))
 
 
 def update_latest_blocking(store: BlockingStore, thread_id: str,
                            change: Change) -> Checkpoint:
     """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
-    while True:
-        cp = change(store.load_sync(thread_id))
-        try:
-            store.save_sync(cp)
-        except CheckpointConflict:
-            continue
-        return cp
+    return converse_blocking(store, _latest_changed(thread_id, change))

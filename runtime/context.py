@@ -4,23 +4,41 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._answer_schema import check_answer_schema
 from ._jsonvalue import NotJSON, json_copy
+from .checkpoint import Checkpoint
 from .errors import ForgeError
 from .signal import InterruptSignal
 
-if TYPE_CHECKING:
-    from ._engine import RunExecution
-
 _MISSING: Any = object()
+
+
+class _RunInProgress(Protocol):
+    """What a node's context needs of the run executing the node."""
+
+    @property
+    def cp(self) -> Checkpoint:
+        """The run's working checkpoint."""
+
+    def steering_for_run(self) -> list[dict[str, Any]]:
+        """The steering notes aimed at this run, oldest first."""
+
+    def check_can_block(self) -> None:
+        """Refuse a blocking ``once`` where it would block the run's event loop."""
+
+    def record_once_blocking(self, key: str, result: Any) -> None:
+        """Save ``result`` under ``key`` before returning, from a sync node."""
+
+    async def record_once(self, key: str, result: Any) -> None:
+        """Save ``result`` under ``key`` before returning, from an async node."""
 
 
 class NodeContext:
     """Handed to ``fn(input, ctx)``; one per task attempt."""
 
-    def __init__(self, execution: RunExecution, task: dict[str, Any]) -> None:
+    def __init__(self, execution: _RunInProgress, task: dict[str, Any]) -> None:
         self._execution = execution
         self._task = task
         self._next_order = 0
@@ -46,14 +64,9 @@ class NodeContext:
         return list(self._execution.cp.namespace)
 
     @property
-    def steering_notes(self) -> list[dict[str, Any]]:
-        """Steering notes aimed at this run, oldest first (target, text, time)."""
-        return self._execution.steering_for_run()
-
-    @property
     def steering(self) -> list[str]:
         """The texts of the steering notes aimed at this run, oldest first."""
-        return [note["text"] for note in self.steering_notes]
+        return [note["text"] for note in self._execution.steering_for_run()]
 
     def interrupt(
         self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 from . import _tree
 from ._accept import accept_answers, accept_cancel, accept_note
-from ._engine import FINISHED, Durability, RunExecution, Shared, SyncNodes, new_task
+from ._engine import FINISHED, RunExecution, TreeState, new_task
 from ._fork import fork_tree
-from ._graph import Graph, Route
+from ._graph import Graph
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
 from .checkpoint import (
@@ -20,6 +21,7 @@ from .checkpoint import (
     BlockingStore,
     Checkpoint,
     CheckpointStore,
+    RunBookkeeping,
     as_blocking,
     run_from_sync,
     update_latest,
@@ -27,10 +29,27 @@ from .checkpoint import (
 )
 from .errors import ForgeError, NodeError, ResumeError, StaleResumeTarget
 from .stores.memory import InMemoryCheckpointStore
-from .types import Command, ResumeTarget, RunNode, RunResult
+from .types import (
+    Command,
+    Durability,
+    ResumeTarget,
+    Route,
+    RunNode,
+    RunResult,
+    SyncNodes,
+)
 
 T = TypeVar("T")
 _DEFAULT_STORE: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class GraphShape:
+    """A read-only outline of an executor's graph (``DurableExecutor.shape``)."""
+
+    nodes: tuple[str, ...]  # in the order given, which is also the default flow
+    routed: tuple[str, ...]  # nodes whose successors a route chooses, as given
+    sub_agents: Mapping[str, DurableExecutor]  # nodes that run as child runs
 
 
 def _as_command(value: Any) -> Command:
@@ -66,7 +85,10 @@ class DurableExecutor:
             raise ValueError(f"durability must be 'sync' or 'exit', not {durability!r}")
         if sync_nodes not in ("auto", "thread"):
             raise ValueError(f"sync_nodes must be 'auto' or 'thread', not {sync_nodes!r}")
-        self.graph = Graph(nodes, edges, interrupt_before, interrupt_after)
+        sub_agents = {name: node for name, node in nodes if isinstance(node, DurableExecutor)}
+        self._graph: Graph = Graph(nodes, edges, interrupt_before, interrupt_after,
+                                   {name: agent._graph for name, agent in sub_agents.items()})
+        self._sub_agents = sub_agents
         self.store: CheckpointStore | None = (
             InMemoryCheckpointStore() if store is _DEFAULT_STORE else store)
         self.name = name
@@ -75,6 +97,12 @@ class DurableExecutor:
         # JSON Schema of the run's input: the runtime keeps it for tools (the dashboard
         # builds its start form from it and checks inputs against it); it never checks.
         self.input_schema = input_schema
+
+    @property
+    def shape(self) -> GraphShape:
+        """The graph's nodes, which of them route and which are sub-agents (to draw it)."""
+        return GraphShape(tuple(self._graph.order), tuple(self._graph.edges),
+                          dict(self._sub_agents))
 
     def with_store(self, store: CheckpointStore | None,
                    sync_nodes: SyncNodes | None = None) -> DurableExecutor:
@@ -108,7 +136,7 @@ class DurableExecutor:
         try:
             return json_copy(input)
         except NotJSON as exc:
-            raise NodeError(self.graph.first, "", f"run input: {exc}") from None
+            raise NodeError(self._graph.first, "", f"run input: {exc}") from None
 
     def _new_run(self, input: Any, thread_id: str | None, existing: Checkpoint | None,
                  run_id: str | None, taken: bool, metadata: dict[str, Any] | None,
@@ -128,13 +156,14 @@ class DurableExecutor:
             id="", thread_id=thread_id, node=None, interrupt_payload=None, state={},
             history=[], pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
-            tasks=[new_task(run_id, 0, self.graph.first, input)], lease=new_id(),
             once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
+            engine=RunBookkeeping(tasks=[new_task(run_id, 0, self._graph.first, input)],
+                                  lease=new_id()),
         )
         cp.additions = Additions(reset=True)
         if existing is not None:  # the new run's first save is a patch against the old head
             cp._base, cp._base_doc = existing._base, existing._base_doc
-        return RunExecution(self, cp, Shared.from_root(cp, self, loop),
+        return RunExecution(self._graph, cp, self._tree_state(cp, loop),
                             existing.id if existing else None)
 
     # -- answering ------------------------------------------------------------------
@@ -143,7 +172,7 @@ class DurableExecutor:
         """Answer the thread's one pending interrupt (or several with ``resume_map``)."""
         command = _as_command(value_or_command)
         try:
-            # A root thread (the usual case): read, accept and claim in one store update.
+            # A root thread (the usual case): read, accept and take the lease in one update.
             return await self._submit(_answer(thread_id, None, command, root_only=True))
         except _SubAgentThread as sub:
             return await self._submit(_answer_sub_agent(sub, command))
@@ -157,9 +186,9 @@ class DurableExecutor:
     async def steer(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Record a steering note for one run; nodes read it as ``ctx.steering``."""
         root_thread = await self._root_thread_of_run(target.run_id)
-        claim = _Claim(root_thread, lambda root: accept_note(root, target, text), drive=False)
-        await self._submit(claim)
-        return claim.accepted  # type: ignore[no-any-return]
+        request = _Request(root_thread, lambda root: accept_note(root, target, text), drive=False)
+        await self._submit(request)
+        return request.accepted  # type: ignore[no-any-return]
 
     async def cancel(self, target: str | ResumeTarget) -> RunResult:
         """Cancel a root run (by thread id) or one sub-agent run and all below it."""
@@ -169,64 +198,68 @@ class DurableExecutor:
             root_thread = cp.root_thread_id
         else:
             run_target, root_thread = target, await self._root_thread_of_run(target.run_id)
-        return await self._submit(_Claim(root_thread, lambda root: accept_cancel(root,
-                                                                                 run_target)))
+        return await self._submit(
+            _Request(root_thread, lambda root: accept_cancel(root, run_target)))
 
     async def recover(self, thread_id: str) -> RunResult:
         """Go on with a run whose executor died (``running``) or whose node failed."""
         def take_over(root: Checkpoint) -> None:
             if root.status in ("running", "failed"):
                 root.error = None
-                root.lease = None  # the old holder is gone: _submit takes a new lease
-            elif root.status == "interrupted" and not root.answers and not root.cancels:
+                root.engine.lease = None  # the old holder is gone: _submit takes a new lease
+            elif root.status == "interrupted" and not (root.engine.answers
+                                                       or root.engine.cancels):
                 raise _NothingToDo
 
         try:
-            return await self._submit(_Claim(thread_id, take_over))
+            return await self._submit(_Request(thread_id, take_over))
         except _NothingToDo:
             return await self.get_state(thread_id)
 
-    async def _submit(self, claim: _Claim) -> RunResult:
+    async def _submit(self, request: _Request) -> RunResult:
         """Record a request on the root with a compare-and-set; apply it if nobody is."""
         store = self._require_store()
         blocking = as_blocking(store)
-        if blocking is not None and claim.drive:
+        if blocking is not None and request.drive:
             root, execution, begun = await blocking.call_in_store_thread(partial(
-                self._claim_and_begin, blocking, claim, asyncio.get_running_loop()))
+                self._record_and_begin, blocking, request, asyncio.get_running_loop()))
         else:
-            root, begun = await update_latest(store, claim.root_thread, claim), False
-            execution = self._execution(root, claim, asyncio.get_running_loop())
+            root, begun = await update_latest(store, request.root_thread, request), False
+            execution = self._execution(root, request, asyncio.get_running_loop())
         if execution is None:
             return self._result(root)
         await execution.drive(begun=begun)
         return self._result(execution.cp)
 
-    def _submit_here(self, blocking: BlockingStore, claim: _Claim) -> RunResult:
+    def _submit_here(self, blocking: BlockingStore, request: _Request) -> RunResult:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
-        claim, then drive right here (``RunExecution.drive_here``)."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim)
-        execution = self._execution(root, claim, None)
+        record, then drive right here (``RunExecution.drive_here``)."""
+        root = update_latest_blocking(blocking, request.root_thread, request)
+        execution = self._execution(root, request, None)
         if execution is None:
             return self._result(root)
         execution.drive_here()
         return self._result(execution.cp)
 
-    def _claim_and_begin(self, blocking: BlockingStore, claim: _Claim,
-                         loop: asyncio.AbstractEventLoop,
-                         ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
-        """On the store's thread: claim, then go on as far as lone sync steps reach
-        (``drive_on_store_thread``); the loop does the rest."""
-        root = update_latest_blocking(blocking, claim.root_thread, claim)
-        execution = self._execution(root, claim, loop)
+    def _record_and_begin(self, blocking: BlockingStore, request: _Request,
+                          loop: asyncio.AbstractEventLoop,
+                          ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+        """On the store's thread: record the request, then go on as far as lone sync steps
+        reach (``drive_on_store_thread``); the loop does the rest."""
+        root = update_latest_blocking(blocking, request.root_thread, request)
+        execution = self._execution(root, request, loop)
         return root, execution, execution is not None and execution.drive_on_store_thread()
 
-    def _execution(self, root: Checkpoint, claim: _Claim,
+    def _execution(self, root: Checkpoint, request: _Request,
                    loop: asyncio.AbstractEventLoop | None) -> RunExecution | None:
-        """The execution that applies the tree, if ``claim`` took its lease (else someone
+        """The execution that applies the tree, if ``request`` took its lease (else someone
         else is applying it, or the request was only a note)."""
-        if not claim.take_lease:
+        if not request.take_lease:
             return None
-        return RunExecution(self, root, Shared.from_root(root, self, loop), root.id)
+        return RunExecution(self._graph, root, self._tree_state(root, loop), root.id)
+
+    def _tree_state(self, root: Checkpoint, loop: asyncio.AbstractEventLoop | None) -> TreeState:
+        return TreeState.from_root(root, self.store, self.durability, self.sync_nodes, loop)
 
     def _blocking_here(self) -> BlockingStore | None:
         """The store, if this sync caller may call its blocking twins on its own thread."""
@@ -286,7 +319,7 @@ class DurableExecutor:
                  ) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.run(input, thread_id, metadata=metadata, run_id=run_id))
+            return self._run_to_end(self.run(input, thread_id, metadata=metadata, run_id=run_id))
         input = self._run_input(input)
         existing = blocking.load_sync(thread_id) if thread_id is not None else None
         taken = run_id is not None and blocking.load_run_sync(run_id) is not None
@@ -297,7 +330,7 @@ class DurableExecutor:
     def resume_sync(self, thread_id: str, value_or_command: Any) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.resume(thread_id, value_or_command))
+            return self._run_to_end(self.resume(thread_id, value_or_command))
         command = _as_command(value_or_command)
         try:
             return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
@@ -307,7 +340,7 @@ class DurableExecutor:
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         blocking = self._blocking_here()
         if blocking is None:
-            return self._finish(self.resume_targeted(target, command))
+            return self._run_to_end(self.resume_targeted(target, command))
         root = blocking.load_run_sync(target.run_id)
         if root is None:
             raise _unknown_run(target.run_id)
@@ -316,20 +349,20 @@ class DurableExecutor:
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: Mapping[str, Any] | None = None) -> str:
-        return self._finish(self.fork(thread_id, checkpoint_id, inputs=inputs))
+        return self._run_to_end(self.fork(thread_id, checkpoint_id, inputs=inputs))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
-        return self._finish(self.steer(target, text))
+        return self._run_to_end(self.steer(target, text))
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
-        return self._finish(self.cancel(target))
+        return self._run_to_end(self.cancel(target))
 
     def recover_sync(self, thread_id: str) -> RunResult:
-        return self._finish(self.recover(thread_id))
+        return self._run_to_end(self.recover(thread_id))
 
     # -- helpers --------------------------------------------------------------------
 
-    def _finish(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _run_to_end(self, coro: Coroutine[Any, Any, T]) -> T:
         """A sync twin's async method, run to its end the store's way (``run_from_sync``)."""
         if not _loop_running():
             return run_from_sync(self.store, coro)
@@ -368,7 +401,7 @@ class DurableExecutor:
         )
 
 
-class _Claim:
+class _Request:
     """A request's change to the root's latest checkpoint (``update_latest``'s ``change``):
     accept it, take the tree's lease if nobody holds it, and become the next checkpoint.
 
@@ -392,20 +425,20 @@ class _Claim:
         if self.root_only and root.parent_run_id is not None:
             raise _SubAgentThread(root)
         self.accepted = self.accept(root)
-        self.take_lease = self.drive and (root.status != "running" or root.lease is None)
+        self.take_lease = self.drive and (root.status != "running" or root.engine.lease is None)
         if self.take_lease:
-            root.status, root.lease = "running", new_id()
+            root.status, root.engine.lease = "running", new_id()
         root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
         return root
 
 
 def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
-            root_only: bool = False) -> _Claim:
-    return _Claim(root_thread, lambda root: accept_answers(root, target, command),
+            root_only: bool = False) -> _Request:
+    return _Request(root_thread, lambda root: accept_answers(root, target, command),
                   root_only=root_only)
 
 
-def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Claim:
+def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Request:
     """``resume`` was given a sub-agent's thread: answer that run through its root."""
     return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
 

@@ -1,4 +1,4 @@
-"""The pause signal raised by ``ctx.interrupt``."""
+"""The pause signal raised by ``ctx.interrupt``; node code never raises it itself."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ from typing import Any
 
 
 class InterruptSignal(BaseException):
-    """Raised inside a node to pause the run; caught by the executor only.
+    """Raised by ``ctx.interrupt`` to pause the run; caught by the executor only.
 
-    A ``BaseException`` so that ``except Exception`` in node code cannot swallow it.
+    Users call ``ctx.interrupt`` and never raise this themselves: the executor records
+    the pause from what ``ctx.interrupt`` put in it. It is public so that code catching
+    ``BaseException`` can recognise a pause and re-raise it. A ``BaseException`` so that
+    ``except Exception`` in node code cannot swallow it.
     """
 
     def __init__(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -11,6 +12,13 @@ END: Final = "__end__"
 RunStatus = Literal["running", "interrupted", "completed", "cancelled", "failed"]
 InterruptKind = Literal["node", "before", "after"]
 ChildPolicy = Literal["leave", "cancel"]
+Durability = Literal["sync", "exit"]
+"""When a run is saved: after every step, or only at pauses, side effects and the end."""
+SyncNodes = Literal["auto", "thread"]
+"""Where sync nodes run: inline when alone in their step, or always in a worker thread."""
+Route = Callable[..., Any]
+"""``route(output)`` or ``route(output, ctx)``: the next node's name, a list of names, or
+``END``."""
 
 
 @dataclass(frozen=True, slots=True)

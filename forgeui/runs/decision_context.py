@@ -51,7 +51,7 @@ def node_input(paused: Checkpoint | None, task_id: str) -> tuple[bool, Any]:
     """The input flowing into the paused task (its task record, else ``pending_input``)."""
     if paused is None:
         return False, None
-    for task in paused.tasks:
+    for task in paused.engine.tasks:
         if task.get("id") == task_id and "input" in task:
             return True, task["input"]
     return True, paused.pending_input

@@ -585,7 +585,7 @@ def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
         raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
                              f"answer, not both", loc=["body", "answers"])
     pending = {i["id"]: i for i in source.interrupts}
-    for summary in source.children.values():
+    for summary in source.engine.children.values():
         pending.update((i["id"], i) for i in summary.get("interrupts") or [])
     edits = []
     for kind, changes in (("input", inputs), ("answer", answers)):

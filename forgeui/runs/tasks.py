@@ -138,7 +138,7 @@ def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
     if run is None:
         return "gone"
     root = root_checkpoint(run)
-    if root is not None and interrupt_id in root.answers:
+    if root is not None and interrupt_id in root.engine.answers:
         return "accepted"
     if any(record["id"] == interrupt_id for record in run.interrupts):
         return "open"

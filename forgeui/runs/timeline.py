@@ -180,7 +180,8 @@ def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
         resolved=[_resolution(r, answers.get(r["id"])) for r in ended],
         diff=state_diff(previous.state if previous else {}, cp.state),
         forked_from=cp.forked_from if previous is None else None, state=cp.state,
-        input=cp.tasks[0].get("input") if starts and cp.step == 0 and cp.tasks else None,
+        input=(cp.engine.tasks[0].get("input")
+               if starts and cp.step == 0 and cp.engine.tasks else None),
         namespace=list(cp.namespace), thread_id=cp.thread_id,
     )
 
@@ -193,7 +194,7 @@ def _what_happened(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
     added = cp.history[done:] if len(cp.history) >= done else cp.history
     for names in ([h["node"] for h in added], [r["node"] for r in ended],
                   [i["node"] for i in raised],
-                  [t["node"] for t in cp.tasks if t.get("status") == "interrupted"]):
+                  [t["node"] for t in cp.engine.tasks if t.get("status") == "interrupted"]):
         if names:
             return list(dict.fromkeys(names))
     return [cp.node] if cp.node else []

@@ -79,8 +79,8 @@ def upsert_run(cp: Checkpoint, using: str) -> None:
 
 def run_input(cp: Checkpoint) -> Any:
     """What the run was started with, readable while it is at its first step."""
-    if cp.step == 0 and len(cp.tasks) == 1:
-        return cp.tasks[0].get("input")
+    if cp.step == 0 and len(cp.engine.tasks) == 1:
+        return cp.engine.tasks[0].get("input")
     return None
 
 

@@ -61,7 +61,7 @@ def draw(executor: DurableExecutor, marks: Marks) -> SafeString:
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
         f'aria-labelledby="graph-title">',
         f'<title id="graph-title">Graph {escape(executor.name)}: '
-        f'{len(executor.graph.order)} nodes; paused at {escape(paused)}</title>',
+        f'{len(executor.shape.nodes)} nodes; paused at {escape(paused)}</title>',
         '<defs><marker id="graph-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
         '<path d="M0,0 L10,5 L0,10 z" class="graph-arrowhead"/></marker></defs>',
@@ -73,30 +73,30 @@ def draw(executor: DurableExecutor, marks: Marks) -> SafeString:
 
 def lay_out(executor: DurableExecutor, path: Path, marks: Marks) -> Shape:
     shape = Shape(executor, path)
-    graph = executor.graph
-    for name in graph.order:
-        spec = graph.nodes[name]
-        if spec.child is not None:
-            child = lay_out(spec.child, (*path, name), marks)
+    graph = executor.shape
+    for name in graph.nodes:
+        sub_agent = graph.sub_agents.get(name)
+        if sub_agent is not None:
+            child = lay_out(sub_agent, (*path, name), marks)
             shape.children[name] = child
             shape.sizes[name] = (max(child.width + 2 * PAD, _label_width(name)),
                                  child.height + 2 * PAD + LABEL_H)
         else:
             shape.sizes[name] = (max(NODE_W, _label_width(name)), NODE_H)
     shape.edges, shape.stubs = edges_of(executor, marks.observed.get(path, set()))
-    _place(shape, _layers(graph.order, shape.edges))
+    _place(shape, _layers(list(graph.nodes), shape.edges))
     return shape
 
 
 def edges_of(executor: DurableExecutor, observed: set[Edge]) -> tuple[list[Edge], list[str]]:
     """Fixed edges (list order), the routed ones the run took, and routed nodes not left yet."""
-    graph = executor.graph
+    graph = executor.shape
     edges: list[Edge] = []
     stubs: list[str] = []
-    for here, after in zip(graph.order, graph.order[1:], strict=False):
-        if here not in graph.edges:
+    for here, after in zip(graph.nodes, graph.nodes[1:], strict=False):
+        if here not in graph.routed:
             edges.append((here, after))
-    for name in graph.edges:
+    for name in graph.routed:
         taken = sorted((a, b) for a, b in observed if a == name and b in graph.nodes)
         edges.extend(taken)
         if not taken:
@@ -140,7 +140,7 @@ def _place(shape: Shape, rows: list[list[str]]) -> None:
 def _render(shape: Shape, left: float, top: float, marks: Marks) -> list[str]:
     parts = [_edge(shape, a, b, left, top) for a, b in shape.edges]
     parts += [_stub(shape, name, left, top) for name in shape.stubs]
-    for name in shape.executor.graph.order:
+    for name in shape.executor.shape.nodes:
         parts += _node(shape, name, left, top, marks)
     return parts
 

@@ -94,7 +94,7 @@ def _set_depth(node: RunNode, depth: int) -> None:
 def paused_inputs(node: RunNode) -> dict[str, Any]:
     """The input each paused task of the run was given, by task id (for edit-then-fork)."""
     latest = DjangoCheckpointStore().load_by_id_sync(node.run.latest_checkpoint_id)
-    return {task["id"]: task.get("input") for task in latest.tasks} if latest else {}
+    return {task["id"]: task.get("input") for task in latest.engine.tasks} if latest else {}
 
 
 def drawing(root: RunNode) -> tuple[str, str]:
@@ -103,7 +103,7 @@ def drawing(root: RunNode) -> tuple[str, str]:
         executor = registry.executor_for(root.run.graph)
     except ForgeUIError as exc:
         return "", str(exc)
-    return graphsvg.draw(executor, marks(root, bool(executor.graph.edges))), ""
+    return graphsvg.draw(executor, marks(root, bool(executor.shape.routed))), ""
 
 
 def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
@@ -123,6 +123,6 @@ def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str,
     """Node pairs of consecutive steps: where the root's routes have led so far."""
     steps: dict[int, set[str]] = defaultdict(set)
     for cp in store.list_sync(thread_id):
-        steps[cp.step].update(task["node"] for task in cp.tasks)
+        steps[cp.step].update(task["node"] for task in cp.engine.tasks)
     return {(a, b) for step, names in steps.items() for a in names
             for b in steps.get(step + 1, ())}

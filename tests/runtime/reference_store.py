@@ -32,7 +32,7 @@ class FullCopyReference(InMemoryCheckpointStore):
         self.order.pop(thread_id, None)
 
     def _expected(self, cp: Checkpoint) -> dict[str, Any]:
-        head = {name: getattr(cp, name) for name in FIELD_NAMES if name not in GROWING}
+        head = {name: cp.stored(name) for name in FIELD_NAMES if name not in GROWING}
         added = cp.additions
         if added is None:
             return {**head, "history": cp.history, "state": cp.state, "resolved": cp.resolved}

@@ -1,4 +1,4 @@
-"""Static breakpoints (SPEC §1.6): pause before or after a node without touching it."""
+"""Static breakpoints: pause before or after a node without touching it."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def with_sub_agent(calls: Calls, **breakpoints: Any) -> DurableExecutor:
 
 
 async def test_interrupt_before_a_sub_agent_node() -> None:
-    """A node may be a DurableExecutor (§1.1); breakpoints name nodes of either kind."""
+    """A node may be a DurableExecutor; breakpoints name nodes of either kind."""
     calls = Calls()
     ex = with_sub_agent(calls, interrupt_before=["reviewer"])
     paused = await ex.run(1)

@@ -1,7 +1,8 @@
-"""Checkpoints (SPEC §1.7, §1.9): one per step, append-only, never corrupted by a failure."""
+"""Checkpoints: one per step, append-only, never corrupted by a failure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from itertools import pairwise
@@ -17,7 +18,9 @@ from runtime import (
     NodeError,
     ResumeError,
     _jsonvalue,
+    _records,
 )
+from runtime.checkpoint import BOOKKEEPING, FIELD_NAMES
 
 from .helpers import checkpoint_ids, checkpoints, latest
 
@@ -176,8 +179,25 @@ def test_a_checkpoint_reads_back_exactly_whichever_writer_wrote_it(
     assert cp.to_json() == json.dumps(cp.to_dict(), separators=(",", ":"))
 
 
+async def test_the_executors_bookkeeping_is_stored_flat_beside_the_rest() -> None:
+    """Heads and whole copies already in databases keep reading: the bookkeeping a
+    checkpoint carries in ``engine`` is stored under its old top-level names."""
+    ex = chain()
+    result = await ex.run({"amount": 1})
+    cp = await latest(ex.store, result.thread_id)
+    stored = cp.to_dict()
+    assert list(stored) == list(FIELD_NAMES)
+    assert stored["tasks"] == cp.engine.tasks and stored["lease"] is None
+    assert "engine" not in stored and "engine" not in _records.head_of(cp)
+    assert set(BOOKKEEPING) <= set(_records.head_of(cp))
+    back = Checkpoint.from_dict(json.loads(cp.to_json()))
+    assert back.engine == cp.engine and back.to_dict() == stored
+    public = {f.name for f in dataclasses.fields(Checkpoint)} - {"engine"}
+    assert set(FIELD_NAMES) == public | set(BOOKKEEPING)
+
+
 def test_the_fast_writer_is_installed() -> None:
-    """forge depends on orjson; without it checkpoints are written several times slower."""
+    """forge depends on orjson; without it every checkpoint is written more slowly."""
     assert _jsonvalue.orjson is not None
 
 

@@ -1,4 +1,4 @@
-"""Concurrent answers (SPEC §1.4, §1.7): one interrupt, one winner; distinct ones all land."""
+"""Concurrent answers: one interrupt, one winner; distinct ones all land."""
 
 from __future__ import annotations
 

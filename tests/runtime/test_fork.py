@@ -1,4 +1,4 @@
-"""fork (SPEC §1.10): copy a thread as of any checkpoint; the original stays as it was."""
+"""fork: copy a thread as of any checkpoint; the original stays as it was."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Graph shapes (SPEC §1.1): order, routes, fan-out, fan-in, END, node kinds."""
+"""Graph shapes: order, routes, fan-out, fan-in, END, node kinds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Side effects (SPEC §1.5): ctx.once runs fn at most once per thread and key."""
+"""Side effects: ctx.once runs fn at most once per thread and key."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ async def test_sync_once_in_an_async_node_raises_forge_error() -> None:
 
 
 async def test_sync_once_in_an_async_node_does_not_call_fn() -> None:
-    """Refusing after the side effect ran would let the fixed code repeat it (§1.5)."""
+    """Refusing after the side effect ran would let the fixed code repeat it."""
     calls = Calls()
 
     async def wrong(x: Any, ctx: NodeContext) -> Any:

@@ -1,4 +1,4 @@
-"""interrupt() (SPEC §1.3): a pause that is durable before it is reported."""
+"""interrupt(): a pause that is durable before it is reported."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``runtime`` is pure Python (SPEC §0): importing and running it never loads Django."""
+"""``runtime`` is pure Python: importing and running it never loads Django."""
 
 from __future__ import annotations
 

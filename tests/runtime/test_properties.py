@@ -1,4 +1,4 @@
-"""Stateful property tests (issues 2 and 3): random answer sequences against a model.
+"""Stateful property tests: random answer sequences against a model.
 
 The graph is a small tree: ``start`` fans out to ``a`` (asks twice) and the sub-agent
 ``child`` (``c`` asks, then the grandchild agent's ``g`` asks); ``join`` gathers both.

@@ -1,4 +1,4 @@
-"""The README quick start (issue 2): ask → execute, pause, answer, fork."""
+"""The README quick start: ask → execute, pause, answer, fork."""
 
 from __future__ import annotations
 

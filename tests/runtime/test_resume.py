@@ -1,4 +1,4 @@
-"""resume (SPEC §1.4): answers by id, ambiguity, stale targets, answers consumed once."""
+"""resume: answers by id, ambiguity, stale targets, answers consumed once."""
 
 from __future__ import annotations
 

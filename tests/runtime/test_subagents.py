@@ -1,4 +1,4 @@
-"""Sub-agents and targeted steering (SPEC §1.8, issue 3)."""
+"""Sub-agents and targeted steering."""
 
 from __future__ import annotations
 
@@ -638,7 +638,7 @@ async def test_an_answer_survives_a_crash_between_a_root_save_and_the_childs() -
     latest = await store.load(paused.thread_id)
     assert latest is not None
     child_interrupt = next(i for i in paused.interrupts if i.node == "ask")
-    assert child_interrupt.id in latest.answers  # kept: the child never saved it
+    assert child_interrupt.id in latest.engine.answers  # kept: the child never saved it
     done = await root.recover(paused.thread_id)
     assert done.status == "completed"
     assert done.output == {"child": "answer to ask", "sibling": "answer to sibling"}
