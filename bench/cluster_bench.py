@@ -1,4 +1,4 @@
-"""Cluster benchmark (issue 7): sustained resumes per second through the API.
+"""Cluster benchmark: sustained resumes per second through the API.
 
     python bench/cluster_bench.py [--runs 500] [--clients 20]
 

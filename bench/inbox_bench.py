@@ -1,4 +1,4 @@
-"""Inbox benchmark (issue 6): first-page render with 10,000 pending interrupts, and the
+"""Inbox benchmark: first-page render with 10,000 pending interrupts, and the
 time from an interrupt's commit to its row arriving at 50 connected websocket clients.
 
     python bench/inbox_bench.py [--pending 10000] [--clients 50] [--interrupts 100]

@@ -1,4 +1,4 @@
-"""The three roles of SPEC §2 as groups: reviewer, supervisor, auditor.
+"""The three roles as groups: reviewer, supervisor, auditor.
 
 Every role may view forge's models (the read-only admin); what each may do beyond that is
 decided in ``forgeui.services``.

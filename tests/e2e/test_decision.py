@@ -1,4 +1,4 @@
-"""Issue 21 in the browser: deciding from the interrupt page and the inbox.
+"""Deciding in the browser, from the interrupt page and from the inbox.
 
 Context beside the question, markdown that renders without running anything, Agent
 Inbox's four responses reaching the node, fields that survive every refusal, the inbox

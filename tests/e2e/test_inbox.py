@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from .conftest import LiveServer, Login
 
-ARRIVAL_S = 1.0  # issue 6: a row appears within a second of the interrupt being persisted
+ARRIVAL_S = 1.0  # a row appears within a second of the interrupt being persisted
 
 
 def row(page: Any, interrupt_id: str) -> Any:

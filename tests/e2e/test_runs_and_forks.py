@@ -1,4 +1,4 @@
-"""Supervisors, reviewers and auditors on the run pages (issue 22) in headless Chromium.
+"""Supervisors, reviewers and auditors on the run pages, in headless Chromium.
 
 The server here registers one graph of the tests' own beside the examples
 (``FORGE_EXAMPLES=1``): ``flaky`` fails while a file exists, so a failed run can be

@@ -1,4 +1,4 @@
-"""Issue 8 in the browser: a claim and a bulk answer move rows between tabs, live.
+"""The team inbox in the browser: a claim and a bulk answer move rows between tabs, live.
 
 Pages stay open on different tabs ("Queue", "Assigned to me", "Done by me") of different
 users; every change arrives over the websocket, nothing is reloaded.
