@@ -35,7 +35,7 @@ Reported per backend and N:
              LangGraph's fork is ``update_state`` on the latest checkpoint, a new branch):
              live row payload (SQLite ``dbstat``, PostgreSQL ``pgstattuple``, tables and
              indexes), or the held bytes for memory stores
-then one pass/fail line per target of the long-thread issue, at the largest N.
+then one pass/fail line per target, at the largest N.
 
 Run: ``.venv/bin/python bench/long_thread.py [--turns 100 1000] [--budget 600]``
 (LangGraph comes with the ``bench`` extra: ``pip install -e '.[bench]'``).
@@ -544,7 +544,7 @@ Check = tuple[str, bool | None]
 
 
 def target_checks(results: Results, turns: list[int]) -> list[Check]:
-    """The issue's targets, at the largest N, for each forge backend."""
+    """The long-thread targets, at the largest N, for each forge backend."""
     checks: list[Check] = []
     for backend in FORGE:
         mine = results[backend][turns[-1]]
