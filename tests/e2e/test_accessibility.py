@@ -38,6 +38,11 @@ def pages(forge: LiveServer) -> dict[str, str]:
     answered = forge.start("transfer", {"amount": 1})[0]
     forge.api("POST", f"/api/interrupts/{answered['id']}/resume",
               {"value": True, "steering": "fine"}, who="reviewer")
+    chat = forge.start("chat", {"messages": []})[0]
+    for turn in range(12):  # a state too large to show whole on every entry
+        forge.api("POST", f"/api/interrupts/{chat['id']}/resume",
+                  {"value": f"message {turn} " + "lorem ipsum " * 35}, who="reviewer")
+        chat = forge.pending(chat["root_thread_id"], at_least=1)[0]
     return {"inbox": "/", "interrupt": f"/interrupts/{transfer['id']}/",
             "actions": f"/interrupts/{email['id']}/",
             "schema": f"/interrupts/{finance['id']}/",
@@ -45,6 +50,7 @@ def pages(forge: LiveServer) -> dict[str, str]:
             "answered": f"/interrupts/{answered['id']}/",
             "runs": "/runs/", "run tree": f"/runs/{tree['run_id']}/",
             "timeline": f"/threads/{answered['thread_id']}/", "audit": "/audit/",
+            "long timeline": f"/threads/{chat['thread_id']}/?order=newest",
             "tree history": f"/threads/{tree['root_thread_id']}/tree/",
             "decisions": "/audit/decisions/"}
 

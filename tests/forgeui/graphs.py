@@ -119,3 +119,13 @@ def fetch(order: dict[str, Any]) -> dict[str, Any]:
 
 
 flaky = DurableExecutor(nodes=[("fetch", fetch), ("finish", finish)], name="flaky")
+
+
+def talk(conversation: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """One turn of a conversation that goes on as long as a person answers."""
+    said = ctx.interrupt({"question": "Next message?", "turn": len(conversation["messages"])})
+    return {"messages": [*conversation["messages"], {"role": "user", "content": said}]}
+
+
+chat = DurableExecutor(nodes=[("talk", talk)], edges={"talk": lambda out, ctx=None: "talk"},
+                       name="chat")
