@@ -12,7 +12,7 @@ inputs, pending interrupts, answers, the tree's children, ...); its *history* (`
   checkpoint built by hand rather than by the executor.
 
 A store also keeps one recent head of each thread whole, so going on with a run reads
-that head and the few records after it (``head_after``). Every other checkpoint is
+that head and the few records after it (``loaded``). Every other checkpoint is
 rebuilt by replaying records from the thread's first (``Replay``): a linear walk, never
 needed on the run's hot path.
 """
@@ -203,14 +203,6 @@ def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> 
     return cp
 
 
-def head_after(head_text: str, records: Iterable[str]) -> str:
-    """A head brought up to date: ``head_text`` changed by each record's head patch."""
-    head = loads(head_text)
-    for raw in records:
-        head = _patch.apply(head, loads(raw)["head"])
-    return dumps_proven(head)
-
-
 def copy_head(src: Checkpoint) -> Checkpoint:
     """A new checkpoint with ``src``'s head (a deep copy) and, shared, its history: saved,
     it is a record against ``src`` however long its history is."""
@@ -222,12 +214,17 @@ def copy_head(src: Checkpoint) -> Checkpoint:
     return cp
 
 
-def loaded(head_text: str, checkpoint_id: str,
-           growing: Growing | Callable[[], Growing]) -> Checkpoint:
-    """The latest checkpoint of a thread from its stored head, ready for the executor
-    to go on from (its next save is a patch against this head)."""
-    cp = from_head(loads(head_text), growing)
-    cp.remember_head(head_text, checkpoint_id)
+def loaded(head_text: str, checkpoint_id: str, growing: Growing | Callable[[], Growing],
+           after: Iterable[str] = ()) -> Checkpoint:
+    """The latest checkpoint of a thread, ready for the executor to go on from (its next
+    save is a patch against its head): a stored head, brought up to date by the head
+    patches of the records ``after`` it when it is an earlier checkpoint's."""
+    doc = loads(head_text)
+    patches = [loads(raw)["head"] for raw in after]
+    for patch in patches:
+        doc = _patch.apply(doc, patch)
+    cp = from_head(doc, growing)
+    cp.remember_head(dumps_proven(doc) if patches else head_text, checkpoint_id)
     return cp
 
 

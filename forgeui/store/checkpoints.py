@@ -186,11 +186,10 @@ class DjangoCheckpointStore:
         latest, head, seq, head_seq = row
         if not head_seq:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
-        if head_seq < seq:
-            after = (self._checkpoints().of_thread(thread_id)
-                     .filter(seq__gt=head_seq, seq__lte=seq).values_list("record", flat=True))
-            head = _records.head_after(head, after)
-        cp = _records.loaded(head, latest, partial(self._growing, latest))
+        after = (self._checkpoints().of_thread(thread_id)
+                 .filter(seq__gt=head_seq, seq__lte=seq).values_list("record", flat=True)
+                 if head_seq < seq else ())
+        cp = _records.loaded(head, latest, partial(self._growing, latest), after)
         cp.position = (latest, seq)
         return cp
 
