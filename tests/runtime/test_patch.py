@@ -9,7 +9,7 @@ from typing import Any
 import hypothesis.strategies as st
 from hypothesis import given
 
-from runtime._patch import apply, diff
+from runtime._patch import Memo, apply, diff, same
 
 scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(
     allow_nan=False, allow_infinity=False, width=16) | st.text(max_size=3)
@@ -42,3 +42,39 @@ def test_an_appended_list_stores_only_what_was_appended(head: list[Any],
 def test_values_python_calls_equal_are_told_apart() -> None:
     for old, new in ((1, True), (0, 0.0), (0.0, -0.0), ([1], [True]), ({"a": 0}, {"a": False})):
         assert text(apply(old, diff(old, new))) == text(new)
+
+
+@given(values, values)
+def test_same_is_equality_of_json_texts(old: Any, new: Any) -> None:
+    assert same(old, new) == (text(old) == text(new))
+
+
+@given(st.lists(values, max_size=12), st.integers(0, 11), values)
+def test_same_tells_apart_one_item_among_shared_ones(items: list[Any], index: int,
+                                                       replacement: Any) -> None:
+    """Equal lists that share most items: only the unshared ones decide, one by one
+    (few) or as text (many); ``True`` among shared items is still not ``1``."""
+    changed = list(items)
+    if changed:
+        changed[index % len(changed)] = replacement
+    copied = json.loads(json.dumps(changed))  # shares nothing
+    for new in (changed, copied):
+        assert same(items, new) == (text(items) == text(new))
+        assert same({"k": items}, {"k": new}) == (text(items) == text(new))
+
+
+def test_equal_dicts_in_another_key_order_are_the_same() -> None:
+    shared = [1, 2]
+    old = {"a": 0, "b": shared, "c": [True]}
+    assert same(old, {"c": [True], "b": shared, "a": 0})
+    assert not same(old, {"c": [1], "b": shared, "a": 0})
+
+
+def test_a_memo_gives_the_patch_found_before_for_the_same_pair() -> None:
+    old = {"messages": [{"n": i} for i in range(20)]}
+    new = {"messages": [*old["messages"], {"n": 20}]}
+    memo: Memo = {}
+    first = diff(old, new, memo)
+    assert first == diff(old, new) == {"d": {"messages": {"a": [{"n": 20}]}}}
+    assert diff(old, new, memo) is first
+    assert diff({"x": old}, {"x": new}, memo) == {"d": {"x": first}}
