@@ -61,6 +61,27 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
     return doc
 
 
+# A task's input and output. The executor replaces them but never changes one in place,
+# and a node gets a copy of its input, so a snapshot of a head may share them.
+_SHARED_TASK_VALUES = ("input", "output")
+
+
+def snapshot(head: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``head`` that the executor's later changes to it cannot reach: its own
+    containers, sharing only each task's input and output, which are the large part and
+    make an unchanged input the same object in the next save's diff."""
+    tasks = head.get("tasks") or []
+    shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task} for task in tasks]
+    skeleton = {**head, "tasks": [{key: value for key, value in task.items()
+                                   if key not in _SHARED_TASK_VALUES} for task in tasks]}
+    copy: dict[str, Any] = loads(dumps_proven(skeleton))
+    for task, values in zip(copy["tasks"], shared, strict=True):
+        task.update(values)
+    if "tasks" not in head:
+        del copy["tasks"]
+    return copy
+
+
 def _derived(doc: dict[str, Any]) -> tuple[Any, Any]:
     """The paused task's input and the first pending payload, as the executor sets them."""
     waiting = next((t for t in doc.get("tasks", ()) if t.get("status") == "interrupted"), None)
@@ -80,8 +101,9 @@ def encode(cp: Checkpoint) -> Encoded:
     base_id = cp.parent_id if cp.parent_id is not None else cp.forked_from_base
     base_head = cp.base_head(base_id)
     record: dict[str, Any] = {}
+    memo: _patch.Memo = {}
     if base_head is not None:
-        record["head"] = _patch.diff(base_head, head)
+        record["head"] = _patch.diff(base_head, head, memo)
     else:
         record["head"] = {"v": head}
     additions = cp.additions
@@ -89,8 +111,8 @@ def encode(cp: Checkpoint) -> Encoded:
         history, state, resolved = cp.history, cp.state, cp.resolved
         record["full"] = {"history": history, "state": state, "resolved": resolved}
     else:
-        record["add"] = _encode_additions(additions, base_head)
-    cp.remember_head(head_text)
+        record["add"] = _encode_additions(additions, base_head, memo)
+    cp.remember_head(snapshot(head))
     was_pending = None if base_head is None else frozenset(
         i["id"] for i in base_head.get("interrupts", ()))
     base_run = None if base_head is None else base_head.get("run_id")
@@ -98,13 +120,13 @@ def encode(cp: Checkpoint) -> Encoded:
 
 
 def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,
-                      ) -> dict[str, Any]:
+                      memo: _patch.Memo) -> dict[str, Any]:
     inputs = {t["id"]: t.get("input") for t in (base_head or {}).get("tasks", ())}
     entries = []
     for entry in additions.history:
         task_id = entry.get("task_id")
         if task_id in inputs and not entry.get("cancelled"):
-            patch = _patch.diff(inputs[task_id], entry["output"])
+            patch = _patch.diff(inputs[task_id], entry["output"], memo)
             entries.append({"node": entry["node"], "from": task_id, "p": patch})
         else:
             entries.append({k: v for k, v in entry.items() if k != "task_id"})
@@ -206,11 +228,10 @@ def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> 
 def copy_head(src: Checkpoint) -> Checkpoint:
     """A new checkpoint with ``src``'s head (a deep copy) and, shared, its history: saved,
     it is a record against ``src`` however long its history is."""
-    head = head_of(src)
-    text = dumps_proven(head)
-    cp = from_head(loads(text), src.growing_source())
+    doc = loads(dumps_proven(head_of(src)))
+    cp = from_head(doc, src.growing_source())
     cp.forked_from_base = src.id
-    cp.remember_head(text, src.id)
+    cp.remember_head(snapshot(doc), src.id)
     return cp
 
 
@@ -220,11 +241,11 @@ def loaded(head_text: str, checkpoint_id: str, growing: Growing | Callable[[], G
     save is a patch against its head): a stored head, brought up to date by the head
     patches of the records ``after`` it when it is an earlier checkpoint's."""
     doc = loads(head_text)
-    patches = [loads(raw)["head"] for raw in after]
-    for patch in patches:
-        doc = _patch.apply(doc, patch)
+    for raw in after:
+        doc = _patch.apply(doc, loads(raw)["head"])
+    base = snapshot(doc)  # before the executor changes what the checkpoint shares with doc
     cp = from_head(doc, growing)
-    cp.remember_head(dumps_proven(doc) if patches else head_text, checkpoint_id)
+    cp.remember_head(base, checkpoint_id)
     return cp
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime._records import replay
+from runtime._records import replay, snapshot
 from tests.runtime.store_conformance import chat_graph, talk
 
 
@@ -58,3 +58,25 @@ async def test_a_fork_replays_from_its_original_with_a_skip() -> None:
     found = await store.load_by_id(latest.id)
     assert found is not None and found.history == latest.history
     assert len(found.history) == 7
+
+
+def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
+    conversation = {"messages": [{"role": "user", "content": "hi"}]}
+    task = {"id": "t1", "node": "ask", "input": conversation, "status": "interrupted",
+            "answers": [], "output": {"done": False}}
+    head = {"tasks": [task], "interrupts": [{"id": "i1", "payload": {"q": "?"}}],
+            "once": {"k": [1]}, "status": "interrupted"}
+    taken = snapshot(head)
+    assert taken == head
+    assert taken["tasks"][0]["input"] is conversation
+    assert taken["tasks"][0]["output"] is task["output"]
+    # What the executor changes in place after a save leaves the snapshot as it was.
+    task["status"] = "pending"
+    task["answers"].append("yes")
+    head["interrupts"][0]["checkpoint_id"] = "cp-2"
+    head["interrupts"].append({"id": "i2"})
+    head["once"]["k"].append(2)
+    assert taken["tasks"][0]["status"] == "interrupted" and taken["tasks"][0]["answers"] == []
+    assert taken["interrupts"] == [{"id": "i1", "payload": {"q": "?"}}]
+    assert taken["once"] == {"k": [1]}
+    assert snapshot({"status": "done"}) == {"status": "done"}
