@@ -33,19 +33,20 @@ class ChildPolicy(models.TextChoices):
 class Thread(models.Model):
     """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell.
 
-    ``head`` is the head (``runtime._records``) of the checkpoint at position
-    ``head_seq``, whole: the latest one's, or a recent one's that the few records after it
-    bring up to date. A large head is rewritten only now and then, so a save writes about
-    what its step changed."""
+    ``head_seq`` is the position of a recent checkpoint whose head (``runtime._records``)
+    is kept whole: the latest one's, or one that the few records after it bring up to
+    date. A small head is kept here, in ``head``; a large one in that checkpoint's row,
+    written once, so moving the thread on never rewrites it."""
 
     thread_id = models.CharField(primary_key=True, max_length=ID_LENGTH)
     latest_checkpoint_id = models.CharField(max_length=ID_LENGTH)
     seq = models.PositiveBigIntegerField(default=1, help_text="checkpoints saved so far")
     head = models.TextField(blank=True, default="",
-                            help_text="JSON; empty until the thread's first own save "
-                                      "(a fork's first checkpoint is rebuilt instead)")
+                            help_text="JSON; empty when the head is large (kept in its "
+                                      "checkpoint's row) or there is none")
     head_seq = models.PositiveBigIntegerField(
-        default=0, help_text="the position whose head ``head`` is (0: none)")
+        default=0, help_text="the position whose head is kept whole (0: none, as for a "
+                             "fork's first checkpoint, rebuilt from the original's records)")
     # A deleted thread whose records a fork still builds on: hidden, under a new id.
     deleted = models.BooleanField(default=False)
 
@@ -79,6 +80,9 @@ class Checkpoint(models.Model):
     # patch against; "" for every other, whose base is its parent.
     base_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     record = models.TextField(help_text="JSON step record (runtime._records)")
+    head = models.TextField(blank=True, default="",
+                            help_text="JSON; this checkpoint's head, whole, when it is large "
+                                      "and its thread keeps it (Thread.head_seq)")
 
     objects = CheckpointQuerySet.as_manager()
 

@@ -1,9 +1,12 @@
 """``DjangoCheckpointStore``: the runtime's ``CheckpointStore`` on the Django ORM.
 
-A thread is a ``Thread`` row (the compare-and-set cell and one recent head, whole) and
-one ``Checkpoint`` row per save holding that save's step record (``runtime._records``):
-what the step changed, not a copy of what came before. A large head is written whole only
-every ``HEAD_EVERY`` positions; a load brings it up to date from the records after it.
+A thread is a ``Thread`` row (the compare-and-set cell, which also says where a recent
+head is kept whole) and one ``Checkpoint`` row per save holding that save's step record
+(``runtime._records``): what the step changed, not a copy of what came before. A small
+head is kept in the thread's row at every save. A large one is written only every
+``HEAD_EVERY`` positions, into that checkpoint's row, which is never updated, so the
+thread's row stays small however long the conversation; a load brings the head up to date
+from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
 row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
@@ -59,6 +62,12 @@ def _writes_head(seq: int, head: str) -> bool:
     """Is the head written whole at position ``seq``? Always at position 2 too: the first
     save after a fork's start, which has no head of its own."""
     return bool(head) and (len(head) <= SMALL_HEAD or seq % HEAD_EVERY == 0 or seq <= 2)
+
+
+def _in_thread_row(head: str) -> str:
+    """What the thread's row keeps of a head written whole: a small one; "" for a large
+    one, which its checkpoint's row keeps."""
+    return head if len(head) <= SMALL_HEAD else ""
 
 
 def _fork_base(cp: Checkpoint, encoded: _records.Encoded) -> str:
@@ -141,7 +150,8 @@ class DjangoCheckpointStore:
                     parent_id=cp.parent_id or "", base_id=_fork_base(cp, encoded),
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    record=encoded.record)
+                    record=encoded.record,
+                    head=head if _writes_head(seq, head) and not _in_thread_row(head) else "")
                 drafts = sync_rows(cp, self.using, encoded.was_pending,
                                    run_exists=encoded.base_run_id == cp.run_id)
                 if drafts:  # last: the event ordering lock waits for other writers
@@ -161,12 +171,13 @@ class DjangoCheckpointStore:
         if cp.parent_id is None:
             with transaction.atomic(using=self.using):  # a savepoint: a lost race is ours
                 threads.create(thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1,
-                               head=head, head_seq=1 if head else 0)
+                               head=_in_thread_row(head), head_seq=1 if head else 0)
             return 1
         known = cp.position
         # When the parent's position is known, the update below proves it was the latest.
         seq = int(known[1]) + 1 if known is not None and known[0] == cp.parent_id else None
-        whole = {"head": head, "head_seq": seq} if seq and _writes_head(seq, head) else {}
+        whole = ({"head": _in_thread_row(head), "head_seq": seq}
+                 if seq and _writes_head(seq, head) else {})
         moved = threads.filter(pk=cp.thread_id, latest_checkpoint_id=cp.parent_id,
                                deleted=False).update(latest_checkpoint_id=cp.id,
                                                      seq=F("seq") + 1, **whole)
@@ -175,7 +186,7 @@ class DjangoCheckpointStore:
         if seq is None:
             seq = int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
             if _writes_head(seq, head):
-                threads.filter(pk=cp.thread_id).update(head=head, head_seq=seq)
+                threads.filter(pk=cp.thread_id).update(head=_in_thread_row(head), head_seq=seq)
         return seq
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
@@ -186,9 +197,13 @@ class DjangoCheckpointStore:
         latest, head, seq, head_seq = row
         if not head_seq:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
-        after = (self._checkpoints().of_thread(thread_id)
-                 .filter(seq__gt=head_seq, seq__lte=seq).values_list("record", flat=True)
-                 if head_seq < seq else ())
+        rows = self._checkpoints().of_thread(thread_id).filter(seq__lte=seq)
+        after: builtins.list[str] = []
+        if not head:  # a large head: one query for its row and the records after it
+            kept = builtins.list(rows.filter(seq__gte=head_seq).values_list("head", "record"))
+            head, after = kept[0][0], [record for _, record in kept[1:]]
+        elif head_seq < seq:
+            after = builtins.list(rows.filter(seq__gt=head_seq).values_list("record", flat=True))
         cp = _records.loaded(head, latest, partial(self._growing, latest), after)
         cp.position = (latest, seq)
         return cp

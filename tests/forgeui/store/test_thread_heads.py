@@ -1,5 +1,7 @@
-"""The thread row's head: a large one is written whole only every ``HEAD_EVERY`` positions,
-and a load brings it up to date from the records after it, equal to a full rebuild."""
+"""A thread's kept head: a small one in the thread's row at every save; a large one written
+whole only every ``HEAD_EVERY`` positions, into that checkpoint's row, so the thread's row
+stays small. A load brings it up to date from the records after it, equal to a full
+rebuild."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Thread
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.checkpoints import HEAD_EVERY, SMALL_HEAD
@@ -22,9 +25,19 @@ def store(request: pytest.FixtureRequest) -> Iterator[DjangoCheckpointStore]:
 
 
 def head_row(store: DjangoCheckpointStore, thread_id: str) -> tuple[int, int, int]:
-    """The thread row's position, its head's position and the head's length."""
+    """The thread's position, its kept head's position and that head's length, wherever
+    it is kept (the thread's row, or the checkpoint row at that position)."""
     row = Thread.objects.using(store.using).get(pk=thread_id)
-    return row.seq, row.head_seq, len(row.head)
+    if row.head or not row.head_seq:
+        return row.seq, row.head_seq, len(row.head)
+    kept = CheckpointRow.objects.using(store.using).get(thread_id=thread_id, seq=row.head_seq)
+    return row.seq, row.head_seq, len(kept.head)
+
+
+def heads_in_checkpoint_rows(store: DjangoCheckpointStore, thread_id: str) -> list[int]:
+    """The positions whose checkpoint rows keep a head."""
+    rows = CheckpointRow.objects.using(store.using).filter(thread_id=thread_id).exclude(head="")
+    return sorted(rows.values_list("seq", flat=True))
 
 
 def answer(turn: int) -> str:
@@ -51,7 +64,11 @@ def test_a_large_head_is_written_now_and_then_and_loads_up_to_date(
     large = {s for s in written if s > 2 and s % HEAD_EVERY}
     # Small heads were written at every save; once large, only on multiples.
     assert large and max(large) < max(written)
-    assert all(s % HEAD_EVERY == 0 for s in written if s > max(large))
+    later = sorted(s for s in written if s > max(large))
+    assert later and all(s % HEAD_EVERY == 0 for s in later)
+    # Large heads went into their checkpoints' rows, once each; the thread's row is small.
+    assert heads_in_checkpoint_rows(store, thread) == later
+    assert Thread.objects.using(store.using).get(pk=thread).head == ""
 
 
 @pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
