@@ -95,6 +95,9 @@ class Checkpoint(models.Model):
             # Which forks build on a thread's records: only fork starts have a base.
             models.Index(fields=["base_id"], name="forgeui_checkpoint_fork_base",
                          condition=~models.Q(base_id="")),
+            # The one row of a thread that keeps a large head, found without a scan.
+            models.Index(fields=["thread"], name="forgeui_checkpoint_kept_head",
+                         condition=~models.Q(head="")),
         ]
 
     def __str__(self) -> str:

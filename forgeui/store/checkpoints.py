@@ -145,13 +145,16 @@ class DjangoCheckpointStore:
                 head = "" if _records.is_fork_start(cp, encoded) else encoded.head
                 seq = self._advance(cp, head)
                 position = (cp.id, seq)
+                kept_here = _writes_head(seq, head) and not _in_thread_row(head)
+                if kept_here:  # the thread keeps one head: the one it kept before goes
+                    self._checkpoints().filter(thread_id=cp.thread_id).exclude(
+                        head="").update(head="")
                 self._checkpoints().create(
                     id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
                     parent_id=cp.parent_id or "", base_id=_fork_base(cp, encoded),
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    record=encoded.record,
-                    head=head if _writes_head(seq, head) and not _in_thread_row(head) else "")
+                    record=encoded.record, head=head if kept_here else "")
                 drafts = sync_rows(cp, self.using, encoded.was_pending,
                                    run_exists=encoded.base_run_id == cp.run_id)
                 if drafts:  # last: the event ordering lock waits for other writers
