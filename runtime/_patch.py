@@ -14,14 +14,13 @@ shares the rest, so successive values rebuilt from one chain share what they did
 from __future__ import annotations
 
 import math
-from itertools import islice
 from typing import Any
 
 from ._jsonvalue import dumps_proven
 
 Patch = dict[str, Any]
 
-# Past this many unshared items, one comparison of JSON texts is faster than one by one.
+# Past this many unshared containers, one comparison of JSON texts is faster than one by one.
 _CONFIRM_ONE_BY_ONE = 8
 
 
@@ -32,45 +31,59 @@ def same(old: Any, new: Any) -> bool:
     kind = type(old)
     if kind is not type(new):
         return False
+    if kind is dict or kind is list:
+        return bool(old == new) and _equal_as_json(old, new)
     if kind is float:
         return bool(old == new) and math.copysign(1, old) == math.copysign(1, new)
-    if kind is not dict and kind is not list:
-        return bool(old == new)
-    # Python's == is fast but says True == 1: confirm the items the two do not share.
-    if old != new:
-        return False
-    # Equal dicts have the same keys, though not always in the same order.
-    pairs = ((v, new[k]) for k, v in old.items()) if kind is dict else zip(old, new, strict=True)
-    unshared = list(islice(((a, b) for a, b in pairs if a is not b), _CONFIRM_ONE_BY_ONE + 1))
-    if len(unshared) > _CONFIRM_ONE_BY_ONE:
-        return dumps_proven(old) == dumps_proven(new)
-    return all(same(a, b) for a, b in unshared)
+    return bool(old == new)
 
 
-# Patches already worked out during one encoding, by the ids of the values compared: a
-# step's output is diffed against its task's input twice, as history and as next input.
-Memo = dict[tuple[int, int], Patch | None]
+def _equal_as_json(old: dict[str, Any] | list[Any], new: dict[str, Any] | list[Any]) -> bool:
+    """Are two containers that Python calls equal also equal as JSON? Python's == says
+    ``True == 1``; items the two share, and equal strings and integers, are the same."""
+    if type(old) is dict:
+        assert type(new) is dict
+        pairs = zip(old.values(), map(new.__getitem__, old), strict=True)
+    else:
+        pairs = zip(old, new, strict=True)
+    budget = _CONFIRM_ONE_BY_ONE
+    for a, b in pairs:
+        if a is b:
+            continue
+        kind = type(a)
+        if kind is not type(b):
+            return False
+        if kind is dict or kind is list:
+            budget -= 1
+            if budget < 0:
+                return dumps_proven(old) == dumps_proven(new)
+            if not _equal_as_json(a, b):
+                return False
+        elif kind is float and math.copysign(1, a) != math.copysign(1, b):
+            return False
+    return True
+
+
+# Patches of lists already worked out during one encoding, by the ids of the two lists:
+# a step's output is diffed against its task's input twice, as history and as the next
+# task's input, and comparing a long list is the costly part.
+Memo = dict[tuple[int, int], Patch]
 
 
 def diff(old: Any, new: Any, memo: Memo | None = None) -> Patch | None:
     """The patch that turns ``old`` into ``new``; None when they are the same. ``memo``:
-    patches found earlier between values that are still alive, to reuse."""
-    kind = type(old)
-    if memo is not None and (kind is dict or kind is list) and type(new) is kind:
-        key = (id(old), id(new))
-        if key not in memo:
-            memo[key] = _diff(old, new, memo)
-        return memo[key]
-    return _diff(old, new, memo)
-
-
-def _diff(old: Any, new: Any, memo: Memo | None) -> Patch | None:
+    patches of lists found earlier between values that are still alive, to reuse."""
     if same(old, new):
         return None
     if type(old) is dict and type(new) is dict:
         return _diff_dicts(old, new, memo)
     if type(old) is list and type(new) is list:
-        return _diff_lists(old, new, memo)
+        if memo is None:
+            return _diff_lists(old, new, memo)
+        key = (id(old), id(new))
+        if key not in memo:
+            memo[key] = _diff_lists(old, new, memo)
+        return memo[key]
     return {"v": new}
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from . import _patch, _tree
@@ -66,19 +67,24 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
 _SHARED_TASK_VALUES = ("input", "output")
 
 
-def snapshot(head: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``head`` that the executor's later changes to it cannot reach: its own
-    containers, sharing only each task's input and output, which are the large part and
-    make an unchanged input the same object in the next save's diff."""
+def snapshot(head: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """A copy of ``head`` that the executor's later changes to it cannot reach, built when
+    first needed: its own containers, sharing only each task's input and output, which
+    are the large part and make an unchanged input the same object in the next save's
+    diff. What it copies is taken now, as JSON text; most runs end before reading it."""
     tasks = head.get("tasks") or []
     shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task} for task in tasks]
     skeleton = {**head, "tasks": [{key: value for key, value in task.items()
                                    if key not in _SHARED_TASK_VALUES} for task in tasks]}
-    copy: dict[str, Any] = loads(dumps_proven(skeleton))
-    for task, values in zip(copy["tasks"], shared, strict=True):
-        task.update(values)
     if "tasks" not in head:
-        del copy["tasks"]
+        del skeleton["tasks"]
+    return partial(_with_shared_values, dumps_proven(skeleton), shared)
+
+
+def _with_shared_values(skeleton_text: str, shared: list[dict[str, Any]]) -> dict[str, Any]:
+    copy: dict[str, Any] = loads(skeleton_text)
+    for task, values in zip(copy.get("tasks", ()), shared, strict=True):
+        task.update(values)
     return copy
 
 

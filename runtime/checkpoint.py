@@ -143,7 +143,8 @@ class Checkpoint:
         # come from when they are not plain values yet.
         self.additions: Additions | None = self.__dict__.get("additions")
         self._source: Callable[[], Growing] | None = None
-        self._base: tuple[str, dict[str, Any]] | None = None
+        self._base: tuple[str, Callable[[], dict[str, Any]]] | None = None
+        self._base_doc: dict[str, Any] | None = None
         self.forked_from_base: str | None = None
         self.last_completed: dict[str, Any] | None = None
         # Where a store that numbers its threads put this checkpoint: (id, place from 1).
@@ -217,12 +218,16 @@ class Checkpoint:
         """The head saved as ``base_id``, if this checkpoint was built on it."""
         if base_id is None or self._base is None or self._base[0] != base_id:
             return None
-        return self._base[1]
+        if self._base_doc is None:
+            self._base_doc = self._base[1]()
+        return self._base_doc
 
-    def remember_head(self, head: dict[str, Any], checkpoint_id: str | None = None) -> None:
+    def remember_head(self, head: Callable[[], dict[str, Any]],
+                      checkpoint_id: str | None = None) -> None:
         """The head just written (or loaded) as ``checkpoint_id`` (default: this id), as a
-        snapshot nobody changes: the next save of this checkpoint is a patch against it."""
-        self._base = (checkpoint_id or self.id, head)
+        snapshot nobody changes, built by ``head`` when first read: the next save of this
+        checkpoint is a patch against it."""
+        self._base, self._base_doc = (checkpoint_id or self.id, head), None
 
     def stored(self, name: str) -> Any:
         """The value stored under ``name``, one of ``FIELD_NAMES``."""

@@ -76,5 +76,7 @@ def test_a_memo_gives_the_patch_found_before_for_the_same_pair() -> None:
     memo: Memo = {}
     first = diff(old, new, memo)
     assert first == diff(old, new) == {"d": {"messages": {"a": [{"n": 20}]}}}
-    assert diff(old, new, memo) is first
-    assert diff({"x": old}, {"x": new}, memo) == {"d": {"x": first}}
+    assert memo == {(id(old["messages"]), id(new["messages"])): {"a": [{"n": 20}]}}
+    again = diff({"x": old}, {"x": new}, memo)
+    assert again == {"d": {"x": first}}
+    assert again["d"]["x"]["d"]["messages"] is first["d"]["messages"]
