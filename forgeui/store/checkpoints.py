@@ -4,9 +4,9 @@ A thread is a ``Thread`` row (the compare-and-set cell, which also says where a 
 head is kept whole) and one ``Checkpoint`` row per save holding that save's step record
 (``runtime._records``): what the step changed, not a copy of what came before. A small
 head is kept in the thread's row at every save. A large one is written only every
-``HEAD_EVERY`` positions, into that checkpoint's row, which is never updated, so the
-thread's row stays small however long the conversation; a load brings the head up to date
-from the records after it.
+``HEAD_EVERY`` positions, into that checkpoint's row (the one kept before is cleared), so
+the thread's row, which every save updates, stays small however long the conversation; a
+load brings the head up to date from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
 row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
@@ -200,13 +200,16 @@ class DjangoCheckpointStore:
         latest, head, seq, head_seq = row
         if not head_seq:  # a fork's first checkpoint: rebuilt from the original's records
             return self.load_by_id_sync(latest)
-        rows = self._checkpoints().of_thread(thread_id).filter(seq__lte=seq)
         after: builtins.list[str] = []
         if not head:  # a large head: one query for its row and the records after it
-            kept = builtins.list(rows.filter(seq__gte=head_seq).values_list("head", "record"))
+            kept = builtins.list(self._checkpoints().of_thread(thread_id)
+                                 .filter(seq__gte=head_seq, seq__lte=seq)
+                                 .values_list("head", "record"))
             head, after = kept[0][0], [record for _, record in kept[1:]]
         elif head_seq < seq:
-            after = builtins.list(rows.filter(seq__gt=head_seq).values_list("record", flat=True))
+            after = builtins.list(self._checkpoints().of_thread(thread_id)
+                                  .filter(seq__gt=head_seq, seq__lte=seq)
+                                  .values_list("record", flat=True))
         cp = _records.loaded(head, latest, partial(self._growing, latest), after)
         cp.position = (latest, seq)
         return cp
