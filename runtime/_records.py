@@ -67,11 +67,19 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
 _SHARED_TASK_VALUES = ("input", "output")
 
 
-def snapshot(head: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+# A head up to this long is cheaper to read again from its JSON text than to take apart.
+_READ_AGAIN_UP_TO = 4096
+
+
+def snapshot(head: dict[str, Any], head_text: str | None = None,
+             ) -> Callable[[], dict[str, Any]]:
     """A copy of ``head`` that the executor's later changes to it cannot reach, built when
     first needed: its own containers, sharing only each task's input and output, which
     are the large part and make an unchanged input the same object in the next save's
-    diff. What it copies is taken now, as JSON text; most runs end before reading it."""
+    diff. What it copies is taken now, as JSON text; most runs end before reading it.
+    ``head_text``, the head's own JSON when at hand: a small head is read again from it."""
+    if head_text is not None and len(head_text) <= _READ_AGAIN_UP_TO:
+        return partial(loads, head_text)
     tasks = head.get("tasks") or []
     shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task} for task in tasks]
     skeleton = {**head, "tasks": [{key: value for key, value in task.items()
@@ -118,7 +126,7 @@ def encode(cp: Checkpoint) -> Encoded:
         record["full"] = {"history": history, "state": state, "resolved": resolved}
     else:
         record["add"] = _encode_additions(additions, base_head, memo)
-    cp.remember_head(snapshot(head))
+    cp.remember_head(snapshot(head, head_text))
     was_pending = None if base_head is None else frozenset(
         i["id"] for i in base_head.get("interrupts", ()))
     base_run = None if base_head is None else base_head.get("run_id")
@@ -234,10 +242,11 @@ def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> 
 def copy_head(src: Checkpoint) -> Checkpoint:
     """A new checkpoint with ``src``'s head (a deep copy) and, shared, its history: saved,
     it is a record against ``src`` however long its history is."""
-    doc = loads(dumps_proven(head_of(src)))
+    text = dumps_proven(head_of(src))
+    doc = loads(text)
     cp = from_head(doc, src.growing_source())
     cp.forked_from_base = src.id
-    cp.remember_head(snapshot(doc), src.id)
+    cp.remember_head(snapshot(doc, text), src.id)
     return cp
 
 
@@ -247,9 +256,11 @@ def loaded(head_text: str, checkpoint_id: str, growing: Growing | Callable[[], G
     save is a patch against its head): a stored head, brought up to date by the head
     patches of the records ``after`` it when it is an earlier checkpoint's."""
     doc = loads(head_text)
+    text: str | None = head_text
     for raw in after:
-        doc = _patch.apply(doc, loads(raw)["head"])
-    base = snapshot(doc)  # before the executor changes what the checkpoint shares with doc
+        doc, text = _patch.apply(doc, loads(raw)["head"]), None
+    # Taken before the executor changes what the checkpoint shares with doc.
+    base = snapshot(doc, text)
     cp = from_head(doc, growing)
     cp.remember_head(base, checkpoint_id)
     return cp

@@ -68,7 +68,7 @@ def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
     head = {"tasks": [task], "interrupts": [{"id": "i1", "payload": {"q": "?"}}],
             "once": {"k": [1]}, "status": "interrupted"}
     expected = json.loads(json.dumps(head))
-    taken = snapshot(head)
+    taken, read_again = snapshot(head), snapshot(head, json.dumps(head))
     # What the executor changes in place after a save, before the snapshot is first read,
     # does not reach it.
     task["status"] = "pending"
@@ -77,8 +77,13 @@ def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
     head["interrupts"].append({"id": "i2"})
     head["once"]["k"].append(2)
     head["status"] = "running"
+    assert read_again() == expected
     built = taken()
     assert built == expected
     assert built["tasks"][0]["input"] is conversation
     assert built["tasks"][0]["output"] is task["output"]
     assert snapshot({"status": "done"})() == {"status": "done"}
+    # A large head is taken apart, whether its text is at hand or not.
+    task["input"] = {"messages": ["x" * 5000]}
+    large = snapshot(head, json.dumps(head))()
+    assert large["tasks"][0]["input"] is task["input"]
