@@ -80,12 +80,12 @@ def snapshot(head: dict[str, Any], head_text: str | None = None,
     ``head_text``, the head's own JSON when at hand: a small head is read again from it."""
     if head_text is not None and len(head_text) <= _READ_AGAIN_UP_TO:
         return partial(loads, head_text)
-    tasks = head.get("tasks") or []
-    shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task} for task in tasks]
-    skeleton = {**head, "tasks": [{key: value for key, value in task.items()
-                                   if key not in _SHARED_TASK_VALUES} for task in tasks]}
-    if "tasks" not in head:
-        del skeleton["tasks"]
+    skeleton, shared = dict(head), []
+    if "tasks" in head:
+        skeleton["tasks"] = [{key: value for key, value in task.items()
+                              if key not in _SHARED_TASK_VALUES} for task in head["tasks"]]
+        shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task}
+                  for task in head["tasks"]]
     return partial(_with_shared_values, dumps_proven(skeleton), shared)
 
 
