@@ -18,7 +18,8 @@ from typing import Any, NoReturn, TypeVar
 from . import _tree
 from ._graph import Graph, NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
-from ._jsonvalue import NotJSON, json_clone, json_copy
+from ._jsonvalue import NotJSON, json_clone, json_copy, json_copy_sharing
+from ._lent import Lent, lend
 from .checkpoint import (
     Additions,
     BlockingStore,
@@ -319,12 +320,17 @@ class RunExecution:
             await self._run_child(task, spec)
             return
         ctx = NodeContext(self, task)
+        lent = self._lend(task)
         try:
-            output = await self._call(spec, json_clone(task["input"]), ctx)
+            output = await self._call(spec, self._given(task, lent), ctx)
         except InterruptSignal as signal:
+            self._take_back(lent)
             self._pause(task, signal.payload, signal.order, "node", signal)
             return
-        self._settle(task, output)
+        except BaseException:
+            self._take_back(lent)
+            raise
+        self._settle(task, output, lent)
 
     def _run_sync_task(self, task: dict[str, Any]) -> None:
         """``_run_task`` for a sync node, called in the thread it is in."""
@@ -332,12 +338,17 @@ class RunExecution:
         if self._pauses_before(task):
             return
         ctx = NodeContext(self, task)
+        lent = self._lend(task)
         try:
-            output = spec.fn(*_node_args(spec, json_clone(task["input"]), ctx))
+            output = spec.fn(*_node_args(spec, self._given(task, lent), ctx))
         except InterruptSignal as signal:
+            self._take_back(lent)
             self._pause(task, signal.payload, signal.order, "node", signal)
             return
-        self._settle(task, output)
+        except BaseException:
+            self._take_back(lent)
+            raise
+        self._settle(task, output, lent)
 
     def _pauses_before(self, task: dict[str, Any]) -> bool:
         """Pause at an ``interrupt_before`` breakpoint not yet answered."""
@@ -347,11 +358,39 @@ class RunExecution:
         self._pause(task, payload, 0, "before")
         return True
 
-    def _settle(self, task: dict[str, Any], output: Any) -> None:
+    def _lend(self, task: dict[str, Any]) -> Lent | None:
+        """The task's input lent to its node, when it runs alone and each step is saved
+        before the next: then nothing else holds what the node could change. Otherwise
+        (None) the node gets a copy."""
+        if self._parallel or self.tree.durability != "sync":
+            return None
+        return lend(task["input"], self.cp.texts)
+
+    @staticmethod
+    def _given(task: dict[str, Any], lent: Lent | None) -> Any:
+        return lent.value if lent is not None else json_clone(task["input"])
+
+    def _take_back(self, lent: Lent | None, intact: bool | None = None) -> None:
+        """A lent input the node changed in place is put back, and the next save is
+        whole: the head it would be a patch against shares what the node changed."""
+        if lent is None or (lent.intact() if intact is None else intact):
+            return
+        lent.put_back()
+        self.cp.forget_base()
+
+    def _settle(self, task: dict[str, Any], output: Any, lent: Lent | None = None) -> None:
+        intact = lent is not None and lent.intact()
         try:
-            output = json_copy(output)
+            # Copied before a changed input is put back: the output may be that input.
+            if intact:
+                assert lent is not None
+                output = json_copy_sharing(output, lent.value)
+            else:
+                output = json_copy(output)
         except NotJSON as exc:
             raise NodeError(task["node"], task["id"], f"returned {exc}") from None
+        finally:
+            self._take_back(lent, intact)
         self._complete_or_pause_after(task, output)
 
     def _complete_or_pause_after(self, task: dict[str, Any], output: Any) -> None:

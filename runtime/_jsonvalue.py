@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Iterable
 from typing import Any
 
 try:  # several times faster than the standard library at writing JSON
@@ -43,6 +45,77 @@ def json_copy(value: Any) -> Any:
             if type(copied) is type(value) and copied == value:
                 return copied
     return json.loads(dumps(value))
+
+
+_NOTHING = object()
+
+
+def json_copy_sharing(value: Any, proven: Any) -> Any:
+    """``json_copy(value)``, keeping uncopied what ``value`` shares with ``proven`` (the
+    same object in the same place): ``proven`` is already JSON and nothing changes it. A
+    node's output mostly shares its input, so only what the node added is proven."""
+    if value is proven:
+        return value
+    if type(value) is dict and type(proven) is dict and all(type(k) is str for k in value):
+        return {key: json_copy_sharing(item, proven.get(key, _NOTHING))
+                for key, item in value.items()}
+    if type(value) is list and type(proven) is list:
+        same = list(map(operator.is_, value, proven))  # a C loop: lists run long
+        kept = same.index(False) if False in same else len(same)
+        rest = [json_copy_sharing(item, proven[at] if at < len(proven) else _NOTHING)
+                for at, item in enumerate(value[kept:], start=kept)]
+        return value[:kept] + rest if rest else value[:kept]
+    return json_copy(value)
+
+
+def json_text(value: Any) -> bytes:
+    """The JSON text of a value, to tell later whether it changed; raises ``NotJSON``."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, option=_STRICT)
+        except TypeError:  # orjson.JSONEncodeError: e.g. integers past 64 bits
+            pass
+    return dumps(value).encode()
+
+
+class KnownTexts:
+    """The JSON texts of values a checkpoint holds and nothing changes in place (its
+    tasks' inputs and outputs), each taken once: they tell whether a node changed the
+    input it was lent, and the head is written around them."""
+
+    def __init__(self) -> None:
+        # By id, with the value kept alive so that its id stays its own.
+        self._texts: dict[int, tuple[Any, bytes]] = {}
+
+    def of(self, value: Any) -> bytes:
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = json_text(value)
+        self._texts[id(value)] = (value, text)
+        return text
+
+    def framed(self, value: Any) -> Any:
+        """``value`` to write into a larger text: its known text, when orjson can splice
+        it in (``dumps_framed``); else itself."""
+        if orjson is None or not isinstance(value, dict | list):
+            return value
+        return orjson.Fragment(self.of(value))
+
+    def keep_only(self, values: Iterable[Any]) -> None:
+        kept = {id(value) for value in values}
+        self._texts = {key: known for key, known in self._texts.items() if key in kept}
+
+
+def dumps_framed(value: Any) -> str | None:
+    """``dumps_proven`` of a value holding ``KnownTexts.framed`` parts; None when orjson
+    cannot write it (the caller then writes the value itself)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # orjson.JSONEncodeError: e.g. integers past 64 bits
+            pass
+    return None
 
 
 def json_clone(value: Any) -> Any:

@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from . import _patch, _tree
-from ._jsonvalue import dumps_proven, loads
+from ._jsonvalue import KnownTexts, dumps_framed, dumps_proven, loads
 from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing
 
 HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
@@ -63,7 +63,7 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
 
 
 # A task's input and output. The executor replaces them but never changes one in place,
-# and a node gets a copy of its input, so a snapshot of a head may share them.
+# and a node that changes its lent input has it put back, so a snapshot may share them.
 _SHARED_TASK_VALUES = ("input", "output")
 
 
@@ -89,6 +89,18 @@ def snapshot(head: dict[str, Any], head_text: str | None = None,
     return partial(_with_shared_values, dumps_proven(skeleton), shared)
 
 
+def _head_text(head: dict[str, Any], texts: KnownTexts) -> str:
+    """The head's JSON, its tasks' inputs and outputs written from their known texts."""
+    tasks = head.get("tasks")
+    if not tasks:
+        return dumps_proven(head)
+    framed = dict(head)
+    framed["tasks"] = [{key: texts.framed(value) if key in _SHARED_TASK_VALUES else value
+                        for key, value in task.items()} for task in tasks]
+    texts.keep_only(task[key] for task in tasks for key in _SHARED_TASK_VALUES if key in task)
+    return dumps_framed(framed) or dumps_proven(head)
+
+
 def _with_shared_values(skeleton_text: str, shared: list[dict[str, Any]]) -> dict[str, Any]:
     copy: dict[str, Any] = loads(skeleton_text)
     for task, values in zip(copy.get("tasks", ()), shared, strict=True):
@@ -111,7 +123,7 @@ def encode(cp: Checkpoint) -> Encoded:
     """``cp`` as a head and a record against its base; remembers the head as the base
     of the next save (``Checkpoint.saved``)."""
     head = head_of(cp)
-    head_text = dumps_proven(head)
+    head_text = _head_text(head, cp.texts)
     base_id = cp.parent_id if cp.parent_id is not None else cp.forked_from_base
     base_head = cp.base_head(base_id)
     record: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from ._jsonvalue import dumps_proven
+from ._jsonvalue import KnownTexts, dumps_proven
 from .errors import CheckpointConflict
 from .types import RunStatus
 
@@ -147,6 +147,7 @@ class Checkpoint:
         self._base_doc: dict[str, Any] | None = None
         self.forked_from_base: str | None = None
         self.last_completed: dict[str, Any] | None = None
+        self.texts = KnownTexts()  # of its tasks' inputs and outputs
         # Where a store that numbers its threads put this checkpoint: (id, place from 1).
         self.position: tuple[str, int] | None = None
 
@@ -228,6 +229,10 @@ class Checkpoint:
         snapshot nobody changes, built by ``head`` when first read: the next save of this
         checkpoint is a patch against it."""
         self._base, self._base_doc = (checkpoint_id or self.id, head), None
+
+    def forget_base(self) -> None:
+        """The remembered head may have been changed: the next save is written whole."""
+        self._base, self._base_doc = None, None
 
     def stored(self, name: str) -> Any:
         """The value stored under ``name``, one of ``FIELD_NAMES``."""

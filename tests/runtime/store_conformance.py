@@ -261,6 +261,46 @@ class LongThreadConformance:
         assert latest.history[-1]["output"]["messages"] == expected_messages(20)
 
 
+def grow(inp: dict[str, Any]) -> dict[str, Any]:
+    """Changes its input in place and returns it."""
+    inp["items"].append(len(inp["items"]))
+    inp["count"] = len(inp["items"])
+    return inp
+
+
+def peek(inp: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """Changes its input in place, then pauses."""
+    inp["items"].clear()
+    return {**inp, "answer": ctx.interrupt({"question": "ok?"})}
+
+
+class InPlaceConformance:
+    """A node is lent its input; one that changes it in place still leaves every
+    checkpoint as it would be had the node been given a copy."""
+
+    async def test_a_node_that_changes_its_input_in_place_is_kept_right(
+        self, store: CheckpointStore,
+    ) -> None:
+        executor = DurableExecutor([("grow", grow), ("again", grow), ("peek", peek)],
+                                   store=store, name="in-place")
+        paused = await executor.run({"items": []})
+        assert paused.status == "interrupted"
+        loaded = await store.load(paused.thread_id)
+        assert loaded is not None and loaded.pending_input == {"items": [0, 1], "count": 2}
+        assert (await store.list(paused.thread_id))[-1] == loaded
+        assert [h["output"] for h in loaded.history] == [
+            {"items": [0], "count": 1}, {"items": [0, 1], "count": 2}]
+        done = await executor.resume(paused.thread_id, "yes")
+        assert done.output == {"items": [], "count": 2, "answer": "yes"}
+        checkpoints = await store.list(paused.thread_id)
+        assert checkpoints[-1].state == {"grow": {"items": [0], "count": 1},
+                                         "again": {"items": [0, 1], "count": 2},
+                                         "peek": done.output}
+        assert checkpoints[0].engine.tasks[0]["input"] == {"items": []}
+        for cp in checkpoints:
+            assert await store.load_by_id(cp.id) == cp
+
+
 class BlockingStoreConformance:
     """The blocking twins (``runtime.checkpoint.BlockingStore``), for a store that offers
     them: the same answers as the async methods, and the same compare-and-set."""

@@ -4,10 +4,10 @@ import pytest
 
 from runtime import InMemoryCheckpointStore
 
-from .store_conformance import LongThreadConformance, StoreConformance
+from .store_conformance import InPlaceConformance, LongThreadConformance, StoreConformance
 
 
-class TestInMemoryStore(StoreConformance, LongThreadConformance):
+class TestInMemoryStore(StoreConformance, LongThreadConformance, InPlaceConformance):
     @pytest.fixture
     def store(self) -> InMemoryCheckpointStore:
         return InMemoryCheckpointStore()

@@ -11,12 +11,13 @@ from forgeui.models import Checkpoint, Thread
 from forgeui.store import DjangoCheckpointStore
 from tests.runtime.store_conformance import (
     BlockingStoreConformance,
+    InPlaceConformance,
     LongThreadConformance,
     StoreConformance,
 )
 
 
-class DjangoStoredBytes(LongThreadConformance):
+class DjangoStoredBytes(LongThreadConformance, InPlaceConformance):
     async def stored_bytes(self, store: DjangoCheckpointStore, thread_id: str) -> int:
         return await sync_to_async(_stored_bytes)(store.using, thread_id)
 
