@@ -1,0 +1,96 @@
+"""Instructions per turn of the long-thread chat, early and late, counted beside LangGraph.
+
+    python bench/turn_instructions.py [--turns 1000] [--window 40]
+
+The workload of ``long_thread.py`` (one node that appends a ~200-byte message per turn
+and pauses; ``resume_sync`` / ``invoke(Command(resume=...))`` each turn) on the memory
+stores: forge's ``InMemoryCheckpointStore`` and LangGraph's ``InMemorySaver`` with a plain
+``operator.add`` list. Wall time on this shared VM moves by tens of percent, even CPU
+time, which hides whether a turn's cost grows with the conversation. ``valgrind
+--tool=callgrind`` counts instructions instead, the same on every run.
+
+Each side is counted four times, in child processes: after 0, ``window``,
+``turns - window`` and ``turns`` turns. The differences are the cost of the first and
+the last ``window`` turns; their ratio says how much a turn grows with the conversation.
+The garbage collector is frozen after setup, so a collection does not land in one count
+and not the other. Needs valgrind (Debian: ``apt-get install valgrind``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIDES = ("forge", "langgraph-plain")
+
+
+def workload(side_name: str, turns: int) -> None:
+    """The counted child: start the chat, then answer ``turns`` turns."""
+    sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+    from long_thread import forge_side, langgraph_saver, langgraph_side
+
+    with ExitStack() as stack:
+        if side_name == "forge":
+            from runtime import InMemoryCheckpointStore
+
+            side = forge_side(InMemoryCheckpointStore())
+        else:
+            saver, _ = langgraph_saver("memory", stack)
+            side = langgraph_side(saver, delta=False)
+        side.start()
+        gc.collect()
+        gc.freeze()
+        for n in range(1, turns + 1):
+            side.turn(n)
+
+
+def counted(side: str, turns: int) -> int:
+    """Instructions the workload's process ran, under callgrind."""
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out",
+             sys.executable, __file__, "--child", side, str(turns)],
+            capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--window", type=int, default=40)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        workload(args.child[0], int(args.child[1]))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    turns, window = args.turns, args.window
+    points = (0, window, turns - window, turns)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the machine's two cores
+        counts = {side: list(pool.map(lambda n, s=side: counted(s, n), points))
+                  for side in SIDES}
+    print(f"memory stores, instructions per turn (callgrind), {window}-turn windows")
+    print(f"{'side':16} {'first':>10} {'last':>10} {'last/first':>11}")
+    late: dict[str, float] = {}
+    for side, (zero, early, before_late, end) in counts.items():
+        first, last = (early - zero) / window, (end - before_late) / window
+        late[side] = last
+        print(f"{side:16} {first / 1e6:9.2f}M {last / 1e6:9.2f}M {last / first:10.2f}x")
+    print(f"forge's last turns / LangGraph plain's: {late['forge'] / late['langgraph-plain']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
