@@ -90,36 +90,6 @@ def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
     assert large["tasks"][0]["input"] is task["input"]
 
 
-async def test_a_node_is_lent_its_input_and_its_output_shares_it() -> None:
-    seen: list[Any] = []
-
-    def keep(inp: dict[str, Any]) -> dict[str, Any]:
-        seen.append(inp)
-        return {**inp, "kept": len(seen)}
-
-    executor = DurableExecutor([("start", lambda data: {"items": [{"n": 1}]}), ("one", keep),
-                                ("two", keep)], name="lent")
-    await executor.run({})
-    assert seen[0]["items"] is seen[1]["items"]  # no copy between the nodes
-
-
-async def test_the_save_after_a_node_changed_its_input_is_whole() -> None:
-    store = InMemoryCheckpointStore()
-
-    def append(inp: dict[str, Any]) -> dict[str, Any]:
-        inp["items"].append(len(inp["items"]))
-        return {"items": inp["items"]}
-
-    executor = DurableExecutor([("start", lambda data: {"items": [0]}), ("append", append),
-                                ("ask", ask)], store=store, name="in-place")
-    thread = (await executor.run({})).thread_id
-    heads = [json.loads(record)["head"] for record in records_of(store, thread)]
-    # Saved: the run, after start, after append (whole: its base shares what append
-    # changed), at the pause (a patch again).
-    assert ["v" in head for head in heads] == [True, False, True, False]
-    assert (await store.list(thread))[-1].pending_input == {"items": [0, 1]}
-
-
 @pytest.mark.parametrize("task_input", [
     {"messages": [{"content": "é ✓"}], "score": -0.0}, {"big": 2**70}, [1, [2]], "plain", None,
 ])
