@@ -49,6 +49,10 @@ def json_copy(value: Any) -> Any:
 
 _NOTHING = object()
 
+# A value whose JSON is no longer than this is cheaper to copy, or to write again, than to
+# keep apart from what holds it.
+SMALL_TEXT = 4096
+
 
 def json_copy_sharing(value: Any, proven: Any) -> Any:
     """``json_copy(value)``, keeping uncopied what ``value`` shares with ``proven`` (the
@@ -95,10 +99,14 @@ class KnownTexts:
         self._texts[id(value)] = (value, text)
         return text
 
+    def large(self, value: Any) -> bool:
+        """Is ``value`` a container whose text is longer than ``SMALL_TEXT``?"""
+        return isinstance(value, dict | list) and len(self.of(value)) > SMALL_TEXT
+
     def framed(self, value: Any) -> Any:
-        """``value`` to write into a larger text: its known text, when orjson can splice
-        it in (``dumps_framed``); else itself."""
-        if orjson is None or not isinstance(value, dict | list):
+        """``value`` to write into a larger text: its known text, when it is large and
+        orjson can splice it in (``dumps_framed``); else itself."""
+        if orjson is None or not self.large(value):
             return value
         return orjson.Fragment(self.of(value))
 

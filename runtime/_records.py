@@ -91,13 +91,14 @@ def snapshot(head: dict[str, Any], head_text: str | None = None,
 
 def _head_text(head: dict[str, Any], texts: KnownTexts) -> str:
     """The head's JSON, its tasks' inputs and outputs written from their known texts."""
-    tasks = head.get("tasks")
-    if not tasks:
+    tasks = head.get("tasks") or ()
+    values = [task[key] for task in tasks for key in _SHARED_TASK_VALUES if key in task]
+    texts.keep_only(values)
+    if not any(texts.large(value) for value in values):
         return dumps_proven(head)
     framed = dict(head)
     framed["tasks"] = [{key: texts.framed(value) if key in _SHARED_TASK_VALUES else value
                         for key, value in task.items()} for task in tasks]
-    texts.keep_only(task[key] for task in tasks for key in _SHARED_TASK_VALUES if key in task)
     return dumps_framed(framed) or dumps_proven(head)
 
 

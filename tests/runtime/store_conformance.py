@@ -278,25 +278,27 @@ class InPlaceConformance:
     """A node is lent its input; one that changes it in place still leaves every
     checkpoint as it would be had the node been given a copy."""
 
+    @pytest.mark.parametrize("pad", ["", "x" * 5000])  # small, and past SMALL_TEXT
     async def test_a_node_that_changes_its_input_in_place_is_kept_right(
-        self, store: CheckpointStore,
+        self, store: CheckpointStore, pad: str,
     ) -> None:
         executor = DurableExecutor([("grow", grow), ("again", grow), ("peek", peek)],
                                    store=store, name="in-place")
-        paused = await executor.run({"items": []})
+        paused = await executor.run({"items": [], "pad": pad})
         assert paused.status == "interrupted"
         loaded = await store.load(paused.thread_id)
-        assert loaded is not None and loaded.pending_input == {"items": [0, 1], "count": 2}
+        assert loaded is not None
+        assert loaded.pending_input == {"items": [0, 1], "pad": pad, "count": 2}
         assert (await store.list(paused.thread_id))[-1] == loaded
         assert [h["output"] for h in loaded.history] == [
-            {"items": [0], "count": 1}, {"items": [0, 1], "count": 2}]
+            {"items": [0], "pad": pad, "count": 1}, {"items": [0, 1], "pad": pad, "count": 2}]
         done = await executor.resume(paused.thread_id, "yes")
-        assert done.output == {"items": [], "count": 2, "answer": "yes"}
+        assert done.output == {"items": [], "pad": pad, "count": 2, "answer": "yes"}
         checkpoints = await store.list(paused.thread_id)
-        assert checkpoints[-1].state == {"grow": {"items": [0], "count": 1},
-                                         "again": {"items": [0, 1], "count": 2},
+        assert checkpoints[-1].state == {"grow": {"items": [0], "pad": pad, "count": 1},
+                                         "again": {"items": [0, 1], "pad": pad, "count": 2},
                                          "peek": done.output}
-        assert checkpoints[0].engine.tasks[0]["input"] == {"items": []}
+        assert checkpoints[0].engine.tasks[0]["input"] == {"items": [], "pad": pad}
         for cp in checkpoints:
             assert await store.load_by_id(cp.id) == cp
 

@@ -13,17 +13,20 @@ from runtime.types import Durability
 
 from .test_records import ask, records_of
 
+# Past SMALL_TEXT: an output shares what it keeps of such an input instead of copying it.
+LARGE = {"items": [{"n": n, "text": "x" * 100} for n in range(100)]}
 
-async def test_a_node_is_lent_its_input_and_its_output_shares_it() -> None:
+
+async def test_a_large_input_is_lent_and_passed_on_without_a_copy() -> None:
     seen: list[Any] = []
 
     def keep(inp: dict[str, Any]) -> dict[str, Any]:
         seen.append(inp)
         return {**inp, "kept": len(seen)}
 
-    executor = DurableExecutor([("start", lambda data: {"items": [{"n": 1}]}), ("one", keep),
+    executor = DurableExecutor([("start", lambda data: LARGE), ("one", keep),
                                 ("two", keep)], name="lent")
-    await executor.run({})
+    assert (await executor.run({})).output == {**LARGE, "kept": 2}
     assert seen[0]["items"] is seen[1]["items"]  # no copy between the nodes
 
 
@@ -73,8 +76,7 @@ def test_only_a_saved_step_lends(durability: Durability) -> None:
         seen.append(inp)
         return {"items": inp["items"]}
 
-    executor = DurableExecutor([("start", lambda data: {"items": [{"n": 1}]}),
-                                ("keep", keep), ("again", keep)], name="lend",
-                               durability=durability)
-    assert executor.run_sync({}).output == {"items": [{"n": 1}]}
+    executor = DurableExecutor([("start", lambda data: LARGE), ("keep", keep),
+                                ("again", keep)], name="lend", durability=durability)
+    assert executor.run_sync({}).output == LARGE
     assert (seen[0]["items"] is seen[1]["items"]) == (durability == "sync")

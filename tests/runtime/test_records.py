@@ -92,6 +92,7 @@ def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
 
 @pytest.mark.parametrize("task_input", [
     {"messages": [{"content": "é ✓"}], "score": -0.0}, {"big": 2**70}, [1, [2]], "plain", None,
+    {"messages": [{"content": "é ✓ " * 50}] * 40}, {"big": 2**70, "pad": "x" * 5000},
 ])
 def test_a_head_written_around_known_texts_reads_back_equal(task_input: Any) -> None:
     texts = KnownTexts()
