@@ -1,6 +1,6 @@
 """Instructions per start and per resume on ``DjangoCheckpointStore`` (SQLite), counted.
 
-    python bench/store_instructions.py [--runs 300]
+    python bench/store_instructions.py [--runs 300] [--store memory]
 
 Wall time on a shared VM moves by tens of percent between identical runs, which hides a
 change worth a few percent. ``valgrind --tool=callgrind`` counts instructions instead,
@@ -11,30 +11,36 @@ processes: setup only, setup and the starts, and all of it; the differences are 
 starts' and the resumes' own cost (the garbage collector is frozen after setup, so a
 collection does not land in one count and not the other). Waiting for the disk is not
 counted: this measures CPU work only. Compare two versions by running it in each.
-Needs valgrind (Debian: ``apt-get install valgrind``).
+``--store memory`` counts the same runs on ``InMemoryCheckpointStore``: the runtime's own
+work. Needs valgrind (Debian: ``apt-get install valgrind``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from callgrind import instructions, require_valgrind  # beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def workload(starts: int, resumes: int) -> None:
+def workload(store: str, starts: int, resumes: int) -> None:
     """The counted child: setup, ``starts`` starts, then ``resumes`` of them resumed."""
     sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+    from runtime_vs_langgraph import forge_executor
+
+    if store == "memory":
+        from runtime import InMemoryCheckpointStore
+
+        run(forge_executor(InMemoryCheckpointStore()), starts, resumes)
+        return
     os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp()}/instructions.sqlite3"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forgeui.settings")
-    import gc
-
     import django
 
     django.setup()
@@ -43,11 +49,16 @@ def workload(starts: int, resumes: int) -> None:
 
     settings.DEBUG = False  # as deployed: DEBUG logs every statement
     call_command("migrate", verbosity=0)
-    from runtime_vs_langgraph import forge_executor
-
     from forgeui.store import DjangoCheckpointStore
 
-    ex = forge_executor(DjangoCheckpointStore())
+    run(forge_executor(DjangoCheckpointStore()), starts, resumes)
+
+
+def run(ex: Any, starts: int, resumes: int) -> None:
+    """One warm-up run (modules first imported there are not counted), then the runs."""
+    import gc
+
+    ex.resume_sync(ex.run_sync({"amount": -1}).thread_id, "yes")
     gc.collect()
     gc.freeze()
     gc.disable()
@@ -56,32 +67,26 @@ def workload(starts: int, resumes: int) -> None:
     assert all(d.output["done"] for d in done)
 
 
-def counted(starts: int, resumes: int) -> int:
+def counted(store: str, starts: int, resumes: int) -> int:
     """Instructions the workload's process ran, under callgrind."""
-    with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out",
-             sys.executable, __file__, "--child", str(starts), str(resumes)],
-            capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return instructions(__file__, "--child", store, str(starts), str(resumes))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        workload(*args.child)
+        workload(args.child[0], int(args.child[1]), int(args.child[2]))
         return
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    require_valgrind()
     n = args.runs
-    setup, started, resumed = counted(0, 0), counted(n, 0), counted(n, n)
-    print(f"sqlite, {n} runs, instructions (callgrind)")
+    store = args.store
+    setup, started, resumed = (counted(store, 0, 0), counted(store, n, 0),
+                               counted(store, n, n))
+    print(f"{store}, {n} runs, instructions (callgrind)")
     print(f"  per start  {(started - setup) / n / 1e6:8.3f} M")
     print(f"  per resume {(resumed - started) / n / 1e6:8.3f} M")
 

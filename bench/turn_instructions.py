@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
+
+from callgrind import instructions, require_valgrind  # beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 SIDES = ("forge", "langgraph-plain")
@@ -55,15 +53,7 @@ def workload(side_name: str, turns: int) -> None:
 
 def counted(side: str, turns: int) -> int:
     """Instructions the workload's process ran, under callgrind."""
-    with tempfile.TemporaryDirectory() as out:
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out",
-             sys.executable, __file__, "--child", side, str(turns)],
-            capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return instructions(__file__, "--child", side, str(turns))
 
 
 def main() -> None:
@@ -75,8 +65,7 @@ def main() -> None:
     if args.child:
         workload(args.child[0], int(args.child[1]))
         return
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    require_valgrind()
     turns, window = args.turns, args.window
     points = (0, window, turns - window, turns)
     with ThreadPoolExecutor(max_workers=2) as pool:  # the machine's two cores
