@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TypeVar
 from . import _tree
 from ._graph import Graph, NodeSpec
 from ._ids import interrupt_id, new_id, now_ms, task_id
-from ._jsonvalue import SMALL_TEXT, NotJSON, json_clone, json_copy, json_copy_sharing
+from ._jsonvalue import NotJSON, json_clone, json_copy, json_copy_sharing
 from ._lent import Lent, lend
 from .checkpoint import (
     Additions,
@@ -381,8 +381,9 @@ class RunExecution:
     def _settle(self, task: dict[str, Any], output: Any, lent: Lent | None = None) -> None:
         intact = lent is not None and lent.intact()
         try:
-            # Copied before a changed input is put back: the output may be that input.
-            if intact and lent is not None and len(lent.text or b"") > SMALL_TEXT:
+            # Copied before a changed input is put back (the output may be that input);
+            # what a large input left intact shares with it is proven already.
+            if lent is not None and intact and lent.large:
                 output = json_copy_sharing(output, lent.value)
             else:
                 output = json_copy(output)

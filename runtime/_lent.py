@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._jsonvalue import KnownTexts, NotJSON, json_text, loads
+from ._jsonvalue import SMALL_TEXT, KnownTexts, NotJSON, json_text, loads
 
 
 @dataclass(slots=True)
@@ -20,6 +20,11 @@ class Lent:
 
     value: Any
     text: bytes | None
+
+    @property
+    def large(self) -> bool:
+        """Is its text longer than ``SMALL_TEXT``, so worth sharing rather than copying?"""
+        return self.text is not None and len(self.text) > SMALL_TEXT
 
     def intact(self) -> bool:
         """Is the value as it was lent?"""
