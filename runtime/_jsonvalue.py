@@ -108,7 +108,7 @@ class KnownTexts:
         orjson can splice it in (``dumps_framed``); else itself."""
         if orjson is None or not self.large(value):
             return value
-        return orjson.Fragment(self.of(value))
+        return orjson.Fragment(self._texts[id(value)][1])  # taken by large()
 
     def keep_only(self, values: Iterable[Any]) -> None:
         kept = {id(value) for value in values}

@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from . import _patch, _tree
-from ._jsonvalue import KnownTexts, dumps_framed, dumps_proven, loads
+from ._jsonvalue import SMALL_TEXT, KnownTexts, dumps_framed, dumps_proven, loads
 from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing
 
 HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
@@ -67,10 +67,6 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
 _SHARED_TASK_VALUES = ("input", "output")
 
 
-# A head up to this long is cheaper to read again from its JSON text than to take apart.
-_READ_AGAIN_UP_TO = 4096
-
-
 def snapshot(head: dict[str, Any], head_text: str | None = None,
              ) -> Callable[[], dict[str, Any]]:
     """A copy of ``head`` that the executor's later changes to it cannot reach, built when
@@ -78,7 +74,7 @@ def snapshot(head: dict[str, Any], head_text: str | None = None,
     are the large part and make an unchanged input the same object in the next save's
     diff. What it copies is taken now, as JSON text; most runs end before reading it.
     ``head_text``, the head's own JSON when at hand: a small head is read again from it."""
-    if head_text is not None and len(head_text) <= _READ_AGAIN_UP_TO:
+    if head_text is not None and len(head_text) <= SMALL_TEXT:
         return partial(loads, head_text)
     skeleton, shared = dict(head), []
     if "tasks" in head:
