@@ -430,6 +430,7 @@ class RunExecution:
             "has_default": bool(signal and signal.has_default),
             "default": signal.default if signal else None,
             "assignees": signal.assignees if signal else None,
+            "summary_fields": signal.summary_fields if signal else None,
         })
         task["status"] = "interrupted"
         task["interrupt_id"] = iid

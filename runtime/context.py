@@ -71,14 +71,17 @@ class NodeContext:
     def interrupt(
         self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,
         assignees: Mapping[str, Sequence[str]] | None = None,
+        summary: Sequence[str] | None = None,
     ) -> Any:
         """Pause here until a person answers; on re-run, return that answer.
 
         Answers are matched by order: the n-th ``interrupt()`` call of this task gets the
         n-th answer. ``deadline_s``/``default`` let the dashboard answer for you when late;
-        ``assignees`` (``{"users": [...], "groups": [...]}``) names who may answer. These
-        come only from here, never from keys of ``payload``, which may carry data the graph
-        forwards from a user or a model.
+        ``assignees`` (``{"users": [...], "groups": [...]}``) names who may answer;
+        ``summary`` names the payload keys (say ``("amount", "payee")``) that the
+        dashboard's one-line summary shows beside the question. These come only from here,
+        never from keys of ``payload``, which may carry data the graph forwards from a user
+        or a model.
         """
         order = self._next_order
         self._next_order += 1
@@ -94,7 +97,8 @@ class NodeContext:
         has_default = default is not _MISSING
         raise InterruptSignal(payload, order, deadline_s=_deadline(self.node, deadline_s),
                               default=default if has_default else None, has_default=has_default,
-                              assignees=_assignees(self.node, assignees))
+                              assignees=_assignees(self.node, assignees),
+                              summary_fields=_summary_fields(self.node, summary))
 
     def idempotency_key(self, name: str) -> str:
         """A stable key (thread, node, task, name) to hand to external APIs."""
@@ -159,3 +163,18 @@ def _assignees(node: str, named: Any) -> dict[str, list[str]] | None:
                              f"list of names, not {names!r}")
         found[key] = list(names)
     return found
+
+
+MAX_SUMMARY_FIELDS = 8
+
+
+def _summary_fields(node: str, named: Any) -> list[str] | None:
+    """The payload keys a summary shows, in order; None when none are named."""
+    if named is None:
+        return None
+    if (isinstance(named, str | bytes) or not isinstance(named, Sequence)
+            or not all(isinstance(key, str) for key in named)
+            or len(named) > MAX_SUMMARY_FIELDS):
+        raise ForgeError(f"interrupt in node {node!r}: summary must be a list of up to "
+                         f"{MAX_SUMMARY_FIELDS} payload keys, not {named!r}")
+    return list(dict.fromkeys(named))

@@ -23,6 +23,7 @@ class InterruptSignal(BaseException):
         default: Any = None,
         has_default: bool = False,
         assignees: dict[str, list[str]] | None = None,
+        summary_fields: list[str] | None = None,
     ) -> None:
         super().__init__(payload)
         self.payload = payload
@@ -31,3 +32,4 @@ class InterruptSignal(BaseException):
         self.default = default
         self.has_default = has_default
         self.assignees = assignees
+        self.summary_fields = summary_fields

@@ -97,9 +97,10 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
 
 
 class PayloadField(models.JSONField):
-    """An interrupt's payload: data to show, never instructions. Deadline, default and
-    assignees come from ``ctx.interrupt``'s keyword arguments (the interrupt record), so
-    data a graph forwards from a user or a model cannot set them."""
+    """An interrupt's payload: data to show, never instructions. Deadline, default,
+    assignees and the summary's fields come from ``ctx.interrupt``'s keyword arguments
+    (the interrupt record), so data a graph forwards from a user or a model cannot set
+    them."""
 
 
 class Interrupt(models.Model):
@@ -131,6 +132,9 @@ class Interrupt(models.Model):
     )
     assignees = models.TextField(blank=True, default="",
                                  help_text="who may answer (empty: anyone with the role)")
+    summary_fields = models.JSONField(
+        default=list, blank=True,
+        help_text="payload keys its one-line summary shows (ctx.interrupt's summary=)")
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",

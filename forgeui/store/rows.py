@@ -135,6 +135,7 @@ def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrup
         order=data.get("order", 0), kind=data.get("kind", "node"),
         has_default=bool(data.get("has_default")), default=data.get("default"),
         assignees=assignment.from_record(data.get("assignees")),
+        summary_fields=data.get("summary_fields") or [],
         status=status, created_at=from_ms(data.get("created_at"), from_ms(cp.created_at, now)),
         deadline_at=from_ms(deadline, now) if deadline else None,
     )

@@ -304,12 +304,29 @@ async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data()
     assert named.assignees == {"users": [], "groups": ["finance"]}
 
 
+async def test_interrupt_summary_fields_come_from_the_keyword_only() -> None:
+    forwarded = {"question": "Pay?", "amount": 5, "summary_fields": ["amount"]}
+
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        first = ctx.interrupt(forwarded)
+        return first, ctx.interrupt({"amount": 5, "payee": "ACME"},
+                                    summary=("payee", "amount", "payee"))
+
+    ex = DurableExecutor(nodes=[("ask", ask)])
+    first = await ex.run(None)
+    (plain,) = first.interrupts
+    assert plain.summary_fields is None and plain.payload == forwarded
+    (marked,) = (await ex.resume(first.thread_id, 1)).interrupts
+    assert marked.summary_fields == ["payee", "amount"]
+
+
 @pytest.mark.parametrize(("options", "named"), [
     ({"deadline_s": -1}, "deadline_s"), ({"deadline_s": "soon"}, "deadline_s"),
     ({"deadline_s": True}, "deadline_s"), ({"assignees": "bob"}, "assignees"),
     ({"assignees": {"users": "bob"}}, "assignees['users']"),
     ({"assignees": {"people": ["bob"]}}, "assignees"),
-    ({"default": {1, 2}}, "set"),
+    ({"default": {1, 2}}, "set"), ({"summary": "amount"}, "summary"),
+    ({"summary": ["amount", 3]}, "summary"), ({"summary": [f"k{n}" for n in range(9)]}, "summary"),
 ])
 async def test_bad_interrupt_options_fail_the_node_naming_them(
         options: dict[str, Any], named: str) -> None:
