@@ -112,12 +112,3 @@ def scalar_text(value: Any) -> str:
         return "yes" if value else "no"
     text = str(value)
     return text if len(text) <= MAX_SCALAR_CHARS else text[: MAX_SCALAR_CHARS - 1] + "…"
-
-
-def scalar_fields(value: Any, limit: int = 3) -> list[tuple[str, str]]:
-    """Up to ``limit`` scalar entries of a dict (an input), for a one-line summary."""
-    if not isinstance(value, dict):
-        return []
-    found = [(str(key), scalar_text(item)) for key, item in value.items()
-             if item is not None and is_scalar(item)]
-    return found[:limit]

@@ -18,16 +18,13 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from forgeui.inbox import bidi
-from forgeui.inbox.payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
 from forgeui.runs import forks
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
+from forgeui.runs.wording import answer_words, interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
 PAGE_SIZE = 50
-SUMMARY_LENGTH = 140
-# Payload keys that tell forge what to do, not what the question is about.
-INSTRUCTIONS = ("question", "actions", "answer_schema")
 ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
 Sort = Literal["newest", "oldest", "deadline"]
 Tab = Literal["all", "assigned", "queue", "done"]
@@ -123,37 +120,6 @@ class InboxFilters:
         return "afterbegin" if self.sort == "newest" else "beforeend"
 
 
-def payload_summary(payload: Any) -> str:
-    """One line for any JSON value (an answer): the question if there is one, else
-    compact JSON."""
-    if isinstance(payload, dict) and isinstance(payload.get("question"), str):
-        rest = {k: v for k, v in payload.items() if k not in INSTRUCTIONS}
-        text = payload["question"] + (" " + compact(rest) if rest else "")
-    elif isinstance(payload, str):
-        text = payload
-    else:
-        text = compact(payload)
-    return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
-
-
-def summary(interrupt: Interrupt) -> str:
-    """One line for the row: the payload's title (else its question, else a breakpoint in
-    words) and up to three scalar fields of the input it is about."""
-    payload = interrupt.payload
-    if interrupt.kind in BREAKPOINT_KINDS and isinstance(payload, dict):
-        head = present_breakpoint(payload, interrupt.node, interrupt.kind).heading
-        about = payload.get("input" if interrupt.kind == "before" else "output")
-    elif isinstance(payload, dict) and heading(payload):
-        head, about = heading(payload), interrupt.run.input
-    elif isinstance(payload, str):
-        head, about = payload, interrupt.run.input
-    else:
-        head, about = compact(payload), None
-    details = " · ".join(f"{key} {value}" for key, value in scalar_fields(about))
-    text = f"{head} · {details}" if details else head
-    return text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 1] + "…"
-
-
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False, default=str)
 
@@ -203,10 +169,10 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "interrupt": interrupt,
         "fork": facts.origins.get(interrupt.root_thread_id),
         "decision": decision,
-        "decision_summary": payload_summary(decision.value) if decision else "",
+        "decision_summary": decision_words(interrupt, decision),
         "graph": interrupt.run.graph,
         "path": "/".join(interrupt.namespace),
-        "summary": summary(interrupt),
+        "summary": interrupt_summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case.
         "plain": asks_yes_no(interrupt.payload),
@@ -218,6 +184,13 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
         "note": "", "error": "",  # given back when an answer from the row is refused
     }
+
+
+def decision_words(interrupt: Interrupt, decision: Answer | None) -> str:
+    """The answer that closed the row, in words ("" while none is known)."""
+    if decision is None:
+        return ""
+    return answer_words(decision.value, interrupt.payload, interrupt.kind, decision.steering)
 
 
 def accepted_answers(interrupts: Any) -> dict[str, Answer]:

@@ -15,6 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from forgeui.models import Answer, Run, SteeringNote
+from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
 from forgeui.store.rows import from_ms
@@ -46,6 +47,8 @@ class Resolution:
     answered_by: str | None
     answered_at: str | None
     steering: str = ""
+    summary: str = ""  # what was asked, in one line
+    answer_text: str = ""  # the answer in words ("Approved", "Edited: to → …")
 
 
 @dataclass
@@ -142,12 +145,13 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
     checkpoints = DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last)
     ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
     answers = _answers({r["id"] for records in ended for r in records})
+    inputs = dict(Run.objects.filter(thread_id=thread_id).values_list("run_id", "input"))
     previous: RuntimeCheckpoint | None = None
     result = []
     for cp, records in zip(checkpoints, ended, strict=True):
         seq = _place(cp)
         if seq >= first:
-            result.append(_entry(seq, cp, previous, records, answers))
+            result.append(_entry(seq, cp, previous, records, answers, inputs.get(cp.run_id)))
         previous = cp
     before = checkpoints[0].created_at if first > 1 and checkpoints else None
     checkpoints = checkpoints[-len(result):] if result else []
@@ -169,15 +173,16 @@ def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[di
 
 
 def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
-           ended: list[dict[str, Any]], answers: dict[str, Answer]) -> Entry:
+           ended: list[dict[str, Any]], answers: dict[str, Answer], run_input: Any) -> Entry:
     seen = {i["id"] for i in previous.interrupts} if previous else set()
-    raised = [i for i in cp.interrupts if i["id"] not in seen]
+    raised = [{**i, "summary": record_summary(i, run_input)}
+              for i in cp.interrupts if i["id"] not in seen]
     starts = previous is None or cp.run_id != previous.run_id
     return Entry(
         seq=seq, checkpoint_id=cp.id, run_id=cp.run_id,
         node=", ".join(_what_happened(cp, previous, ended, raised)), status=cp.status,
         created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
-        resolved=[_resolution(r, answers.get(r["id"])) for r in ended],
+        resolved=[_resolution(r, answers.get(r["id"]), run_input) for r in ended],
         diff=state_diff(previous.state if previous else {}, cp.state),
         forked_from=cp.forked_from if previous is None else None, state=cp.state,
         input=(cp.engine.tasks[0].get("input")
@@ -200,13 +205,16 @@ def _what_happened(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
     return [cp.node] if cp.node else []
 
 
-def _resolution(record: dict[str, Any], answer: Answer | None) -> Resolution:
+def _resolution(record: dict[str, Any], answer: Answer | None, run_input: Any) -> Resolution:
+    steering = answer.steering if answer else ""
     return Resolution(
         interrupt_id=record["id"], node=record.get("node", ""),
         status=record.get("status", ""), answer=record.get("answer"),
         answered_by=answer.user.get_username() if answer and answer.user else None,
         answered_at=answer.created_at.isoformat() if answer else None,
-        steering=answer.steering if answer else "",
+        steering=steering, summary=record_summary(record, run_input),
+        answer_text=answer_words(record.get("answer"), record.get("payload"),
+                                 str(record.get("kind") or "node"), steering),
     )
 
 

@@ -13,6 +13,8 @@ from django.utils.timesince import timesince
 from django.utils.timezone import is_aware, make_aware
 
 from forgeui.inbox.payloads import Field, fields_of
+from forgeui.models import Answer, Interrupt
+from forgeui.runs.wording import answer_words
 
 register = template.Library()
 
@@ -45,6 +47,12 @@ def iso(value: Any) -> datetime | Any:
 def as_fields(value: Any, name: str = "value") -> list[Field]:
     """A value as the definition list the payload view uses (``payloads.fields_of``)."""
     return fields_of(value, name)
+
+
+@register.filter
+def in_words(answer: Answer, interrupt: Interrupt) -> str:
+    """``answer`` (to ``interrupt``) as people say it: "Approved", "Edited: to → …"."""
+    return answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
 
 
 @register.simple_tag

@@ -15,11 +15,13 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import QueryDict
 
-from forgeui.inbox.rows import payload_summary
 from forgeui.models import Answer
+from forgeui.runs.wording import answer_words, decision_line, interrupt_summary
 
-COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "answer",
-           "steering", "interrupt_id", "run_id", "thread_id", "checkpoint_id", "outcome"]
+# "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
+COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "summary", "answer_text",
+           "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
+           "checkpoint_id", "outcome"]
 CHUNK = 500
 
 
@@ -77,12 +79,15 @@ def decisions() -> Any:
 def row(answer: Answer) -> dict[str, Any]:
     """One decision as exported (and as the page reads it)."""
     interrupt = answer.interrupt
+    summary = interrupt_summary(interrupt)
+    words = answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
     return {
         "answered_at": answer.created_at.isoformat(),
         "answered_by": answer.user.get_username() if answer.user else "system",
         "graph": interrupt.run.graph, "path": "/".join(interrupt.namespace),
-        "node": interrupt.node, "question": payload_summary(interrupt.payload),
-        "answer": answer.value, "steering": answer.steering,
+        "node": interrupt.node, "summary": summary, "answer_text": words,
+        "decision": decision_line(summary, words), "answer": answer.value,
+        "steering": answer.steering,
         "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
         "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
         "outcome": answer.outcome,

@@ -20,8 +20,8 @@ from forgeui.models import Answer, AuditEntry, Run
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
+from forgeui.web import audit_lines, exports
 from forgeui.web import decisions as answer_rows
-from forgeui.web import exports
 from forgeui.web.views.common import (
     page,
     requires,
@@ -91,23 +91,23 @@ AUDIT_FILTERS = ("actor", "action", "object", "since", "until")
 @require_GET
 @requires(Action.READ)
 def audit(request: HttpRequest) -> HttpResponse:
-    entries = audit_entries(request)
-    context = {"page": Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page")),
+    current = Paginator(audit_entries(request), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": current, "rows": list(audit_lines.described(current)),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
                "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True)))}
     return page(request, "forgeui/audit.html", "rows", context)
 
 
-AUDIT_COLUMNS = ["id", "created_at", "actor", "action", "object_type", "object_id", "run_id",
-                 "thread_id", "before_checkpoint_id", "after_checkpoint_id", "detail"]
+AUDIT_COLUMNS = ["id", "created_at", "actor", "action", "summary", "object_type", "object_id",
+                 "run_id", "thread_id", "before_checkpoint_id", "after_checkpoint_id", "detail"]
 
 
 @require_GET
 @requires(Action.READ)
 def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
     """The filtered audit log as JSON or CSV, streamed in chunks."""
-    rows = (audit_dict(entry) for entry in audit_entries(request).select_related("actor")
-            .iterator(chunk_size=500))
+    found = audit_entries(request).select_related("actor").iterator(chunk_size=500)
+    rows = (audit_dict(entry, line) for entry, line in audit_lines.described_in_chunks(found))
     if fmt == "csv":
         return exports.as_csv(AUDIT_COLUMNS, rows, "audit.csv")
     return exports.as_json(rows, "audit.json")
@@ -179,10 +179,10 @@ def when(text: str, end_of_day: bool = False) -> datetime | None:
     return moment
 
 
-def audit_dict(entry: AuditEntry) -> dict[str, Any]:
+def audit_dict(entry: AuditEntry, summary: str = "") -> dict[str, Any]:
     return {"id": entry.pk, "created_at": entry.created_at.isoformat(),
             "actor": entry.actor.get_username() if entry.actor else None,
-            "action": entry.action, "object_type": entry.object_type,
+            "action": entry.action, "summary": summary, "object_type": entry.object_type,
             "object_id": entry.object_id, "run_id": entry.run_id, "thread_id": entry.thread_id,
             "before_checkpoint_id": entry.before_checkpoint_id,
             "after_checkpoint_id": entry.after_checkpoint_id, "detail": entry.detail}

@@ -20,7 +20,6 @@ from forgeui.inbox.rows import (
     answer_schema,
     asks_yes_no,
     row_context,
-    summary,
     tab_links,
 )
 from forgeui.models import Answer, Event, Interrupt, InterruptStatus
@@ -31,6 +30,7 @@ from forgeui.runs.exceptions import (
     InvalidRequest,
     StaleAnswer,
 )
+from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
 from forgeui.web.forms import (
@@ -122,7 +122,7 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
     context = {
         "interrupt": interrupt, "payload_json": pretty(payload),
         "presented": present(payload, interrupt.node, interrupt.kind),
-        "summary": summary(interrupt), "where": "panel",
+        "summary": interrupt_summary(interrupt), "where": "panel",
         "path": "/".join(interrupt.namespace), "actions": actions,
         "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
         "edit_form": edit_form(payload),
@@ -203,12 +203,12 @@ def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
     following = (InboxFilters().apply(Interrupt.objects.all(), viewer)
                  .exclude(pk=answered_one.pk).select_related("run", "claimed_by"))
     upcoming = next((i for i in following[:50] if assignment.may_answer(viewer, i)), None)
-    note = f"Your answer to “{summary(answered_one)}” was recorded."
+    note = f"Your answer to “{interrupt_summary(answered_one)}” was recorded."
     if upcoming is None:
         messages.success(request, f"{note} Nothing else is waiting for you.")
         target = reverse("forgeui:inbox")
     else:
-        messages.success(request, f"{note} Next: {summary(upcoming)}")
+        messages.success(request, f"{note} Next: {interrupt_summary(upcoming)}")
         target = reverse("forgeui:interrupt", kwargs={"interrupt_id": upcoming.pk})
     return go_to(request, target)
 

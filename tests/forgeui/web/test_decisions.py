@@ -104,6 +104,6 @@ def test_done_by_me_shows_the_decision_and_when(users: dict[str, User]) -> None:
     done = answered(users)
     page = logged_in(users["reviewer"]).get("/", {"tab": "done"}).content.decode()
     row = page.split(f'id="int-{done["transfer"].pk}"', 1)[1].split("</tr>", 1)[0]
-    assert '<span class="decision">true · <time' in row
+    assert '<span class="decision">→ Approved · <time' in row and "true" not in row
     assert done["transfer"].answered_at.strftime("%Y-%m-%d") in row
     assert f'id="int-{done["deploy"].pk}"' not in page
