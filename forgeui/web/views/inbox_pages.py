@@ -33,6 +33,7 @@ from forgeui.runs.exceptions import (
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
+from forgeui.web import bulk_report
 from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,
@@ -251,9 +252,9 @@ def bulk(request: HttpRequest) -> HttpResponse:
                                         steering=request.POST.get("steering", "").strip() or None)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
-    accepted = sum(o.outcome == "accepted" for o in outcomes)
+    lines = bulk_report.report(outcomes, value)
     return render(request, "forgeui/inbox.html#bulk-results",
-                  {"outcomes": outcomes, "accepted": accepted})
+                  {"lines": lines, "accepted": sum(line.ok for line in lines)})
 
 
 @require_POST

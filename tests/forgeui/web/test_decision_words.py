@@ -132,3 +132,28 @@ def test_the_interrupt_page_shows_the_answer_in_words(users: dict[str, User]) ->
     answers = html.content.decode().split('<ul class="answers">', 1)[1].split("</ul>", 1)[0]
     assert "Rejected: over budget" in answers
     assert "false" not in without_json_toggles(answers) and "false" in answers
+
+
+def test_bulk_results_name_rows_by_summary_in_plain_words(users: dict[str, User]) -> None:
+    fresh = pending_of(users, "custom", TRANSFER)
+    taken = pending_of(users, "custom", {**TRANSFER, "question": "Pay the invoice?"})
+    email = pending_of(users, "email", {"to": "dana@example.com", "topic": "the delay"})
+    services.answer_interrupt(users["supervisor"], taken.pk, True)
+    response = logged_in(users["reviewer"]).post(
+        "/interrupts/bulk/", {"ids": [fresh.pk, taken.pk, email.pk], "action": "approve"},
+        HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    items = re.findall(r"<li [^>]*>(.*?)</li>", html, flags=re.S)
+    texts = [re.sub(r"<[^>]+>", "", item) for item in items]
+    assert texts == [
+        f"{ASKED} → Approved",
+        "Pay the invoice? · amount 500 EUR · payee ACME → Not answered: already answered "
+        "by supervisor",
+        "Send this e-mail to dana@example.com? · to dana@example.com · subject About the "
+        "delay · body Hello, → Not answered: it asks for a specific answer, not Approve or "
+        "Reject; open it to answer",
+    ]
+    assert "1 of 3 answered" in html
+    for interrupt in (fresh, taken, email):
+        assert interrupt.pk[:8] not in re.sub(r'(href|data-interrupt)="[^"]*"', "", html)
+    assert "schema" not in html and "$" not in html
