@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from forgeui.runs.wording import interrupt_summary
+
 # -- building blocks ---------------------------------------------------------------------
 
 
@@ -189,6 +191,8 @@ class InterruptOut(Schema):
     sub_agent_id: str | None
     checkpoint_id: str
     payload: Any
+    summary: str = Field(description="one line: what is asked, and about what (the fields "
+                                     "the graph marked with interrupt(summary=...))")
     order: int
     kind: str
     status: str
@@ -203,6 +207,10 @@ class InterruptOut(Schema):
     @staticmethod
     def resolve_graph(obj: Any) -> str:
         return obj.run.graph
+
+    @staticmethod
+    def resolve_summary(obj: Any) -> str:
+        return interrupt_summary(obj)
 
     @staticmethod
     def resolve_assignees(obj: Any) -> dict[str, list[str]]:

@@ -192,3 +192,15 @@ def test_audit_lists_newest_first_and_filters(api: Api) -> None:
     assert by_thread["count"] == len(actions)
     future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     assert api.get("auditor", "/api/audit", created_after=future).json()["count"] == 0
+
+
+def test_interrupts_carry_their_one_line_summary(api: Api) -> None:
+    marked = api.start("custom", {"question": "Pay?", "payload": {"amount": 5, "to": "ACME"},
+                                  "options": {"summary": ["to"]}})
+    deploy = api.start("deploy", {"version": "3.2.0"})
+    (pay,) = api.pending_of(marked)
+    (paused,) = api.pending_of(deploy)
+    assert pay["summary"] == "Pay? · to ACME"
+    assert paused["summary"].startswith("Paused before deploy · version 3.2.0")
+    one = api.get("auditor", f"/api/interrupts/{pay['id']}").json()
+    assert one["summary"] == "Pay? · to ACME"
