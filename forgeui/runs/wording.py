@@ -116,7 +116,7 @@ def answer_words(value: Any, payload: Any = None, kind: str = "node", note: str 
     "Edited: to → lead@…". ``payload`` holds what an edit changed from; ``note`` (the
     steering note given with the answer) is the reason of a bare reject."""
     if kind in BREAKPOINT_KINDS:
-        return shorten(_breakpoint_words(value), ANSWER_LENGTH)
+        return shorten(_breakpoint_words(value, note.strip()), ANSWER_LENGTH)
     return shorten(_words(value, payload, note.strip()), ANSWER_LENGTH)
 
 
@@ -125,11 +125,11 @@ def decision_line(summary: str, answer: str) -> str:
     return f"{summary} → {answer}"
 
 
-def _breakpoint_words(value: Any) -> str:
+def _breakpoint_words(value: Any, note: str) -> str:
     """A breakpoint's answer is only recorded: the run goes on whatever it says."""
     if value in (True, None) or _kind_of(value) in ("accept", "continue"):
         return "Continued"
-    return f"Continued (answer recorded: {_words(value, None, '')})"
+    return f"Continued (answer recorded: {_words(value, None, note)})"
 
 
 def _words(value: Any, payload: Any, note: str) -> str:

@@ -11,7 +11,13 @@ from itertools import islice
 from typing import Any
 
 from forgeui.models import AuditEntry, Interrupt
-from forgeui.runs.wording import answer_words, decision_line, interrupt_summary
+from forgeui.runs.wording import (
+    answer_words,
+    decision_line,
+    interrupt_summary,
+    line,
+    scalar_fields,
+)
 
 DECIDING = ("answer", "answer.refused")
 
@@ -37,9 +43,13 @@ def describe(entry: AuditEntry, interrupt: Interrupt | None) -> str:
     detail = entry.detail if isinstance(entry.detail, dict) else {}
     if entry.action == "answer.bulk":
         return bulk_line(detail)
+    if entry.action == "run.start":
+        return line(f"Started {detail.get('graph') or 'a run'}", scalar_fields(detail.get("input")))
     if interrupt is None:
         return ""
     summary = interrupt_summary(interrupt)
+    if entry.action == "answer.applied" and detail.get("status"):
+        return f"{summary} (answer applied; the run is {detail['status']})"
     if entry.action not in DECIDING:
         return summary
     said = decision_line(summary, answer_words(detail.get("value"), interrupt.payload,

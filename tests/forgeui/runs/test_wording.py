@@ -106,8 +106,11 @@ PROPOSAL = {"action": "send_email", "args": EMAIL, "actions": ["accept", "edit"]
     pytest.param(7, None, "node", "", "7", id="number"),
     pytest.param(None, None, "node", "", "Answered with no value", id="null"),
     pytest.param(True, None, "before", "", "Continued", id="breakpoint-continue"),
-    pytest.param(False, None, "before", "not QA'd", "Continued (answer recorded: Rejected)",
+    pytest.param(False, None, "before", "not QA'd",
+                 "Continued (answer recorded: Rejected: not QA'd)",
                  id="breakpoint-reject-is-only-recorded"),
+    pytest.param({"type": "continue"}, None, "after", "", "Continued",
+                 id="breakpoint-continue-type"),
 ])
 def test_answers_in_words(value: Any, payload: Any, kind: str, note: str,
                           expected: str) -> None:

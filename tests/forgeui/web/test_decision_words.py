@@ -103,8 +103,10 @@ def test_the_audit_log_says_what_was_decided(users: dict[str, User]) -> None:
     answers = {r["object_id"]: r for r in rows if r["action"] == "answer"}
     assert answers[done["approved"].pk]["summary"] == f"{ASKED} → Approved"
     assert answers[done["email"].pk]["summary"].endswith("→ Edited: to → lead@example.com")
-    started = [r for r in rows if r["action"] == "run.start"]
-    assert started and all(r["summary"] == "" for r in started)
+    started = [r["summary"] for r in rows if r["action"] == "run.start"]
+    assert "Started deploy · version 2.4.0" in started
+    applied = [r for r in rows if r["action"] == "answer.applied"]
+    assert f"{ASKED} (answer applied; the run is completed)" in [r["summary"] for r in applied]
 
 
 def test_a_refused_answer_is_audited_in_words(users: dict[str, User]) -> None:
