@@ -81,8 +81,9 @@ def heading(payload: dict[str, Any]) -> str:
 
 def proposal(payload: dict[str, Any]) -> str:
     """What a headless payload offers: its proposed action, else its answer kinds."""
-    if isinstance(payload.get("action"), str) and payload["action"].strip():
-        return payload["action"].strip()
+    action = payload.get("action")
+    if isinstance(action, str) and action.strip():
+        return action.strip()
     actions = payload.get("actions")
     if isinstance(actions, list) and all(isinstance(a, str) for a in actions):
         return " / ".join(actions)

@@ -60,7 +60,8 @@ def describe(entry: AuditEntry, interrupt: Interrupt | None) -> str:
 
 
 def bulk_line(detail: dict[str, Any]) -> str:
-    outcomes = detail.get("outcomes") if isinstance(detail.get("outcomes"), dict) else {}
+    given = detail.get("outcomes")
+    outcomes: dict[str, Any] = given if isinstance(given, dict) else {}
     done = sum(outcome == "accepted" for outcome in outcomes.values())
     return (f"{answer_words(detail.get('value'))} in bulk: {done} of {len(outcomes)} "
             f"interrupt{'s' if len(outcomes) != 1 else ''} answered")

@@ -1,10 +1,12 @@
-"""Why a bulk answer left a row alone, said without ids or schema terms."""
+"""Bulk answers in words: why a row was left alone (no ids, no schema terms), and the
+audit line of a bulk answer."""
 
 from __future__ import annotations
 
 import pytest
 
 from forgeui.runs.services import BulkOutcome
+from forgeui.web.audit_lines import bulk_line
 from forgeui.web.bulk_report import why_not
 
 
@@ -25,3 +27,14 @@ from forgeui.web.bulk_report import why_not
 ])
 def test_why_a_row_was_not_answered(outcome: BulkOutcome, expected: str) -> None:
     assert why_not(outcome) == expected
+
+
+@pytest.mark.parametrize(("detail", "expected"), [
+    ({"value": True, "outcomes": {"a": "accepted", "b": "stale"}},
+     "Approved in bulk: 1 of 2 interrupts answered"),
+    ({"value": False, "outcomes": {"a": "accepted"}},
+     "Rejected in bulk: 1 of 1 interrupt answered"),
+    ({"value": True, "outcomes": "garbled"}, "Approved in bulk: 0 of 0 interrupts answered"),
+])
+def test_a_bulk_audit_entry_in_words(detail: dict[str, object], expected: str) -> None:
+    assert bulk_line(detail) == expected
