@@ -214,7 +214,7 @@ def test_a_note_reaches_a_paused_sub_agent_without_answering_it(forge: LiveServe
     page = login("supervisor", f"/runs/{writer['run_id']}/")
     panel = page.locator(f"#run-{writer['run_id']} .pending-interrupt")
     panel.get_by_text("Add a note without answering").click()
-    panel.get_by_label("Note to writer_agent; the question stays open").fill(
+    panel.get_by_label("Steering note for writer_agent; the question stays open").fill(
         "Cite the finance ledger.")
     panel.get_by_role("button", name="Add note").click()
     assert forge.api("GET", f"/api/interrupts/{writer['id']}")["status"] == "pending"
