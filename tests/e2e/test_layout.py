@@ -222,3 +222,17 @@ def test_a_note_reaches_a_paused_sub_agent_without_answering_it(forge: LiveServe
     notes = page.locator("section.context ul.notes")
     expect(notes).to_contain_text("Cite the finance ledger.", timeout=15_000)
     expect(page.get_by_role("button", name="Accept")).to_be_visible()  # still to answer
+
+
+def test_headings_never_skip_a_level(forge: LiveServer, login: Login,
+                                     long_values: dict[str, str]) -> None:
+    page = login("auditor", "/", live=False)
+    skips = {}
+    for name in ("timeline", "tree history", "interrupt", "answered", "tree", "graph"):
+        page.goto(forge.url + long_values[name])
+        levels = page.evaluate("() => [...document.querySelectorAll('main h1, main h2, main h3,"
+                               " main h4, main h5, main h6')].map(h => Number(h.tagName[1]))")
+        jumps = [b for a, b in zip([0, *levels], levels, strict=False) if b > a + 1]
+        if jumps:
+            skips[name] = levels
+    assert skips == {}
