@@ -26,5 +26,5 @@ def graph(request: HttpRequest, name: str) -> HttpResponse:
     except ForgeUIError as exc:  # a broken registration: said on the page, not a 500
         context["problem"] = str(exc)
     if allowed(request.user, Action.START_RUN):
-        context["start"] = start_context(name)
+        context["start"] = start_context(name, fixed=True)
     return page(request, "forgeui/graph.html", "drawing", context)

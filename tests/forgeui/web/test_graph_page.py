@@ -33,7 +33,9 @@ def test_a_graph_is_drawn_before_any_run_with_its_start_form(users: dict[str, Us
     assert not re.search(r"is-(paused|running|failed|cancelled|done|waiting)", svg)
     assert "Graph supervisor: 4 nodes</title>" in svg
     page = response.content.decode()
-    assert 'id="start-run"' in page and '<option value="supervisor" selected>' in page
+    assert 'id="start-run"' in page and "Start a run of supervisor" in page
+    assert '<input type="hidden" name="graph" value="supervisor">' in page
+    assert 'id="start-graph"' not in page  # this page starts this graph only
 
 
 def test_roles_that_cannot_start_runs_see_the_drawing_only(users: dict[str, User]) -> None:
@@ -68,9 +70,10 @@ def test_the_runs_list_and_the_start_form_link_to_the_graph_page(users: dict[str
 
 def test_bad_input_from_the_graph_page_keeps_what_was_typed(users: dict[str, User]) -> None:
     response = logged_in(users["supervisor"]).post(
-        "/runs/start/", {"graph": "transfer", "json_input": '{"amount": 12,'},
+        "/runs/start/", {"graph": "transfer", "fixed": "1", "json_input": '{"amount": 12,'},
         headers={"HX-Request": "true"})
     assert response.status_code == 422
     page = response.content.decode()
     assert "{&quot;amount&quot;: 12," in page and 'role="alert"' in page
+    assert "Start a run of transfer" in page and 'id="start-graph"' not in page
     assert not Run.objects.exists()
