@@ -5,7 +5,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from forgeui.api.routes import api
 from forgeui.team import accounts
 from forgeui.web import health
-from forgeui.web.views import audit_pages, inbox_pages, run_pages
+from forgeui.web.views import audit_pages, graph_pages, inbox_pages, run_pages
 
 # The dashboard's pages (their paths are public), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
@@ -16,6 +16,7 @@ pages: list[URLPattern | URLResolver] = [
     path("interrupts/<str:interrupt_id>/note/", inbox_pages.keep_note, name="keep-note"),
     path("interrupts/<str:interrupt_id>/claim/", inbox_pages.claim, name="claim"),
     path("interrupts/<str:interrupt_id>/assign/", inbox_pages.assign, name="assign"),
+    path("graphs/<str:name>/", graph_pages.graph, name="graph"),
     path("runs/", run_pages.runs, name="runs"),
     path("runs/start/", run_pages.start, name="start-run"),
     path("runs/start/form/", run_pages.start_form, name="start-form"),

@@ -1,5 +1,5 @@
 """A drawing of a graph as SVG, made on the server: nodes, edges, sub-agents as nested
-boxes, and the nodes where the run is paused highlighted.
+boxes, and where a run stands: paused, running, failed, cancelled or done.
 
 No script and no inline style (the CSP forbids both): shapes carry classes that
 ``forge.css`` colours. Edges a route picks at run time cannot be known from the graph
@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 if TYPE_CHECKING:
     from runtime import DurableExecutor
 
-NODE_W, NODE_H = 140, 34
+NODE_W, NODE_H = 140, 38
 GAP_X, GAP_Y = 16, 36
 PAD, LABEL_H = 10, 22
 CHAR_W = 7.2  # monospace-ish width per character at the node font size
@@ -44,24 +44,31 @@ class Shape:
 
 @dataclass(frozen=True, slots=True)
 class Marks:
-    """What to highlight: paused nodes and finished runs, by path below the root."""
+    """What to highlight, by path below the root; no marks draws the graph alone."""
 
     paused: frozenset[Path] = frozenset()
     done: frozenset[Path] = frozenset()
     observed: dict[Path, set[Edge]] = field(default_factory=dict)
+    running: frozenset[Path] = frozenset()
+    failed: frozenset[Path] = frozenset()
+    cancelled: frozenset[Path] = frozenset()
+
+
+# A node's state, strongest first: its class in forge.css and the word shown beside its
+# name, so the drawing never relies on colour alone.
+STATES = (("failed", "is-failed", "failed"), ("cancelled", "is-cancelled", "cancelled"),
+          ("paused", "is-paused", "paused"), ("running", "is-running", "running"))
 
 
 def draw(executor: DurableExecutor, marks: Marks) -> SafeString:
     """The SVG element for ``executor``, sized to fit and scaled down on narrow screens."""
     shape = lay_out(executor, (), marks)
     width, height = shape.width + 2 * PAD, shape.height + 2 * PAD + 8 + GAP_Y
-    paused = ", ".join("/".join(p) for p in sorted(marks.paused)) or "nothing"
     parts = [
         f'<svg class="graph-svg" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
         f'aria-labelledby="graph-title">',
-        f'<title id="graph-title">Graph {escape(executor.name)}: '
-        f'{len(executor.shape.nodes)} nodes; paused at {escape(paused)}</title>',
+        f'<title id="graph-title">{escape(describe(executor, marks))}</title>',
         '<defs><marker id="graph-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
         '<path d="M0,0 L10,5 L0,10 z" class="graph-arrowhead"/></marker></defs>',
@@ -69,6 +76,16 @@ def draw(executor: DurableExecutor, marks: Marks) -> SafeString:
         "</svg>",
     ]
     return mark_safe("".join(parts))
+
+
+def describe(executor: DurableExecutor, marks: Marks) -> str:
+    """The drawing in words, for screen readers: the graph, then where the run stands."""
+    words = [f"Graph {executor.name}: {len(executor.shape.nodes)} nodes"]
+    for attribute, _, word in STATES:
+        paths = sorted(getattr(marks, attribute))
+        if paths:
+            words.append(f"{word} at {', '.join('/'.join(p) for p in paths)}")
+    return "; ".join(words)
 
 
 def lay_out(executor: DurableExecutor, path: Path, marks: Marks) -> Shape:
@@ -158,6 +175,15 @@ def _node(shape: Shape, name: str, left: float, top: float, marks: Marks) -> lis
                 f'<text x="{x + PAD:.1f}" y="{y + 15:.1f}" class="graph-agent-label">'
                 f'{label}</text></g>',
                 *_render(shape.children[name], x + PAD, y + PAD + LABEL_H, marks)]
+    word = next((w for _, css, w in STATES if css == state), "")
+    if word:  # the state in words too, under the name: colour alone would not say it
+        return [f'<g class="graph-node {state}" data-node="{escape("/".join(path))}" '
+                f'data-state="{word}">'
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
+                f'<text x="{x + w / 2:.1f}" y="{y + h / 2 - 2:.1f}" text-anchor="middle">'
+                f'{label}</text>'
+                f'<text x="{x + w / 2:.1f}" y="{y + h / 2 + 11:.1f}" text-anchor="middle" '
+                f'class="graph-state">{word}</text></g>']
     return [f'<g class="graph-node {state}" data-node="{escape("/".join(path))}">'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6"/>'
             f'<text x="{x + w / 2:.1f}" y="{y + h / 2 + 4:.1f}" text-anchor="middle">'
@@ -165,9 +191,10 @@ def _node(shape: Shape, name: str, left: float, top: float, marks: Marks) -> lis
 
 
 def _state(path: Path, marks: Marks) -> str:
-    if path in marks.paused:
-        return "is-paused"
-    if any(p[: len(path)] == path for p in marks.paused):
+    for attribute, css, _ in STATES:
+        if path in getattr(marks, attribute):
+            return css
+    if any(p[: len(path)] == path for p in marks.paused | marks.running):
         return "is-waiting"
     return "is-done" if any(path[: len(d)] == d for d in marks.done) else ""
 

@@ -107,7 +107,8 @@ def drawing(root: RunNode) -> tuple[str, str]:
 
 
 def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
-    """Paused nodes and finished runs of the tree, by path below the root graph."""
+    """Where the tree stands, by path below the root graph: paused, running, failed and
+    cancelled nodes, and finished runs."""
     paused = {(*i.namespace[1:], i.node) for node in root.walk() for i in node.pending}
     done = {tuple(n.run.namespace[1:]) for n in root.walk()
             if n.depth and n.run.status == RunStatus.COMPLETED}
@@ -116,7 +117,32 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
     if latest is not None:
         done |= {(step["node"],) for step in latest.history if not step.get("cancelled")}
     observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
-    return graphsvg.Marks(frozenset(paused), frozenset(done), observed)
+    running, cancelled = _task_states(store, root)
+    failed = {(*n.run.namespace[1:], n.run.error["node"]) for n in root.walk()
+              if n.run.status == RunStatus.FAILED and (n.run.error or {}).get("node")}
+    return graphsvg.Marks(frozenset(paused), frozenset(done), observed,
+                          running=frozenset(running), failed=frozenset(failed),
+                          cancelled=frozenset(cancelled))
+
+
+def _task_states(store: DjangoCheckpointStore,
+                 root: RunNode) -> tuple[set[graphsvg.Path], set[graphsvg.Path]]:
+    """Nodes at work in running runs, and nodes a cancel stopped, from each run's latest
+    checkpoint. A task waiting on a sub-agent is left out: the sub-agent's nodes say it."""
+    running: set[graphsvg.Path] = set()
+    cancelled: set[graphsvg.Path] = set()
+    for node in root.walk():
+        if node.run.status not in (RunStatus.RUNNING, RunStatus.CANCELLED):
+            continue
+        latest = store.load_by_id_sync(node.run.latest_checkpoint_id)
+        for task in latest.engine.tasks if latest else ():
+            path = (*node.run.namespace[1:], task["node"])
+            if task["status"] == "cancelled":
+                cancelled.add(path)
+            elif task["status"] == "pending" and node.run.status == RunStatus.RUNNING \
+                    and not task.get("child_run_id"):
+                running.add(path)
+    return running, cancelled
 
 
 def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str, str]]:

@@ -16,6 +16,8 @@
  * 8. Reject (and ignore) waits five seconds with an Undo before it is sent; buttons with
  *    data-confirm ask first.
  * 9. Scrollable boxes get a tab stop, so a keyboard can scroll them too.
+ * 10. After a refused form (422) focus goes to the first error, not to <body>, where the
+ *     swap that replaced the focused button would leave it.
  */
 (function () {
   "use strict";
@@ -343,7 +345,28 @@
     }
   });
 
-  document.addEventListener("DOMContentLoaded", function () { refreshAges(); reachScrollables(); });
+  // -- after a refused form, focus the first thing to fix --------------------------------------
+  var ERROR_FIELDS = ".has-error input, .has-error select, .has-error textarea, [aria-invalid=true]";
+
+  function focusFirstError(root) {
+    var field = root.querySelector(ERROR_FIELDS);
+    if (!field) {
+      field = root.querySelector("[role=alert], .error, .notice-error");
+      if (field && !field.hasAttribute("tabindex")) field.setAttribute("tabindex", "-1");
+    }
+    if (field) field.focus();
+  }
+
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    var xhr = evt.detail.xhr;
+    if (xhr && xhr.status === 422 && document.body.contains(evt.target)) focusFirstError(evt.target);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    refreshAges();
+    reachScrollables();
+    if (document.querySelector(ERROR_FIELDS)) focusFirstError(document.getElementById("content"));
+  });
   document.addEventListener("htmx:afterSettle", function () { refreshAges(); reachScrollables(); });
   setInterval(refreshAges, 15000);
 })();

@@ -112,9 +112,12 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
                DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
                ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
-               # The demo graphs, and one that pauses with whatever payload its input holds.
+               # The demo graphs, one that pauses with whatever payload its input holds, and
+               # ones that stay running or fail while a file the test controls says so.
                FORGE_GRAPHS=json.dumps({**GRAPHS, "custom": "tests.forgeui.graphs:custom",
-                                        "chat": "tests.forgeui.graphs:chat"}))
+                                        "chat": "tests.forgeui.graphs:chat",
+                                        "blocking": "tests.forgeui.graphs:blocking",
+                                        "flaky": "tests.forgeui.graphs:flaky"}))
     env.update(extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")

@@ -2,18 +2,20 @@
 
 axe-core is vendored for the tests only (``vendor/``, MPL-2.0, from the npm registry) and
 injected by Playwright; users are never served it. A page passes with no serious or
-critical violation and no sideways scroll.
+critical violation and no sideways scroll. The data holds runs and interrupts in every
+state (running, failed, cancelled, forked, expired), each page seen by every role.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PASSWORDS, LiveServer
+from .conftest import PASSWORDS, LiveServer, manage
 
 AXE = Path(__file__).parent / "vendor" / "axe-4.14.1.min.js"
 SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
@@ -26,7 +28,7 @@ RUN_AXE = """async () => {
 
 
 @pytest.fixture(scope="module")
-def pages(forge: LiveServer) -> dict[str, str]:
+def pages(forge: LiveServer, states: dict[str, str]) -> dict[str, str]:
     """One of every page, with runs in every state worth drawing."""
     transfer = forge.start("transfer", {"amount": 12, "currency": "EUR", "to": "ACME"})[0]
     email = forge.start("email", {"to": "dana@example.com"})[0]
@@ -52,7 +54,58 @@ def pages(forge: LiveServer) -> dict[str, str]:
             "timeline": f"/threads/{answered['thread_id']}/", "audit": "/audit/",
             "long timeline": f"/threads/{chat['thread_id']}/?order=newest",
             "tree history": f"/threads/{tree['root_thread_id']}/tree/",
-            "decisions": "/audit/decisions/"}
+            "decisions": "/audit/decisions/", "graph": "/graphs/supervisor/", **states}
+
+
+@pytest.fixture(scope="module")
+def states(forge: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Runs and interrupts in every state: running, failed, cancelled, forked, expired."""
+    files = tmp_path_factory.mktemp("states")
+    gate, outage = files / "gate", files / "down"
+    outage.write_text("down")
+    running = forge.api("POST", "/api/runs", {"graph": "blocking", "input": {
+        "gate": str(gate), "entered": str(files / "entered"), "ledger": str(files / "ledger")}})
+    failed = forge.api("POST", "/api/runs", {"graph": "flaky",
+                                             "input": {"fail_while": str(outage)}})
+    cancelled = forge.start("transfer", {"amount": 5, "to": "cancelled"})[0]
+    forge.api("POST", f"/api/runs/{cancelled['run_id']}/cancel")
+    tree = forge.start("supervisor", {"topic": "one agent cancelled"})
+    tree = forge.pending(tree[0]["root_thread_id"], at_least=2)
+    research = next(i for i in tree if i["sub_agent_id"] == "research_agent")
+    forge.api("POST", f"/api/runs/{research['run_id']}/cancel")
+    original = forge.start("transfer", {"amount": 9, "to": "forked"})[0]
+    forked = forge.api("POST", f"/api/threads/{original['thread_id']}/fork", {})
+    fork = forge.pending(forked["thread_id"], at_least=1)[0]
+    overdue, defaulted = expired(forge)
+    yield {"running run": f"/runs/{running['run_id']}/",
+           "running timeline": f"/threads/{running['thread_id']}/",
+           "failed run": f"/runs/{failed['run_id']}/",
+           "failed timeline": f"/threads/{failed['thread_id']}/",
+           "cancelled run": f"/runs/{cancelled['run_id']}/",
+           "cancelled interrupt": f"/interrupts/{cancelled['id']}/",
+           "cancelled timeline": f"/threads/{cancelled['thread_id']}/",
+           "cancelled sub-agent": f"/runs/{research['run_id']}/",
+           "forked run": f"/runs/{fork['run_id']}/",
+           "forked interrupt": f"/interrupts/{fork['id']}/",
+           "forked timeline": f"/threads/{fork['thread_id']}/",
+           "runs in every state": "/runs/",
+           "overdue interrupt": f"/interrupts/{overdue['id']}/",
+           "defaulted interrupt": f"/interrupts/{defaulted['id']}/"}
+    gate.write_text("open")  # the running run may finish now
+
+
+def expired(forge: LiveServer) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An interrupt past its deadline with no default (overdue), and one answered with
+    its default by the deadline sweep."""
+    overdue = forge.start("custom", {"question": "Overdue?", "options": {"deadline_s": 1}})[0]
+    defaulted = forge.start("custom", {"question": "Defaulted?",
+                                       "options": {"deadline_s": 1, "default": False}})[0]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        manage(forge.env, "expire_interrupts")
+        if forge.api("GET", f"/api/interrupts/{defaulted['id']}")["status"] == "answered":
+            return overdue, defaulted
+    raise AssertionError("the deadline sweep never answered the interrupt with its default")
 
 
 @pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])

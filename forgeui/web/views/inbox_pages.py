@@ -217,7 +217,8 @@ def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
 @require_POST
 @requires(Action.STEER)
 def keep_note(request: HttpRequest, interrupt_id: str) -> HttpResponse:
-    """A note typed with an answer that lost its race, kept as a note on the run."""
+    """A steering note on the interrupt's run, left without answering (or typed with an
+    answer that lost its race, and kept)."""
     interrupt = get_object_or_404(Interrupt.objects.select_related("run"), pk=interrupt_id)
     text = request.POST.get("text", "")
     try:

@@ -60,8 +60,12 @@ def runs(request: HttpRequest) -> HttpResponse:
     return page(request, "forgeui/runs.html", "rows", context)
 
 
-def start_context(graph: str, data: Any = None, error: str = "") -> dict[str, Any]:
-    """The start-run form for ``graph``: fields from its input_schema, else a JSON box."""
+def start_context(graph: str, data: Any = None, error: str = "",
+                  fixed: bool = False) -> dict[str, Any]:
+    """The start-run form for ``graph``: fields from its input_schema, else a JSON box.
+
+    ``fixed`` (the graph's own page) offers no choice of graph; it survives a refusal.
+    """
     names = registry.graph_names()
     graph = graph if graph in names else (names[0] if names else "")
     schema, problem = None, ""
@@ -72,7 +76,9 @@ def start_context(graph: str, data: Any = None, error: str = "") -> dict[str, An
     form_class = schema_form_class(schema)
     form = form_class(data, prefix="input") if form_class else None
     mode = (data.get("mode") if data else "") or ("form" if form else "json")
+    fixed = fixed or bool(data and data.get("fixed"))
     return {"graph": graph, "graphs": names, "schema": schema, "form": form, "mode": mode,
+            "fixed": fixed,
             "json": data.get("json_input", "") if data else "{}", "error": error or problem,
             "schema_json": pretty(schema) if schema else ""}
 

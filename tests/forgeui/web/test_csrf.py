@@ -63,7 +63,7 @@ POSTED = {"answer", "keep-note", "bulk", "claim", "assign", "steer", "cancel", "
           "fork", "fork-edit", "start-run"}  # the page routes FORMS posts to
 READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "tree-history",
              "audit", "audit-export", "audit-export-csv", "decisions", "decisions-export",
-             "decisions-export-csv", "checkpoint", "start-form"}
+             "decisions-export-csv", "checkpoint", "start-form", "graph"}
 
 
 def test_every_page_route_is_either_posted_to_above_or_read_only() -> None:

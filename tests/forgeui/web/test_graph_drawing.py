@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.demo import graphs as examples
+from forgeui.models import Run
 from forgeui.runs import services
 from forgeui.web import graphsvg
 from runtime import DurableExecutor
@@ -56,3 +58,45 @@ def test_names_are_escaped() -> None:
     odd = DurableExecutor(nodes=[("<b>x</b>", lambda x: x)], name="a&b")
     svg = graphsvg.draw(odd, graphsvg.Marks())
     assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg and "a&amp;b" in svg
+
+
+def run_page_svg(client: Client, run_id: str) -> str:
+    page = client.get(f"/runs/{run_id}/").content.decode()
+    return page[page.index("<svg"):page.index("</svg>") + 6]
+
+
+def test_a_failed_node_is_drawn_failed_in_words_too(users: dict[str, User],
+                                                  tmp_path: Path) -> None:
+    outage = tmp_path / "down"
+    outage.write_text("x")
+    started = services.start_run(users["supervisor"], "flaky", {"fail_while": str(outage)})
+    client = Client()
+    client.force_login(users["auditor"])
+    svg = run_page_svg(client, started.run_id)
+    assert node_classes(svg) == {"fetch": "is-failed", "finish": ""}
+    assert re.search(r'data-node="fetch" data-state="failed">.*?class="graph-state">failed<', svg)
+    assert "failed at fetch" in svg
+
+
+def test_a_cancelled_sub_agent_s_node_is_drawn_cancelled(users: dict[str, User]) -> None:
+    started = services.start_run(users["supervisor"], "supervisor", {"topic": "q3"})
+    research = Run.objects.get(sub_agent_id="research_agent")
+    services.cancel_run(users["supervisor"], research.run_id)
+    client = Client()
+    client.force_login(users["auditor"])
+    classes = node_classes(run_page_svg(client, started.run_id))
+    assert classes["research_agent/find_sources"] == "is-cancelled"
+    assert classes["writer_agent/draft"] == "is-paused"
+
+
+def test_running_nodes_are_marked_apart_from_paused_and_done() -> None:
+    marks = graphsvg.Marks(done=frozenset({("prepare",)}), running=frozenset({("charge",)}))
+    svg = graphsvg.draw(_chain(), marks)
+    assert node_classes(svg) == {"prepare": "is-done", "charge": "is-running", "finish": ""}
+    assert 'class="graph-state">running<' in svg and "running at charge" in svg
+    assert svg.count('class="graph-state"') == 1  # done is drawn by colour and legend only
+
+
+def _chain() -> DurableExecutor:
+    return DurableExecutor(nodes=[("prepare", lambda x: x), ("charge", lambda x: x),
+                                  ("finish", lambda x: x)], name="chain")
