@@ -37,7 +37,7 @@ from forgeui.models import (
     assignees,
 )
 from forgeui.models.events import EventDraft, publish_on_commit
-from forgeui.runs import answer_rules, registry
+from forgeui.runs import answer_rules, registry, run_status
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -446,6 +446,7 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
     publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])
+    run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
     transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
     return answer
 
@@ -642,6 +643,7 @@ def recover_run(user: User, run_id: str) -> None:
         audit(user, "run.recover", object_type="run", object_id=run_id, run_id=run_id,
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
               detail={"error": run.error})
+        run_status.mark_working([run.run_id], run.root_thread_id)
         transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
 
 

@@ -44,10 +44,11 @@ class Shape:
 
 @dataclass(frozen=True, slots=True)
 class Marks:
-    """What to highlight: paused nodes and finished runs, by path below the root."""
+    """What to highlight: paused, working and finished nodes, by path below the root."""
 
     paused: frozenset[Path] = frozenset()
     done: frozenset[Path] = frozenset()
+    running: frozenset[Path] = frozenset()
     observed: dict[Path, set[Edge]] = field(default_factory=dict)
 
 
@@ -56,12 +57,14 @@ def draw(executor: DurableExecutor, marks: Marks) -> SafeString:
     shape = lay_out(executor, (), marks)
     width, height = shape.width + 2 * PAD, shape.height + 2 * PAD + 8 + GAP_Y
     paused = ", ".join("/".join(p) for p in sorted(marks.paused)) or "nothing"
+    running = "; running " + ", ".join("/".join(p) for p in sorted(marks.running))
     parts = [
         f'<svg class="graph-svg" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
         f'aria-labelledby="graph-title">',
         f'<title id="graph-title">Graph {escape(executor.name)}: '
-        f'{len(executor.shape.nodes)} nodes; paused at {escape(paused)}</title>',
+        f'{len(executor.shape.nodes)} nodes; paused at {escape(paused)}'
+        f'{escape(running) if marks.running else ""}</title>',
         '<defs><marker id="graph-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
         '<path d="M0,0 L10,5 L0,10 z" class="graph-arrowhead"/></marker></defs>',
@@ -167,6 +170,8 @@ def _node(shape: Shape, name: str, left: float, top: float, marks: Marks) -> lis
 def _state(path: Path, marks: Marks) -> str:
     if path in marks.paused:
         return "is-paused"
+    if path in marks.running:
+        return "is-running"
     if any(p[: len(path)] == path for p in marks.paused):
         return "is-waiting"
     return "is-done" if any(path[: len(d)] == d for d in marks.done) else ""

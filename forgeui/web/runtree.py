@@ -107,16 +107,29 @@ def drawing(root: RunNode) -> tuple[str, str]:
 
 
 def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
-    """Paused nodes and finished runs of the tree, by path below the root graph."""
+    """Paused, working and finished nodes of the tree, by path below the root graph."""
     paused = {(*i.namespace[1:], i.node) for node in root.walk() for i in node.pending}
     done = {tuple(n.run.namespace[1:]) for n in root.walk()
             if n.depth and n.run.status == RunStatus.COMPLETED}
     store = DjangoCheckpointStore()
     latest = store.load_by_id_sync(root.run.latest_checkpoint_id)
+    running = working(root)
     if latest is not None:
         done |= {(step["node"],) for step in latest.history if not step.get("cancelled")}
+        if root.run.status == RunStatus.RUNNING:
+            running |= {(t["node"],) for t in latest.engine.tasks if t["status"] == "pending"}
     observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
-    return graphsvg.Marks(frozenset(paused), frozenset(done), observed)
+    return graphsvg.Marks(frozenset(paused), frozenset(done), frozenset(running - done),
+                          observed)
+
+
+def working(root: RunNode) -> set[tuple[str, ...]]:
+    """Nodes whose accepted answer is being (or about to be) worked on."""
+    running = [n.run.run_id for n in root.walk() if n.run.status == RunStatus.RUNNING]
+    answered = Interrupt.objects.filter(run_id__in=running, answers__applied_at__isnull=True,
+                                        answers__isnull=False)
+    return {(*namespace[1:], node) for namespace, node
+            in answered.values_list("namespace", "node")}
 
 
 def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str, str]]:

@@ -206,7 +206,8 @@ def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
     for node in context["nodes"]:  # queued work: shown at once, redrawn once it is done
         if node.run.run_id == cancelling and node.live:
             node.mark_cancelling()
-        if node.run.run_id == recovering and node.run.status == RunStatus.FAILED:
+        if node.run.run_id == recovering and node.run.status in (RunStatus.FAILED,
+                                                                   RunStatus.RUNNING):
             node.recovering = True
     context["busy"] = any(node.busy for node in context["nodes"])
     return page(request, "forgeui/run.html", "tree", context)
