@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
+from forgeui.inbox import feed
 from forgeui.models import Answer, Event
 from forgeui.runs import services
 from tests.forgeui.apiclient import Api
@@ -58,6 +59,14 @@ def run_page(user: User, run_id: str) -> str:
     return response.content.decode()
 
 
+def inbox_row(user: User, interrupt_id: str) -> str:
+    """The interrupt's row on ``user``'s "Done by me" tab."""
+    browser = Client()
+    browser.force_login(user)
+    page = browser.get("/", {"tab": "done"}).content.decode()
+    return page.split(f'id="int-{interrupt_id}"', 1)[1].split("</tr>", 1)[0]
+
+
 def call_recover_runs() -> str:
     out = StringIO()
     call_command("recover_runs", "--older-than", "0", stdout=out)
@@ -93,12 +102,21 @@ def test_an_answered_node_reads_running_while_it_works_then_its_true_status(
         node = "/".join([*paused_path.split("/")[1:], "ask_then_pay"])
         assert f'class="graph-node is-running" data-node="{node}"' in page
         assert 'class="status status-interrupted"' not in page
+        done_tab = inbox_row(users["reviewer"], asked["id"])
+        assert 'run <span class="status status-running">running</span>' in done_tab
     finally:
         Path(order["gate"]).touch()
         answering.join(60)
     done = statuses(api, started["run_id"])
     assert done == {path: "completed" for path in done}, done
     assert run_events(asked["run_id"])[-1] == "completed"
+    assert "status-completed" in inbox_row(users["reviewer"], asked["id"])
+    # The live inbox hears it too: the run's last event redraws its answered row.
+    last = Event.objects.filter(kind="run.updated", run_id=asked["run_id"]).last()
+    assert last is not None
+    (redrawn,) = [rows["read"] for i, rows in feed.snapshot(last.id).refreshed
+                  if i.pk == asked["id"]]
+    assert 'run <span class="status status-completed">completed</span>' in redrawn
 
 
 def test_an_answer_waiting_for_its_task_reads_running_and_recover_runs_finishes_it(
