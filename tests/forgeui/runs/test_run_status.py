@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import connections
 from django.test import Client
 
 from forgeui.inbox import feed
@@ -87,8 +88,13 @@ def test_an_answered_node_reads_running_while_it_works_then_its_true_status(
     started = api.start(graph, order)
     (asked,) = api.pending_of(started)
     assert statuses(api, started["run_id"])[paused_path] == "interrupted"
-    answering = threading.Thread(target=api.post, args=(
-        "reviewer", f"/api/interrupts/{asked['id']}/resume", {"value": True}))
+    def answer() -> None:
+        try:
+            api.post("reviewer", f"/api/interrupts/{asked['id']}/resume", {"value": True})
+        finally:  # this thread's own connection
+            connections.close_all()
+
+    answering = threading.Thread(target=answer)
     answering.start()  # the task runs on commit, in that thread, and waits at the gate
     try:
         wait_for_file(order["entered"])
