@@ -572,8 +572,9 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
                   after_checkpoint_id=forked.id,
                   detail={"source_thread_id": thread_id, "edits": edits})
         forked_runs = _credit_fork(user, latest.root_thread_id or thread_id, new_thread)
-        if goes_on:  # it is recovered at once: working, not failed
-            run_status.mark_working(forked_runs, new_thread)
+        if goes_on:  # those saved failed to be recovered are, at once: working
+            run_status.mark_working([r.run_id for r in forked_runs
+                                     if r.status == RunStatus.FAILED], new_thread)
             transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
     for edit in edits:
         if edit["kind"] == "answer":
@@ -581,20 +582,21 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     return new_thread
 
 
-def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[str]:
+def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
     """The fork's runs: started by the person who forked (the original starter stays on
     the original's runs), with their originals' input where the copy, taken past its
-    first step, cannot tell it. Their run ids."""
+    first step, cannot tell it."""
     originals = {tuple(run.namespace): run.input
                  for run in Run.objects.of_tree(source_thread).only("namespace", "input")}
     actor = user if user is not None and user.is_authenticated else None
-    forked = list(Run.objects.of_tree(new_thread).only("run_id", "namespace", "input"))
+    forked = list(Run.objects.of_tree(new_thread).only("run_id", "namespace", "input",
+                                                        "status"))
     for run in forked:
         run.started_by = actor
         if run.input is None:
             run.input = originals.get(tuple(run.namespace))
     Run.objects.bulk_update(forked, ["started_by", "input"])
-    return [run.run_id for run in forked]
+    return forked
 
 
 def _fork_edits(source: Checkpoint, inputs: dict[str, Any],

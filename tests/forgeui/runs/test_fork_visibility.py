@@ -135,3 +135,24 @@ def test_a_checkpoint_that_did_fail_shows_why(users: dict[str, User], tmp_path: 
     assert "Why it failed" in failed and "upstream unavailable" in failed
     items = Api(users).get("auditor", f"/api/threads/{run.thread_id}/checkpoints").json()
     assert "upstream unavailable" in items["items"][-1]["error"]["message"]
+
+
+def test_a_mid_step_fork_of_a_tree_leaves_its_paused_sub_agents_paused(
+        users: dict[str, User]) -> None:
+    original = started(users["supervisor"], "supervisor", {"topic": "q4"})
+    research = Interrupt.objects.of_tree(original.thread_id).pending().get(
+        sub_agent_id="research_agent")
+    services.answer_interrupt(users["reviewer"], research.pk, {"type": "accept", "args": None})
+    history = DjangoCheckpointStore().list_sync(original.thread_id)
+    # The root as the answer was taken in: mid-step, its sub-agents still paused.
+    claim = next(cp for cp in history if cp.status == "running" and cp.engine.children)
+    with override_settings(TASKS=QUEUE_ONLY):  # its recover still queued
+        new_thread = services.fork_thread(users["reviewer"], original.thread_id, claim.id)
+    tree = {"/".join(r.namespace): r.status for r in Run.objects.of_tree(new_thread)}
+    assert tree == {"supervisor": "running", "supervisor/research_agent": "interrupted",
+                    "supervisor/writer_agent": "interrupted"}
+    services.recover_run(users["supervisor"], Run.objects.get(thread_id=new_thread).run_id)
+    tree = {"/".join(r.namespace): r.status for r in Run.objects.of_tree(new_thread)}
+    assert tree == {"supervisor": "interrupted", "supervisor/research_agent": "interrupted",
+                    "supervisor/writer_agent": "interrupted"}
+    assert Interrupt.objects.of_tree(new_thread).pending().count() == 2
