@@ -42,6 +42,7 @@ FORGE_GRAPHS = {
     **FORGE_GRAPHS,  # noqa: F405
     "race": "tests.forgeui.graphs:race",
     "gated": "tests.forgeui.graphs:gated",
+    "gated_team": "tests.forgeui.graphs:gated_team",
     "parallel": "tests.forgeui.graphs:parallel",
     "blocking": "tests.forgeui.graphs:blocking",
     "pipeline": "tests.forgeui.graphs:make_pipeline",

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from forgeui.runs import fork_start
 from forgeui.runs.wording import interrupt_summary
 
 # -- building blocks ---------------------------------------------------------------------
@@ -281,8 +282,22 @@ class CheckpointOut(Schema):
     resolved: list[Any] = Field(description="interrupts answered or cancelled so far")
     steering: list[Any]
     output: Any
-    error: Any
+    error: Any = Field(description="why it failed; null where nothing did")
     forked_from: str | None
+    next_step: str = Field(description="on a fork's first checkpoint: what resuming does")
+
+    @staticmethod
+    def resolve_status(obj: Any) -> str:
+        """A fork's first checkpoint waiting to be driven reads ``forked``, not failed."""
+        return fork_start.shown_status(obj)
+
+    @staticmethod
+    def resolve_error(obj: Any) -> Any:
+        return fork_start.shown_error(obj)
+
+    @staticmethod
+    def resolve_next_step(obj: Any) -> str:
+        return fork_start.next_step(obj)
 
     @staticmethod
     def resolve_seq(obj: Any) -> int:

@@ -57,9 +57,15 @@ def snapshot(event_id: int) -> Snapshot:
     if found.interrupt_id:
         place(found, Interrupt.objects.select_related("run", "claimed_by")
               .filter(pk=found.interrupt_id).first())
-    elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id
+    elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id,
+        # and its latest answered row where the run now stands (working, done)
         found.refreshed = [(i, render_rows(i)) for i in Interrupt.objects.inbox()
                            .select_related("claimed_by").filter(run_id=event["run_id"])]
+        last = (Interrupt.objects.select_related("run", "claimed_by")
+                .filter(run_id=event["run_id"], status=InterruptStatus.ANSWERED)
+                .order_by("-answered_at").first())
+        if last is not None:
+            found.refreshed.append((last, render_rows(last)))
     return found
 
 

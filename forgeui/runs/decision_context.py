@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgeui.models import Interrupt, SteeringNote
+from forgeui.models import Interrupt, Run, SteeringNote
+from forgeui.runs import forks
 from forgeui.store import DjangoCheckpointStore
 from runtime import Checkpoint
 
@@ -75,6 +76,22 @@ def payload_words(payload: Any) -> set[str]:
     return {str(payload)}
 
 
+def run_input(run: Run) -> Any:
+    """What the run was started with; a fork's copy taken past its first step knows it
+    only from the run it was forked from (forks made before their rows were given it)."""
+    if run.input is not None:
+        return run.input
+    link = forks.origin(run.root_thread_id)
+    while link is not None:
+        found = (Run.objects.filter(root_thread_id=link.source_thread_id,
+                                    namespace=run.namespace)
+                 .values_list("input", flat=True).first())
+        if found is not None:
+            return found
+        link = forks.origin(link.source_thread_id)
+    return None
+
+
 def for_interrupt(interrupt: Interrupt) -> Decision:
     """Everything the context panel shows for ``interrupt`` (its ``run`` loaded)."""
     paused, latest = paused_checkpoints(interrupt)
@@ -82,7 +99,7 @@ def for_interrupt(interrupt: Interrupt) -> Decision:
     notes = (SteeringNote.objects.filter(run_id=interrupt.run_id).select_related("user")
              .order_by("created_at"))
     return Decision(
-        graph=interrupt.run.graph, run_input=interrupt.run.input, node_input=given,
+        graph=interrupt.run.graph, run_input=run_input(interrupt.run), node_input=given,
         has_node_input=known,
         state=ordered_state(latest.state, interrupt.payload) if latest is not None else [],
         state_checkpoint=latest.id if latest is not None else "", notes=list(notes),

@@ -32,6 +32,20 @@ class ForkLink:
     edits: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def source(self) -> dict[str, Any]:
+        """Where the fork was taken: the original thread, run and checkpoint (and its
+        place in the thread's timeline, from 1)."""
+        return {"thread_id": self.source_thread_id, "run_id": self.source_run_id,
+                "checkpoint_id": self.source_checkpoint_id, "seq": self.seq}
+
+    @property
+    def marker(self) -> str:
+        """``Fork of 1a2b3c4d… at checkpoint #2, by alice``: the fork in one line."""
+        at = f" at checkpoint #{self.seq}" if self.seq else ""
+        by = f", by {self.by}" if self.by else ""
+        return f"Fork of {self.source_thread_id[:8]}…{at}{by}"
+
+    @property
     def edit_summary(self) -> str:
         """``input of draft edited; answer to ask pre-filled``: what the fork changed."""
         return "; ".join(f"input of {e['node']} edited" if e["kind"] == "input"

@@ -37,7 +37,7 @@ from forgeui.models import (
     assignees,
 )
 from forgeui.models.events import EventDraft, publish_on_commit
-from forgeui.runs import answer_rules, registry
+from forgeui.runs import answer_rules, registry, run_status
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -446,6 +446,7 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
     publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])
+    run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
     transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
     return answer
 
@@ -570,12 +571,32 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
                   thread_id=new_thread, run_id=forked.run_id, before_checkpoint_id=source.id,
                   after_checkpoint_id=forked.id,
                   detail={"source_thread_id": thread_id, "edits": edits})
-        if goes_on:
+        forked_runs = _credit_fork(user, latest.root_thread_id or thread_id, new_thread)
+        if goes_on:  # those saved failed to be recovered are, at once: working
+            run_status.mark_working([r.run_id for r in forked_runs
+                                     if r.status == RunStatus.FAILED], new_thread)
             transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
     for edit in edits:
         if edit["kind"] == "answer":
             answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
     return new_thread
+
+
+def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
+    """The fork's runs: started by the person who forked (the original starter stays on
+    the original's runs), with their originals' input where the copy, taken past its
+    first step, cannot tell it."""
+    originals = {tuple(run.namespace): run.input
+                 for run in Run.objects.of_tree(source_thread).only("namespace", "input")}
+    actor = user if user is not None and user.is_authenticated else None
+    forked = list(Run.objects.of_tree(new_thread).only("run_id", "namespace", "input",
+                                                        "status"))
+    for run in forked:
+        run.started_by = actor
+        if run.input is None:
+            run.input = originals.get(tuple(run.namespace))
+    Run.objects.bulk_update(forked, ["started_by", "input"])
+    return forked
 
 
 def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
@@ -642,6 +663,7 @@ def recover_run(user: User, run_id: str) -> None:
         audit(user, "run.recover", object_type="run", object_id=run_id, run_id=run_id,
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
               detail={"error": run.error})
+        run_status.mark_working([run.run_id], run.root_thread_id)
         transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
 
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
-from forgeui.runs import logs, registry
+from forgeui.runs import logs, registry, run_status
 from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
 from runtime.checkpoint import Checkpoint
@@ -90,6 +90,8 @@ def apply_answer(answer: Answer) -> dict[str, Any]:
         state = answer_state(answer.interrupt.run_id, answer.interrupt_id)
         if state != "open":
             Answer.objects.mark_applied(answer_id, OUTCOMES[state])
+            if state != "accepted":  # nobody will work on it: the rows say so again
+                run_status.settle(answer.interrupt.root_thread_id)
             return {"answer_id": answer_id, "outcome": OUTCOMES[state]}
         try:
             result = resume_with(answer)
@@ -192,6 +194,9 @@ def recover_run_task(thread_id: str) -> dict[str, Any]:
         return {"thread_id": thread_id, "outcome": "unknown thread"}
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
     try:
-        return summary(executor.recover_sync(thread_id))
+        result = executor.recover_sync(thread_id)
     except NodeError as exc:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
+    finally:  # a run found with nothing to do must not keep reading "running"
+        run_status.settle(latest.root_thread_id or thread_id)
+    return summary(result)

@@ -15,6 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from forgeui.models import Answer, Run, SteeringNote
+from forgeui.runs import fork_start
 from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
@@ -76,6 +77,8 @@ class Entry:
     input: Any = None  # the run's input, on a run's first checkpoint
     namespace: list[str] = field(default_factory=list)
     thread_id: str = ""
+    error: dict[str, Any] | None = None  # why it failed, where something did
+    next_step: str = ""  # on a fork's first checkpoint: what resuming it does
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -180,7 +183,9 @@ def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
     starts = previous is None or cp.run_id != previous.run_id
     return Entry(
         seq=seq, checkpoint_id=cp.id, run_id=cp.run_id,
-        node=", ".join(_what_happened(cp, previous, ended, raised)), status=cp.status,
+        node=", ".join(_what_happened(cp, previous, ended, raised)),
+        status=fork_start.shown_status(cp), error=fork_start.shown_error(cp),
+        next_step=fork_start.next_step(cp),
         created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
         resolved=[_resolution(r, answers.get(r["id"]), run_input) for r in ended],
         diff=state_diff(previous.state if previous else {}, cp.state),

@@ -6,7 +6,7 @@ out as CSV or JSON (``forgeui.web.exports``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,12 +16,14 @@ from django.db.models.functions import Cast
 from django.http import QueryDict
 
 from forgeui.models import Answer
+from forgeui.runs import forks
+from forgeui.runs.forks import ForkLink
 from forgeui.runs.wording import answer_words, decision_line, interrupt_summary
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
 COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "summary", "answer_text",
            "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
-           "checkpoint_id", "outcome"]
+           "checkpoint_id", "outcome", "forked_from", "forked_by"]
 CHUNK = 500
 
 
@@ -76,8 +78,9 @@ def decisions() -> Any:
             .order_by("-created_at", "-id"))
 
 
-def row(answer: Answer) -> dict[str, Any]:
-    """One decision as exported (and as the page reads it)."""
+def row(answer: Answer, fork: ForkLink | None = None) -> dict[str, Any]:
+    """One decision as exported (and as the page reads it); ``fork``: the fork link of
+    the run tree it was made in, when that tree is a fork."""
     interrupt = answer.interrupt
     summary = interrupt_summary(interrupt)
     words = answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
@@ -91,9 +94,24 @@ def row(answer: Answer) -> dict[str, Any]:
         "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
         "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
         "outcome": answer.outcome,
+        "forked_from": fork.source if fork else None,
+        "forked_by": fork.by if fork else None,
     }
+
+
+def page_rows(answers: Iterable[Answer]) -> list[dict[str, Any]]:
+    """``row`` of each answer, with the fork links of their trees read at once."""
+    found = list(answers)
+    links = forks.origins(a.interrupt.root_thread_id for a in found)
+    return [row(a, links.get(a.interrupt.root_thread_id)) for a in found]
 
 
 def rows(answers: Any) -> Iterator[dict[str, Any]]:
     """Every decision of ``answers``, read in chunks (for the exports)."""
-    return (row(answer) for answer in answers.iterator(chunk_size=CHUNK))
+    chunk: list[Answer] = []
+    for answer in answers.iterator(chunk_size=CHUNK):
+        chunk.append(answer)
+        if len(chunk) == CHUNK:
+            yield from page_rows(chunk)
+            chunk = []
+    yield from page_rows(chunk)

@@ -118,6 +118,7 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
         done |= {(step["node"],) for step in latest.history if not step.get("cancelled")}
     observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
     running, cancelled = _task_states(store, root)
+    running = (running | working(root)) - done
     failed = {(*n.run.namespace[1:], n.run.error["node"]) for n in root.walk()
               if n.run.status == RunStatus.FAILED and (n.run.error or {}).get("node")}
     return graphsvg.Marks(frozenset(paused), frozenset(done), observed,
@@ -143,6 +144,15 @@ def _task_states(store: DjangoCheckpointStore,
                     and not task.get("child_run_id"):
                 running.add(path)
     return running, cancelled
+
+
+def working(root: RunNode) -> set[tuple[str, ...]]:
+    """Nodes whose accepted answer is being (or about to be) worked on."""
+    running = [n.run.run_id for n in root.walk() if n.run.status == RunStatus.RUNNING]
+    answered = Interrupt.objects.filter(run_id__in=running, answers__applied_at__isnull=True,
+                                        answers__isnull=False)
+    return {(*namespace[1:], node) for namespace, node
+            in answered.values_list("namespace", "node")}
 
 
 def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str, str]]:

@@ -226,3 +226,82 @@ def test_the_new_pages_fit_every_width(forge: LiveServer, browser: Any,
         name = f"{size[0]}-{path.strip('/').replace('/', '_')[:40]}.png"
         page.screenshot(path=str(tmp_path / name), full_page=True)
     page.context.close()
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["1440x900", "390x844"])
+def test_a_reviewers_fork_is_visible_where_people_decide_and_audit(
+        forge: LiveServer, browser: Any, size: tuple[int, int]) -> None:
+    """Fork a paused run from its first (mid-step) checkpoint as a reviewer, answer in the
+    fork: its timeline says what happens next and never "failed", its interrupt page and
+    the decisions list (and CSV) name the origin and the forker, the runs list credits
+    the forker."""
+    from .conftest import PASSWORDS
+    from .test_accessibility import check
+
+    (asked,) = forge.start("transfer", {"amount": size[0], "to": "Initech"})
+    origin = asked["root_thread_id"]
+    first = forge.api("GET", f"/api/threads/{origin}/checkpoints")["items"][0]
+    assert first["status"] == "running"  # saved before the first node ran
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]},
+                                  bypass_csp=True)  # axe's script tag, in tests only
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    shots = Path("/tmp/forks-e2e")
+    shots.mkdir(exist_ok=True)
+    try:
+        page.goto(f"{forge.url}/accounts/login/?next=/threads/{origin}/")
+        page.fill("#id_username", "reviewer")
+        page.fill("#id_password", PASSWORDS["reviewer"])
+        page.click("button[type=submit]")
+        page.locator(f"#cp-{first['id']}").get_by_role("button", name="Fork from here").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/threads/(?!" + origin + ")"))
+        fork_thread = page.url.rstrip("/").rsplit("/", 1)[1]
+        (copy,) = forge.pending(fork_thread, at_least=1)
+        page.reload()  # as it stands once the fork has gone on
+        expect(page.locator(".next-step")).to_have_text(
+            "Forked before ask ran: resuming will run ask.")
+        expect(page.locator(".entry").first.locator(".status")).to_have_text("forked")
+        expect(page.locator(".status-failed")).to_have_count(0)
+        expect(page.locator(".timeline")).not_to_contain_text("failed")
+        page.screenshot(path=str(shots / f"timeline-{size[0]}.png"), full_page=True)
+        problems = check(page, "fork timeline")
+
+        page.goto(f"{forge.url}/interrupts/{copy['id']}/")
+        marker = page.locator(".page-head .fork-marker")
+        expect(marker).to_contain_text(f"Fork of {origin[:8]}… at checkpoint #1, by reviewer")
+        expect(page.locator(".context")).to_contain_text("Initech")
+        problems += check(page, "fork interrupt")
+        page.get_by_role("button", name="Approve").focus()
+        page.keyboard.press("Enter")
+        expect(page.locator("#notices")).to_contain_text("was recorded")
+        assert wait_for(lambda: (run_of(forge, fork_thread) or {}).get("status")
+                        == "completed")
+
+        page.goto(f"{forge.url}/audit/decisions/")
+        row = page.locator(f'tr.decision[data-interrupt="{copy["id"]}"]')
+        expect(row.locator(".fork-marker")).to_contain_text(
+            f"Fork of {origin[:8]}… at checkpoint #1, by reviewer")
+        page.screenshot(path=str(shots / f"decisions-{size[0]}.png"), full_page=True)
+        problems += check(page, "decisions")
+        with page.expect_download() as download:
+            page.get_by_role("link", name="CSV").click()
+        text = Path(download.value.path()).read_text(encoding="utf-8")
+        found = {r["interrupt_id"]: r for r in csv.DictReader(io.StringIO(text))}
+        forked_from = json.loads(found[copy["id"]]["forked_from"])
+        assert (forked_from["thread_id"], forked_from["checkpoint_id"]) == (origin, first["id"])
+        assert found[copy["id"]]["forked_by"] == "reviewer"
+
+        page.goto(f"{forge.url}/runs/?graph=transfer")
+        fork_row = page.locator("tr", has=page.locator(f'a[href="/threads/{fork_thread}/"]'))
+        expect(fork_row.locator(".started-by")).to_contain_text("reviewer")
+        expect(fork_row.locator(".started-by")).to_contain_text(
+            "the original was started by supervisor")
+        origin_row = page.locator("tr", has=page.locator(f'a[href="/threads/{origin}/"]'))
+        expect(origin_row.locator(".started-by")).to_have_text("supervisor")
+        assert no_sideways_scroll(page)
+        page.screenshot(path=str(shots / f"runs-{size[0]}.png"), full_page=True)
+        problems += check(page, "runs")
+        assert problems == []
+    finally:
+        context.close()

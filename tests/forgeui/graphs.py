@@ -45,6 +45,11 @@ def ask_then_pay(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
 
 
 gated = DurableExecutor(nodes=[("ask_then_pay", ask_then_pay)], name="gated")
+# The same, one level down: the node that works after the answer is a sub-agent's.
+gated_team = DurableExecutor(
+    nodes=[("intake", lambda order: order),
+           ("payer", DurableExecutor(nodes=[("ask_then_pay", ask_then_pay)], name="payer"))],
+    name="gated_team")
 
 
 def legal(order: dict[str, Any], ctx: NodeContext) -> Any:

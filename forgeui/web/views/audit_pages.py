@@ -122,7 +122,7 @@ def decisions(request: HttpRequest) -> HttpResponse:
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
     answerers = (Answer.objects.filter(user__isnull=False).order_by("user__username")
                  .values_list("user__username", flat=True).distinct())
-    context = {"page": current, "rows": [answer_rows.row(a) for a in current],
+    context = {"page": current, "rows": answer_rows.page_rows(current),
                "filters": filters, "query": request.GET.urlencode(),
                "since": request.GET.get("since", ""), "until": request.GET.get("until", ""),
                "answerers": list(answerers), "graphs": registry.graph_names()}

@@ -23,7 +23,7 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Answer, Event, Interrupt, InterruptStatus
-from forgeui.runs import decision_context, registry, services
+from forgeui.runs import decision_context, forks, registry, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
     ForgeUIError,
@@ -87,7 +87,8 @@ def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     panel = panel_context(interrupt, assignment.Viewer.of(request.user), where="page")
     return page(request, "forgeui/interrupt.html", "panel",
                 {"p": panel, "assign": assign_choices(request, interrupt),
-                 "decision": decision_context.for_interrupt(interrupt)})
+                 "decision": decision_context.for_interrupt(interrupt),
+                 "fork": forks.origin(interrupt.root_thread_id)})
 
 
 def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
@@ -290,7 +291,8 @@ def assign(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         panel = panel_context(interrupt, assignment.Viewer.of(request.user))
         picker = assign_choices(request, interrupt, users, groups, str(exc))
         return page(request, "forgeui/interrupt.html", "panel",
-                    {"p": panel, "assign": picker}, status=422)
+                    {"p": panel, "assign": picker,
+                     "fork": forks.origin(interrupt.root_thread_id)}, status=422)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
@@ -316,6 +318,7 @@ def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int
     context = {"p": panel}
     if where == "page":
         context["decision"] = decision_context.for_interrupt(interrupt)
+        context["fork"] = forks.origin(interrupt.root_thread_id)
     else:  # a run-tree panel shows its context inside
         panel["decision"] = decision_context.for_interrupt(interrupt)
     return page(request, "forgeui/interrupt.html", "panel", context, status)

@@ -50,8 +50,11 @@ def runs(request: HttpRequest) -> HttpResponse:
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
     threads = [r.thread_id for r in current]
     origins, made = forks.origins(threads), forks.made_from(threads)
+    starters = dict(Run.objects.filter(pk__in=[f.source_run_id for f in origins.values()])
+                    .values_list("run_id", "started_by__username"))
     for r in current:
         r.fork, r.forks = origins.get(r.thread_id), made.get(r.thread_id, [])
+        r.origin_started_by = starters.get(r.fork.source_run_id) if r.fork else None
     context = {"page": current,
                "graph": graph, "status": status, "graphs": registry.graph_names(),
                "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}
@@ -212,7 +215,8 @@ def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
     for node in context["nodes"]:  # queued work: shown at once, redrawn once it is done
         if node.run.run_id == cancelling and node.live:
             node.mark_cancelling()
-        if node.run.run_id == recovering and node.run.status == RunStatus.FAILED:
+        if node.run.run_id == recovering and node.run.status in (RunStatus.FAILED,
+                                                                   RunStatus.RUNNING):
             node.recovering = True
     context["busy"] = any(node.busy for node in context["nodes"])
     return page(request, "forgeui/run.html", "tree", context)

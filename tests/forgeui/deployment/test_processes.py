@@ -120,3 +120,34 @@ def assert_chain_intact(thread_id: str) -> None:
     assert [r.seq for r in rows] == list(range(1, len(rows) + 1))
     assert [r.parent_id for r in rows] == ["", *[r.id for r in rows[:-1]]]
     assert Thread.objects.using("postgres").get(pk=thread_id).latest_checkpoint_id == rows[-1].id
+
+
+def test_a_run_whose_worker_died_mid_answer_reads_running_until_recovered(
+    store: DjangoCheckpointStore, tmp_path: Path
+) -> None:
+    """Answered through the dashboard's service, the worker is killed while the resumed
+    node (inside a sub-agent) works: the tree reads running, and once ``recover_runs``
+    has taken it over, completed; no row stays running."""
+    order = {"ledger": str(tmp_path / "ledger"), "entered": str(tmp_path / "entered"),
+             "gate": str(tmp_path / "gate")}
+    paused = on_postgres("gated_team", store).run_sync(order)
+    (asked,) = paused.interrupts
+    env = django_env(database_url("postgres"))
+    answer = (f"from forgeui.runs import backends, services; "
+              f"services.answer_interrupt(None, {asked.id!r}, 'yes'); backends.wait_for_tasks()")
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = subprocess.Popen(  # the in-process task backend: this process is the worker
+            [sys.executable, str(ROOT / "manage.py"), "shell", "-c", answer],
+            env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True,
+        )
+        wait_for(lambda: Path(order["entered"]).exists(), 60, "the node to start")
+        os.killpg(worker.pid, signal.SIGKILL)
+        assert worker.wait(10) == -signal.SIGKILL
+
+    tree = Run.objects.using("postgres").filter(root_thread_id=paused.thread_id)
+    assert {r.status for r in tree} == {"running"}  # stuck: nobody is working on it
+    Path(order["gate"]).touch()
+    out = manage("recover_runs", "--older-than", "0", env=env).stdout
+    assert f"recover thread {paused.thread_id}" in out
+    assert {r.status for r in tree.all()} == {"completed"}
+    assert lines(Path(order["ledger"])) == ["paid None answer=yes"]
