@@ -29,8 +29,11 @@ from forgeui.api.schemas import (
     AssignIn,
     AuditFilters,
     AuditOut,
+    BreakpointCancelIn,
+    BreakpointCancelOut,
     BulkResultOut,
     BulkResumeIn,
+    CancelIn,
     CancelOut,
     CheckpointOut,
     CheckpointStateOut,
@@ -185,6 +188,15 @@ def bulk_resume(request: HttpRequest, body: BulkResumeIn) -> Any:
     return {"items": outcomes, "count": len(outcomes), "accepted": accepted}
 
 
+@router.post("/interrupts/{interrupt_id}/cancel",
+             response={202: BreakpointCancelOut, **BODY_ERRORS, **CONFLICT})
+def cancel_at_breakpoint(request: HttpRequest, interrupt_id: Id,
+                         body: BreakpointCancelIn) -> Any:
+    """At a breakpoint (``interrupt_before`` / ``interrupt_after``), cancel the paused run
+    instead of continuing: the guarded node never runs. 409 when someone decided first."""
+    return Status(202, services.cancel_at_breakpoint(request.auth, interrupt_id, body.reason))
+
+
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
 def get_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
     return _get(Interrupt.objects.select_related("run", "answered_by", "claimed_by"),
@@ -273,10 +285,11 @@ def add_steering(request: HttpRequest, body: SteeringIn) -> Any:
     return Status(201, note)
 
 
-@router.post("/runs/{run_id}/cancel", response={202: CancelOut, **ERRORS, **CONFLICT})
-def cancel_run(request: HttpRequest, run_id: Id) -> Any:
-    """Cancel a run and everything below it; a task applies it."""
-    services.cancel_run(request.auth, run_id)
+@router.post("/runs/{run_id}/cancel", response={202: CancelOut, **BODY_ERRORS, **CONFLICT})
+def cancel_run(request: HttpRequest, run_id: Id, body: CancelIn | None = None) -> Any:
+    """Cancel a run and everything below it; a task applies it. With a ``reason``, a run
+    paused at a breakpoint is recorded as cancelled at that breakpoint."""
+    services.cancel_run(request.auth, run_id, reason=body.reason if body else None)
     return Status(202, {"run_id": run_id})
 
 
