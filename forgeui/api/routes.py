@@ -58,7 +58,7 @@ from forgeui.api.schemas import (
     TargetedResumeIn,
 )
 from forgeui.models import AuditEntry, Interrupt, Run, Thread
-from forgeui.runs import registry, services
+from forgeui.runs import bulk, registry, services
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -179,11 +179,12 @@ def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> A
 @router.post("/interrupts/bulk_resume", response={200: BulkResultOut, **BODY_ERRORS})
 def bulk_resume(request: HttpRequest, body: BulkResumeIn) -> Any:
     """One answer for many interrupts, each with its own compare-and-set; every id's
-    outcome (accepted, stale with who answered, forbidden, ...) is reported."""
+    outcome (accepted, stale with who answered, forbidden, ...) is reported. A ``false``
+    is not given to a breakpoint (``not_settled``): it would not stop the node there."""
     viewer = assignment.Viewer.of(request.auth)
     ids = body.ids if body.filter is None else body.filter.interrupt_ids(
-        Interrupt.objects.all(), viewer, services.MAX_BULK)
-    outcomes = services.bulk_answer(request.auth, ids, body.value, body.steering)
+        Interrupt.objects.all(), viewer, bulk.MAX_BULK)
+    outcomes = bulk.bulk_answer(request.auth, ids, body.value, body.steering)
     accepted = sum(o.outcome == "accepted" for o in outcomes)
     return {"items": outcomes, "count": len(outcomes), "accepted": accepted}
 

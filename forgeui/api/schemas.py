@@ -394,7 +394,8 @@ class BulkResumeIn(Body):
 
 class BulkOutcomeOut(Schema):
     interrupt_id: str
-    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
+    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable",
+                     "not_settled"]
     detail: str = Field(description="why, when not accepted")
     answer_id: int | None
     answered_by: str | None = Field(description="who answered first, when stale")

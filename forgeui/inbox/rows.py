@@ -20,7 +20,7 @@ from django.utils.html import escape
 from forgeui.inbox import bidi
 from forgeui.inbox.payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import forks
+from forgeui.runs import bulk, forks
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
@@ -208,8 +208,11 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "path": "/".join(interrupt.namespace),
         "summary": summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
-        # Neither actions nor a schema: a yes/no question is the common case.
-        "plain": asks_yes_no(interrupt.payload),
+        # Neither actions nor a schema: a yes/no question is the common case. A
+        # breakpoint is only continued here; cancelling it needs a reason, on its page.
+        "plain": asks_yes_no(interrupt.payload) and not interrupt.is_breakpoint,
+        "breakpoint": interrupt.is_breakpoint,
+        "settles": " ".join(a for a in bulk.VALUES if bulk.settles(a, interrupt)),
         "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
         "mode": row_mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",

@@ -15,7 +15,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 from django.contrib.auth import get_user_model
@@ -43,7 +43,6 @@ from forgeui.runs import answer_rules, registry
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
-    GraphUnavailable,
     InvalidRequest,
     NotFound,
     StaleAnswer,
@@ -65,7 +64,6 @@ from runtime.errors import AmbiguousResume, StaleResumeTarget
 logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
-BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -101,7 +99,7 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
     require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
     executor = registry.get_executor(graph)  # unknown or broken: refused before any write
-    _require_json(input, "input")
+    require_json(input, "input")
     check_input(executor.input_schema, input)
     thread_id = thread_id or uuid.uuid4().hex
     latest = DjangoCheckpointStore().load_sync(thread_id)
@@ -174,59 +172,6 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     except StaleAnswer as stale:
         _refused(user, interrupt, stale, value)
         raise
-
-
-@dataclass(frozen=True, slots=True)
-class BulkOutcome:
-    """What became of one interrupt of a bulk answer."""
-
-    interrupt_id: str
-    outcome: BulkResult
-    detail: str = ""
-    answer_id: int | None = None
-    answered_by: str | None = None
-    answered_at: str | None = None
-
-
-MAX_BULK = 500
-
-
-def bulk_answer(user: User, interrupt_ids: list[str], value: Any,
-                steering: str | None = None) -> list[BulkOutcome]:
-    """Answer each interrupt with ``value`` through ``answer_interrupt``, one by one.
-
-    Each answer has its own transaction and compare-and-set, so one stale or forbidden
-    interrupt costs only itself; the outcome of every id is reported, in the given order.
-    """
-    require_role(user, Action.ANSWER, object_type="bulk", object_id=f"{len(interrupt_ids)} ids")
-    ids = list(dict.fromkeys(interrupt_ids))
-    if not ids:
-        raise InvalidRequest("nothing to answer: no interrupt ids", loc=["body", "ids"])
-    if len(ids) > MAX_BULK:
-        raise InvalidRequest(f"at most {MAX_BULK} interrupts at once", loc=["body", "ids"])
-    _require_json(value, "value")
-    outcomes = [_bulk_one(user, interrupt_id, value, steering) for interrupt_id in ids]
-    audit(user, "answer.bulk", object_type="bulk", object_id=f"{len(ids)} interrupts",
-          detail={"value": value, "steering": steering or "",
-                  "outcomes": {o.interrupt_id: o.outcome for o in outcomes}})
-    return outcomes
-
-
-def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -> BulkOutcome:
-    try:
-        answer = answer_interrupt(user, interrupt_id, value, steering=steering)
-    except StaleAnswer as stale:
-        return BulkOutcome(interrupt_id, "stale", stale.reason, answered_by=stale.answered_by,
-                           answered_at=stale.answered_at)
-    except Forbidden as exc:
-        return BulkOutcome(interrupt_id, "forbidden", str(exc))
-    except NotFound as exc:
-        return BulkOutcome(interrupt_id, "not_found", str(exc))
-    except InvalidRequest as exc:
-        return BulkOutcome(interrupt_id, "invalid", str(exc))
-    except GraphUnavailable as exc:
-        return BulkOutcome(interrupt_id, "unavailable", str(exc))
-    return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
@@ -412,7 +357,7 @@ def _interrupt(interrupt_id: str) -> Interrupt:
 def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
                   loc: list[str | int] | None = None) -> None:
     """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
-    _require_json(value, "value")
+    require_json(value, "value")
     if child_policy not in ChildPolicy.values:
         raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
                              loc=["body", "child_policy"])
@@ -605,7 +550,7 @@ def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
             if record is None:
                 raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
                                      f"{source.id!r}", loc=["body", f"{kind}s", iid])
-            _require_json(value, kind)
+            require_json(value, kind)
             if kind == "answer":
                 _check_answer(Interrupt(id=iid, payload=record.get("payload")), value,
                               ChildPolicy.LEAVE, loc=["body", "answers", iid])
@@ -762,7 +707,7 @@ def _latest(thread_id: str) -> Checkpoint:
     return latest
 
 
-def _require_json(value: Any, what: str) -> None:
+def require_json(value: Any, what: str) -> None:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -1,4 +1,5 @@
-"""The auditor's list of decisions: every accepted answer, who gave it, when, to what.
+"""The auditor's list of decisions: every accepted answer (or cancel at a breakpoint),
+who gave it, when, to what.
 
 Filters and a text search stand in for ids an auditor does not know; the same rows go
 out as CSV or JSON (``forgeui.web.exports``).
@@ -18,8 +19,9 @@ from django.http import QueryDict
 from forgeui.inbox.rows import payload_summary
 from forgeui.models import Answer
 
-COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "answer",
-           "steering", "interrupt_id", "run_id", "thread_id", "checkpoint_id", "outcome"]
+COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "question", "decision",
+           "answer", "reason", "steering", "interrupt_id", "run_id", "thread_id",
+           "checkpoint_id", "outcome"]
 CHUNK = 500
 
 
@@ -64,7 +66,7 @@ class DecisionFilters:
                                value_text=Cast("value", TextField()))
         for word in self.q.split()[:8]:
             found = found.filter(Q(payload_text__icontains=word) | Q(value_text__icontains=word)
-                                 | Q(steering__icontains=word))
+                                 | Q(steering__icontains=word) | Q(reason__icontains=word))
         return found
 
 
@@ -82,7 +84,9 @@ def row(answer: Answer) -> dict[str, Any]:
         "answered_by": answer.user.get_username() if answer.user else "system",
         "graph": interrupt.run.graph, "path": "/".join(interrupt.namespace),
         "node": interrupt.node, "question": payload_summary(interrupt.payload),
-        "answer": answer.value, "steering": answer.steering,
+        # "answered", or "cancelled at breakpoint" (no answer; the reason says why).
+        "decision": answer.get_kind_display(), "answer": answer.value,
+        "reason": answer.reason, "steering": answer.steering,
         "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
         "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
         "outcome": answer.outcome,
