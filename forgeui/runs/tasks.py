@@ -191,11 +191,11 @@ def apply_cancel(answer: Answer) -> dict[str, Any]:
         result = executor_of_run(run_id).cancel_sync(ResumeTarget(run_id=run_id))
     except StaleResumeTarget as exc:
         done = Run.objects.filter(pk=run_id, status="cancelled").exists()
-        outcome = "applied: the run was cancelled" if done else f"not applied: {exc}"
+        outcome = "the run was cancelled" if done else f"not applied: {exc}"
         Answer.objects.mark_applied(answer.pk, outcome)
         return {"answer_id": answer.pk, "outcome": outcome}
     with transaction.atomic():
-        Answer.objects.mark_applied(answer.pk, "applied: the run was cancelled")
+        Answer.objects.mark_applied(answer.pk, "the run was cancelled")
         audit_applied(answer, result)
     return {"answer_id": answer.pk, "outcome": "applied", **summary(result)}
 

@@ -114,7 +114,8 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
                ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
                # The demo graphs, and one that pauses with whatever payload its input holds.
                FORGE_GRAPHS=json.dumps({**GRAPHS, "custom": "tests.forgeui.graphs:custom",
-                                        "chat": "tests.forgeui.graphs:chat"}))
+                                        "chat": "tests.forgeui.graphs:chat",
+                                        "guarded": "tests.forgeui.graphs:guarded"}))
     env.update(extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")

@@ -38,7 +38,7 @@ def test_cancel_at_a_breakpoint_stops_the_guarded_node(users: dict[str, User],
     answer.refresh_from_db()
     assert answer.kind == AnswerKind.CANCEL and answer.value is None
     assert answer.reason == "2.4.0 has not passed QA yet"
-    assert answer.outcome == "applied: the run was cancelled"
+    assert answer.outcome == "the run was cancelled"
     entry = AuditEntry.objects.get(action="breakpoint.cancel")
     assert entry.detail["decision"] == "cancelled at breakpoint"
     assert entry.detail["reason"] == "2.4.0 has not passed QA yet"

@@ -44,7 +44,7 @@ def test_a_breakpoint_page_offers_continue_and_cancel_only(users: dict[str, User
     page = reviewer(users).get(f"/interrupts/{interrupt.pk}/").content.decode()
     assert 'value="continue"' in page and ">Continue</button>" in page
     assert f'action="/interrupts/{interrupt.pk}/cancel/"' in page
-    assert "Cancel the run</button>" in page and "ship never runs" in page
+    assert "Cancel the run</button>" in page and "<code>ship</code> never runs" in page
     for absent in ('value="reject"', 'value="approve"', "Answers false", ">Reject<",
                    'name="json_value"', 'data-key="r"'):
         assert absent not in page, absent
