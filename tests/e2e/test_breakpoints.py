@@ -5,6 +5,7 @@ answers offer only the rows they settle and report them by title, in words."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LiveServer, Login
+from .conftest import PASSWORDS, LiveServer, Login
+from .test_accessibility import check
 
 SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
 LIVE_MS = 5000
@@ -175,3 +177,36 @@ def test_bulk_offers_only_settleable_rows_and_names_them(
     text = report.inner_text()
     assert asks[1]["id"] not in text and asks[1]["id"][:8] not in text
     assert "stale" not in text and "schema" not in text.lower()
+
+
+def test_the_new_states_pass_axe(forge: LiveServer, browser: Any, size: dict[str, int]) -> None:
+    """A refused cancel, the bulk form on Continue, and a bulk report: nothing serious."""
+    with tempfile.TemporaryDirectory(prefix="bp-") as folder:  # a path short enough to wrap
+        interrupt = paused(forge, Path(folder) / "l.txt", f"8.0.{size['width']}")
+        problems = axe_findings(forge, browser, size, interrupt)
+        assert run_status(forge, interrupt["run_id"], "completed")["status"] == "completed"
+    assert problems == []
+
+
+def axe_findings(forge: LiveServer, browser: Any, size: dict[str, int],
+                 interrupt: dict[str, Any]) -> list[str]:
+    # The page's CSP forbids inline scripts, axe's tag included: this test bypasses it.
+    context = browser.new_context(viewport=size, bypass_csp=True)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto(f"{forge.url}/accounts/login/?next=/interrupts/{interrupt['id']}/")
+    page.fill("#id_username", "reviewer")
+    page.fill("#id_password", PASSWORDS["reviewer"])
+    page.click("button[type=submit]")
+    page.get_by_role("button", name="Cancel the run").click()
+    page.locator(".cancel-run .error").wait_for()
+    problems = check(page, "refused cancel")
+    page.goto(f"{forge.url}/?q=8.0.{size['width']}")
+    page.get_by_label("Continue breakpoints").check()
+    problems += check(page, "bulk on continue")
+    page.locator(f"#int-{interrupt['id']} input[name=ids]").check()
+    page.get_by_role("button", name="Continue selected").click()
+    page.locator(".bulk-report").wait_for()
+    problems += check(page, "bulk report")
+    context.close()
+    return problems
