@@ -189,3 +189,11 @@ def test_api_bulk_false_leaves_breakpoints_alone(users: dict[str, User], ledger:
     assert [i["outcome"] for i in body["items"]] == ["not_settled", "accepted"]
     assert "cancel the run" in body["items"][0]["detail"]
     assert Interrupt.objects.get(pk=stop.pk).status == InterruptStatus.PENDING
+
+
+def test_the_run_tree_offers_continue_and_cancel(users: dict[str, User], ledger: Path) -> None:
+    interrupt = breakpoint_at(users, ledger)
+    page = reviewer(users).get(f"/runs/{interrupt.run_id}/").content.decode()
+    assert ">Continue</button>" in page and "Cancel the run</button>" in page
+    assert f'hx-post="/interrupts/{interrupt.pk}/cancel/"' in page
+    assert 'value="reject"' not in page and "Answers false" not in page
