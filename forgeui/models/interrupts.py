@@ -221,7 +221,8 @@ class Answer(models.Model):
     objects = AnswerQuerySet.as_manager()
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} of {self.interrupt_id} by {self.user or 'system'}"
+        what = "cancel at" if self.cancels_run else "answer to"
+        return f"{what} {self.interrupt_id} by {self.user or 'system'}"
 
     @property
     def cancels_run(self) -> bool:
