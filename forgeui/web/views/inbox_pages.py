@@ -274,6 +274,10 @@ def bulk(request: HttpRequest) -> HttpResponse:
         ids = bulk_answers.settleable(chosen, found.pending().iterator(chunk_size=200))
     else:
         ids = request.POST.getlist("ids")
+    if not ids:
+        return refusal(request, InvalidRequest(
+            f"nothing to {chosen}: tick the rows first, or no row matching the filter "
+            f"takes “{chosen}”"))
     try:
         outcomes = bulk_answers.bulk_answer(
             request.user, ids, bulk_answers.VALUES[chosen],

@@ -197,3 +197,13 @@ def test_the_run_tree_offers_continue_and_cancel(users: dict[str, User], ledger:
     assert ">Continue</button>" in page and "Cancel the run</button>" in page
     assert f'hx-post="/interrupts/{interrupt.pk}/cancel/"' in page
     assert 'value="reject"' not in page and "Answers false" not in page
+
+
+def test_bulk_with_nothing_to_settle_says_so(users: dict[str, User]) -> None:
+    question(users)
+    response = reviewer(users).post("/interrupts/bulk/",
+                                    {"action": "continue", "all": "1", "query": ""}, **HTMX)
+    assert response.status_code == 422
+    assert "Nothing to continue: tick the rows first, or no row matching the filter takes " \
+           "“continue”" in response.content.decode()
+    assert not Answer.objects.exists()
