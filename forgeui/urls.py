@@ -13,6 +13,8 @@ pages: list[URLPattern | URLResolver] = [
     path("interrupts/bulk/", inbox_pages.bulk, name="bulk"),
     path("interrupts/<str:interrupt_id>/", inbox_pages.interrupt_detail, name="interrupt"),
     path("interrupts/<str:interrupt_id>/answer/", inbox_pages.answer, name="answer"),
+    path("interrupts/<str:interrupt_id>/cancel/", inbox_pages.cancel_at_breakpoint,
+         name="cancel-at-breakpoint"),
     path("interrupts/<str:interrupt_id>/note/", inbox_pages.keep_note, name="keep-note"),
     path("interrupts/<str:interrupt_id>/claim/", inbox_pages.claim, name="claim"),
     path("interrupts/<str:interrupt_id>/assign/", inbox_pages.assign, name="assign"),

@@ -48,5 +48,6 @@ FORGE_GRAPHS = {
     "pipeline": "tests.forgeui.graphs:make_pipeline",
     "custom": "tests.forgeui.graphs:custom",
     "flaky": "tests.forgeui.graphs:flaky",
+    "guarded": "tests.forgeui.graphs:guarded",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -29,8 +29,11 @@ from forgeui.api.schemas import (
     AssignIn,
     AuditFilters,
     AuditOut,
+    BreakpointCancelIn,
+    BreakpointCancelOut,
     BulkResultOut,
     BulkResumeIn,
+    CancelIn,
     CancelOut,
     CheckpointOut,
     CheckpointStateOut,
@@ -55,7 +58,7 @@ from forgeui.api.schemas import (
     TargetedResumeIn,
 )
 from forgeui.models import AuditEntry, Interrupt, Run, Thread
-from forgeui.runs import registry, services
+from forgeui.runs import bulk, registry, services
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -176,13 +179,23 @@ def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> A
 @router.post("/interrupts/bulk_resume", response={200: BulkResultOut, **BODY_ERRORS})
 def bulk_resume(request: HttpRequest, body: BulkResumeIn) -> Any:
     """One answer for many interrupts, each with its own compare-and-set; every id's
-    outcome (accepted, stale with who answered, forbidden, ...) is reported."""
+    outcome (accepted, stale with who answered, forbidden, ...) is reported. A ``false``
+    is not given to a breakpoint (``not_settled``): it would not stop the node there."""
     viewer = assignment.Viewer.of(request.auth)
     ids = body.ids if body.filter is None else body.filter.interrupt_ids(
-        Interrupt.objects.all(), viewer, services.MAX_BULK)
-    outcomes = services.bulk_answer(request.auth, ids, body.value, body.steering)
+        Interrupt.objects.all(), viewer, bulk.MAX_BULK)
+    outcomes = bulk.bulk_answer(request.auth, ids, body.value, body.steering)
     accepted = sum(o.outcome == "accepted" for o in outcomes)
     return {"items": outcomes, "count": len(outcomes), "accepted": accepted}
+
+
+@router.post("/interrupts/{interrupt_id}/cancel",
+             response={202: BreakpointCancelOut, **BODY_ERRORS, **CONFLICT})
+def cancel_at_breakpoint(request: HttpRequest, interrupt_id: Id,
+                         body: BreakpointCancelIn) -> Any:
+    """At a breakpoint (``interrupt_before`` / ``interrupt_after``), cancel the paused run
+    instead of continuing: the guarded node never runs. 409 when someone decided first."""
+    return Status(202, services.cancel_at_breakpoint(request.auth, interrupt_id, body.reason))
 
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
@@ -273,10 +286,11 @@ def add_steering(request: HttpRequest, body: SteeringIn) -> Any:
     return Status(201, note)
 
 
-@router.post("/runs/{run_id}/cancel", response={202: CancelOut, **ERRORS, **CONFLICT})
-def cancel_run(request: HttpRequest, run_id: Id) -> Any:
-    """Cancel a run and everything below it; a task applies it."""
-    services.cancel_run(request.auth, run_id)
+@router.post("/runs/{run_id}/cancel", response={202: CancelOut, **BODY_ERRORS, **CONFLICT})
+def cancel_run(request: HttpRequest, run_id: Id, body: CancelIn | None = None) -> Any:
+    """Cancel a run and everything below it; a task applies it. With a ``reason``, a run
+    paused at a breakpoint is recorded as cancelled at that breakpoint."""
+    services.cancel_run(request.auth, run_id, reason=body.reason if body else None)
     return Status(202, {"run_id": run_id})
 
 

@@ -417,7 +417,8 @@ class BulkResumeIn(Body):
 
 class BulkOutcomeOut(Schema):
     interrupt_id: str
-    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
+    outcome: Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable",
+                     "not_settled"]
     detail: str = Field(description="why, when not accepted")
     answer_id: int | None
     answered_by: str | None = Field(description="who answered first, when stale")
@@ -468,9 +469,39 @@ class SteeringOut(Schema):
         return obj.user.get_username() if obj.user_id else None
 
 
+class CancelIn(Body):
+    reason: str | None = Field(
+        None, description="why (up to 4000 characters); a run paused at a breakpoint of "
+                          "its own is then recorded there as cancelled at breakpoint")
+
+
 class CancelOut(Schema):
     run_id: str
     status: Literal["cancelling"] = "cancelling"
+
+
+class BreakpointCancelIn(Body):
+    reason: str = Field(description="why the run is cancelled: required, up to 4000 "
+                                     "characters; shown in the decisions list and audit log")
+
+
+class BreakpointCancelOut(Schema):
+    """202: recorded as cancelled at breakpoint; a task cancels the paused run."""
+
+    answer_id: int = Field(alias="pk")
+    interrupt_id: str
+    run_id: str
+    thread_id: str
+    reason: str
+    status: Literal["cancelling"] = "cancelling"
+
+    @staticmethod
+    def resolve_run_id(obj: Any) -> str:
+        return obj.interrupt.run_id
+
+    @staticmethod
+    def resolve_thread_id(obj: Any) -> str:
+        return obj.interrupt.root_thread_id
 
 
 class RecoverOut(Schema):

@@ -19,9 +19,9 @@ from django.utils.html import escape
 
 from forgeui.inbox import bidi
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import forks
+from forgeui.runs import bulk, forks, wording
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
-from forgeui.runs.wording import answer_words, interrupt_summary
+from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
 PAGE_SIZE = 50
@@ -174,8 +174,11 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "path": "/".join(interrupt.namespace),
         "summary": interrupt_summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
-        # Neither actions nor a schema: a yes/no question is the common case.
-        "plain": asks_yes_no(interrupt.payload),
+        # Neither actions nor a schema: a yes/no question is the common case. A
+        # breakpoint is only continued here; cancelling it needs a reason, on its page.
+        "plain": asks_yes_no(interrupt.payload) and not interrupt.is_breakpoint,
+        "breakpoint": interrupt.is_breakpoint,
+        "settles": " ".join(a for a in bulk.VALUES if bulk.settles(a, interrupt)),
         "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
         "mode": row_mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
@@ -190,7 +193,7 @@ def decision_words(interrupt: Interrupt, decision: Answer | None) -> str:
     """The answer that closed the row, in words ("" while none is known)."""
     if decision is None:
         return ""
-    return answer_words(decision.value, interrupt.payload, interrupt.kind, decision.steering)
+    return wording.decision_words(decision)
 
 
 def accepted_answers(interrupts: Any) -> dict[str, Answer]:

@@ -17,7 +17,9 @@ from .events import (
     EventQuerySet,
 )
 from .interrupts import (
+    BREAKPOINT_KINDS,
     Answer,
+    AnswerKind,
     AnswerQuerySet,
     Interrupt,
     InterruptQuerySet,
@@ -52,11 +54,13 @@ from .tokens import (
 )
 
 __all__ = [
+    "BREAKPOINT_KINDS",
     "ID_LENGTH",
     "TOKEN_PREFIX",
     "TOKEN_PREFIX_LENGTH",
     "TOKEN_USE_RESOLUTION",
     "Answer",
+    "AnswerKind",
     "AnswerQuerySet",
     "ApiToken",
     "ApiTokenQuerySet",

@@ -13,6 +13,10 @@ from django.utils import timezone
 from .assignees import NamedViewer, decode
 from .runs import ID_LENGTH, ChildPolicy, InterruptStatus, Run
 
+# Interrupt kinds of the static breakpoints (``interrupt_before`` / ``interrupt_after``):
+# their answer is only recorded, so the one way to stop the guarded node is a cancel.
+BREAKPOINT_KINDS = ("before", "after")
+
 
 class InterruptQuerySet(models.QuerySet["Interrupt"]):
     def pending(self) -> InterruptQuerySet:
@@ -160,6 +164,10 @@ class Interrupt(models.Model):
         return f"{'/'.join(self.namespace)}:{self.node}#{self.order} ({self.status})"
 
     @property
+    def is_breakpoint(self) -> bool:
+        return self.kind in BREAKPOINT_KINDS
+
+    @property
     def assigned_users(self) -> list[str]:
         return decode(self.assignees)[0]
 
@@ -185,15 +193,26 @@ class AnswerQuerySet(models.QuerySet["Answer"]):
         return marked
 
 
+class AnswerKind(models.TextChoices):
+    ANSWER = "answer", "answered"
+    # The run was cancelled at a breakpoint instead: no value, a reason.
+    CANCEL = "cancel", "cancelled at breakpoint"
+
+
 class Answer(models.Model):
-    """A person's answer to one interrupt: accepted in a request, applied by a task."""
+    """A person's decision on one interrupt: accepted in a request, applied by a task.
+
+    Usually a value the paused node receives; at a breakpoint it may instead be a cancel
+    of the paused run (``kind`` cancel, with the ``reason``)."""
 
     interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="answers")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    kind = models.CharField(max_length=8, choices=AnswerKind.choices, default=AnswerKind.ANSWER)
     value = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="", help_text="why the run was cancelled")
     steering = models.TextField(blank=True, default="")
     child_policy = models.CharField(
         max_length=8, choices=ChildPolicy.choices, default=ChildPolicy.LEAVE
@@ -206,7 +225,12 @@ class Answer(models.Model):
     objects = AnswerQuerySet.as_manager()
 
     def __str__(self) -> str:
-        return f"answer to {self.interrupt_id} by {self.user or 'system'}"
+        what = "cancel at" if self.cancels_run else "answer to"
+        return f"{what} {self.interrupt_id} by {self.user or 'system'}"
+
+    @property
+    def cancels_run(self) -> bool:
+        return self.kind == AnswerKind.CANCEL
 
 
 class SteeringNote(models.Model):

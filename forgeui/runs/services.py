@@ -15,7 +15,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 from django.contrib.auth import get_user_model
@@ -25,7 +25,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from forgeui.models import (
+    BREAKPOINT_KINDS,
     Answer,
+    AnswerKind,
     AuditEntry,
     ChildPolicy,
     EventKind,
@@ -41,7 +43,6 @@ from forgeui.runs import answer_rules, registry, run_status
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
-    GraphUnavailable,
     InvalidRequest,
     NotFound,
     StaleAnswer,
@@ -63,7 +64,6 @@ from runtime.errors import AmbiguousResume, StaleResumeTarget
 logger = logging.getLogger(__name__)
 User = AbstractBaseUser | AnonymousUser | None
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
-BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable"]
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
@@ -99,7 +99,7 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
     require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
     executor = registry.get_executor(graph)  # unknown or broken: refused before any write
-    _require_json(input, "input")
+    require_json(input, "input")
     check_input(executor.input_schema, input)
     thread_id = thread_id or uuid.uuid4().hex
     latest = DjangoCheckpointStore().load_sync(thread_id)
@@ -172,59 +172,6 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     except StaleAnswer as stale:
         _refused(user, interrupt, stale, value)
         raise
-
-
-@dataclass(frozen=True, slots=True)
-class BulkOutcome:
-    """What became of one interrupt of a bulk answer."""
-
-    interrupt_id: str
-    outcome: BulkResult
-    detail: str = ""
-    answer_id: int | None = None
-    answered_by: str | None = None
-    answered_at: str | None = None
-
-
-MAX_BULK = 500
-
-
-def bulk_answer(user: User, interrupt_ids: list[str], value: Any,
-                steering: str | None = None) -> list[BulkOutcome]:
-    """Answer each interrupt with ``value`` through ``answer_interrupt``, one by one.
-
-    Each answer has its own transaction and compare-and-set, so one stale or forbidden
-    interrupt costs only itself; the outcome of every id is reported, in the given order.
-    """
-    require_role(user, Action.ANSWER, object_type="bulk", object_id=f"{len(interrupt_ids)} ids")
-    ids = list(dict.fromkeys(interrupt_ids))
-    if not ids:
-        raise InvalidRequest("nothing to answer: no interrupt ids", loc=["body", "ids"])
-    if len(ids) > MAX_BULK:
-        raise InvalidRequest(f"at most {MAX_BULK} interrupts at once", loc=["body", "ids"])
-    _require_json(value, "value")
-    outcomes = [_bulk_one(user, interrupt_id, value, steering) for interrupt_id in ids]
-    audit(user, "answer.bulk", object_type="bulk", object_id=f"{len(ids)} interrupts",
-          detail={"value": value, "steering": steering or "",
-                  "outcomes": {o.interrupt_id: o.outcome for o in outcomes}})
-    return outcomes
-
-
-def _bulk_one(user: User, interrupt_id: str, value: Any, steering: str | None) -> BulkOutcome:
-    try:
-        answer = answer_interrupt(user, interrupt_id, value, steering=steering)
-    except StaleAnswer as stale:
-        return BulkOutcome(interrupt_id, "stale", stale.reason, answered_by=stale.answered_by,
-                           answered_at=stale.answered_at)
-    except Forbidden as exc:
-        return BulkOutcome(interrupt_id, "forbidden", str(exc))
-    except NotFound as exc:
-        return BulkOutcome(interrupt_id, "not_found", str(exc))
-    except InvalidRequest as exc:
-        return BulkOutcome(interrupt_id, "invalid", str(exc))
-    except GraphUnavailable as exc:
-        return BulkOutcome(interrupt_id, "unavailable", str(exc))
-    return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
 
 
 def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
@@ -410,7 +357,7 @@ def _interrupt(interrupt_id: str) -> Interrupt:
 def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
                   loc: list[str | int] | None = None) -> None:
     """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
-    _require_json(value, "value")
+    require_json(value, "value")
     if child_policy not in ChildPolicy.values:
         raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
                              loc=["body", "child_policy"])
@@ -420,17 +367,24 @@ def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
         raise InvalidRequest(exc.message, loc=[*(loc or []), *exc.path]) from None
 
 
-def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
-            expected_checkpoint_id: str | None, child_policy: str) -> Answer:
+def _close(user: User, interrupt: Interrupt, status: InterruptStatus,
+           expected_checkpoint_id: str | None = None) -> Any:
+    """Move the interrupt row from pending to ``status`` for ``user``, or raise
+    ``StaleAnswer``: the compare-and-set that makes one decision win. The actor."""
     claimed = Interrupt.objects.filter(pk=interrupt.pk).pending()
     if expected_checkpoint_id:
         claimed = claimed.filter(checkpoint_id=expected_checkpoint_id)
     actor = user if user is not None and user.is_authenticated else None
     if actor is not None and not actor.is_superuser:  # a claim taken meanwhile wins
         claimed = claimed.filter(Q(claimed_by__isnull=True) | Q(claimed_by=actor))
-    if claimed.update(status=InterruptStatus.ANSWERED, answered_at=timezone.now(),
-                      answered_by=actor) != 1:
+    if claimed.update(status=status, answered_at=timezone.now(), answered_by=actor) != 1:
         raise stale_answer(interrupt.pk, expected_checkpoint_id)
+    return actor
+
+
+def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
+            expected_checkpoint_id: str | None, child_policy: str) -> Answer:
+    actor = _close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
     answer = Answer.objects.create(
         interrupt=interrupt, user=actor, value=value, steering=(steering or "").strip(),
         child_policy=child_policy, expected_checkpoint_id=expected_checkpoint_id or "",
@@ -460,6 +414,8 @@ def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> Stale
     elif row.status == InterruptStatus.PENDING:
         reason = (f"the run moved on: checkpoint {expected_checkpoint_id!r} is not the "
                   f"latest ({row.checkpoint_id!r})")
+    elif row.status == InterruptStatus.CANCELLED and row.answered_by is not None:
+        reason = f"the run was cancelled at this breakpoint by {row.answered_by.get_username()}"
     elif row.answered_by is not None:
         reason = f"already answered by {row.answered_by.get_username()}"
     else:
@@ -615,7 +571,7 @@ def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
             if record is None:
                 raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
                                      f"{source.id!r}", loc=["body", f"{kind}s", iid])
-            _require_json(value, kind)
+            require_json(value, kind)
             if kind == "answer":
                 _check_answer(Interrupt(id=iid, payload=record.get("payload")), value,
                               ChildPolicy.LEAVE, loc=["body", "answers", iid])
@@ -667,17 +623,87 @@ def recover_run(user: User, run_id: str) -> None:
         transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
 
 
-def cancel_run(user: User, run_id: str) -> None:
-    """Ask for a run (and everything below it) to be cancelled; a task applies it."""
+def cancel_run(user: User, run_id: str, reason: str | None = None) -> None:
+    """Ask for a run (and everything below it) to be cancelled; a task applies it.
+
+    With a ``reason``, a run paused at breakpoints of its own is cancelled at them: each
+    is closed and recorded as "cancelled at breakpoint" with the reason, as a reviewer's
+    ``cancel_at_breakpoint`` would record it.
+    """
     require_role(user, Action.CANCEL, object_type="run", object_id=run_id, run_id=run_id)
     run = _run(run_id)
     if run.status not in LIVE:
         raise InvalidRequest(f"run {run_id!r} is {run.status}")
+    reason = None if reason is None else cancel_reason(reason)
     require_graph(run)
+    at = list(Interrupt.objects.filter(run=run, kind__in=BREAKPOINT_KINDS).pending()
+              .select_related("run")) if reason else []
     with transaction.atomic():
         audit(user, "run.cancel", object_type="run", object_id=run_id, run_id=run_id,
-              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id)
+              thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
+              detail={"reason": reason} if reason else {})
+        for interrupt in at:
+            with transaction.atomic():  # one answered meanwhile keeps its answer
+                try:
+                    _accept_cancel(user, interrupt, reason or "")
+                except StaleAnswer:
+                    continue
         transaction.on_commit(partial(cancel_run_task.enqueue, run_id))
+
+
+MAX_REASON_CHARS = 4000  # as long as a steering note may be
+
+
+def cancel_reason(text: Any) -> str:
+    """The reason a cancel at a breakpoint needs: some words, not a novel."""
+    reason = text.strip() if isinstance(text, str) else ""
+    if not reason:
+        raise InvalidRequest("say why the run is cancelled: a reason is required",
+                             loc=["body", "reason"])
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidRequest(f"the reason is longer than {MAX_REASON_CHARS} characters",
+                             loc=["body", "reason"])
+    return reason
+
+
+def cancel_at_breakpoint(user: User, interrupt_id: str, reason: str) -> Answer:
+    """Decide a breakpoint by cancelling its run, so the guarded node never runs.
+
+    A breakpoint's answer is only recorded (the node runs whatever it says); this is its
+    one "no". Recorded like an answer (the same race: ``StaleAnswer`` when someone
+    decided first), as "cancelled at breakpoint" with the reason; a task cancels the run
+    the breakpoint paused, and everything below it.
+    """
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
+    interrupt = _interrupt(interrupt_id)
+    if not interrupt.is_breakpoint:
+        raise InvalidRequest("only a breakpoint (interrupt_before / interrupt_after) is "
+                             "cancelled from its answer; this interrupt takes a value")
+    reason = cancel_reason(reason)
+    require_answerable(user, interrupt)
+    require_graph(interrupt.run)
+    try:
+        with transaction.atomic():
+            return _accept_cancel(user, interrupt, reason)
+    except StaleAnswer as stale:
+        _refused(user, interrupt, stale, {"cancel": clipped(reason)})
+        raise
+
+
+def _accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
+    actor = _close(user, interrupt, InterruptStatus.CANCELLED)
+    answer = Answer.objects.create(interrupt=interrupt, user=actor, kind=AnswerKind.CANCEL,
+                                   value=None, reason=reason)
+    audit(user, "breakpoint.cancel", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id,
+          detail={"answer_id": answer.pk, "decision": AnswerKind.CANCEL.label,
+                  "reason": reason, "node": interrupt.node, "kind": interrupt.kind})
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_CANCELLED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"cancelled_by": getattr(actor, "username", None)})])
+    transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+    return answer
 
 
 def require_graph(run: Run) -> None:
@@ -703,7 +729,7 @@ def _latest(thread_id: str) -> Checkpoint:
     return latest
 
 
-def _require_json(value: Any, what: str) -> None:
+def require_json(value: Any, what: str) -> None:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:

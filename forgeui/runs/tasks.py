@@ -79,7 +79,7 @@ def apply_answer_task(answer_id: int) -> dict[str, Any]:
     interrupt = answer.interrupt
     with logs.about(run_id=interrupt.run_id, thread_id=interrupt.thread_id,
                     interrupt_id=interrupt.pk):
-        outcome = apply_answer(answer)
+        outcome = apply_cancel(answer) if answer.cancels_run else apply_answer(answer)
         logger.info("answer %s: %s", answer_id, outcome["outcome"])
         return outcome
 
@@ -184,6 +184,22 @@ def cancel_run_task(run_id: str) -> dict[str, Any]:
     except StaleResumeTarget as exc:
         return {"run_id": run_id, "outcome": f"not cancelled: {exc}"}
     return {"run_id": run_id, "outcome": "cancelled", **summary(result)}
+
+
+def apply_cancel(answer: Answer) -> dict[str, Any]:
+    """A cancel at a breakpoint: cancel the run it paused; a repeat finds it cancelled."""
+    run_id = answer.interrupt.run_id
+    try:
+        result = executor_of_run(run_id).cancel_sync(ResumeTarget(run_id=run_id))
+    except StaleResumeTarget as exc:
+        done = Run.objects.filter(pk=run_id, status="cancelled").exists()
+        outcome = "the run was cancelled" if done else f"not applied: {exc}"
+        Answer.objects.mark_applied(answer.pk, outcome)
+        return {"answer_id": answer.pk, "outcome": outcome}
+    with transaction.atomic():
+        Answer.objects.mark_applied(answer.pk, "the run was cancelled")
+        audit_applied(answer, result)
+    return {"answer_id": answer.pk, "outcome": "applied", **summary(result)}
 
 
 @task()

@@ -17,13 +17,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from forgeui.models import Interrupt
+from forgeui.models import BREAKPOINT_KINDS, Answer, AnswerKind, Interrupt
 
 SUMMARY_LENGTH = 160
 ANSWER_LENGTH = 160
 VALUE_LENGTH = 40  # one value inside a line
 DEFAULT_FIELDS = 3
-BREAKPOINT_KINDS = ("before", "after")
 HEADING_KEYS = ("title", "question", "description")
 # Keys that say how to present or answer a payload, not what it is about.
 NOT_DATA = (*HEADING_KEYS, "action", "args", "actions", "answer_schema")
@@ -119,6 +118,15 @@ def answer_words(value: Any, payload: Any = None, kind: str = "node", note: str 
     if kind in BREAKPOINT_KINDS:
         return shorten(_breakpoint_words(value, note.strip()), ANSWER_LENGTH)
     return shorten(_words(value, payload, note.strip()), ANSWER_LENGTH)
+
+
+def decision_words(answer: Answer) -> str:
+    """What a person decided: the answer in words, or a cancel at a breakpoint with its
+    reason."""
+    if answer.kind == AnswerKind.CANCEL:
+        return shorten(f"Cancelled at breakpoint: {answer.reason}", ANSWER_LENGTH)
+    interrupt = answer.interrupt
+    return answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
 
 
 def decision_line(summary: str, answer: str) -> str:

@@ -13,8 +13,8 @@ from django.utils.timesince import timesince
 from django.utils.timezone import is_aware, make_aware
 
 from forgeui.inbox.payloads import Field, fields_of
-from forgeui.models import Answer, Interrupt
-from forgeui.runs.wording import answer_words
+from forgeui.models import Answer
+from forgeui.runs.wording import decision_words
 
 register = template.Library()
 
@@ -50,9 +50,9 @@ def as_fields(value: Any, name: str = "value") -> list[Field]:
 
 
 @register.filter
-def in_words(answer: Answer, interrupt: Interrupt) -> str:
-    """``answer`` (to ``interrupt``) as people say it: "Approved", "Edited: to → …"."""
-    return answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
+def in_words(answer: Answer) -> str:
+    """``answer`` as people say it: "Approved", "Edited: to → …", "Cancelled at …"."""
+    return decision_words(answer)
 
 
 @register.simple_tag

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgeui.models import Interrupt
-from forgeui.runs.services import BulkOutcome
+from forgeui.runs.bulk import BulkOutcome
 from forgeui.runs.wording import answer_words, interrupt_summary
 
 # Why a row was not answered, said without ids or schema terms; "stale" and "forbidden"
@@ -50,6 +50,8 @@ def why_not(outcome: BulkOutcome) -> str:
             return f"already answered by {outcome.answered_by}"
         # "the run moved on: checkpoint '…' is not the latest": the ids help nobody here
         return outcome.detail.split(":", 1)[0] or "it is no longer pending"
+    if outcome.outcome == "not_settled":
+        return outcome.detail  # already in words: why this action does not fit the row
     if outcome.outcome == "forbidden":
         return outcome.detail.split(": ", 1)[-1] or "you may not answer it"
     return NOT_ANSWERED.get(outcome.outcome, "it could not be answered")

@@ -1,4 +1,5 @@
-"""The auditor's list of decisions: every accepted answer, who gave it, when, to what.
+"""The auditor's list of decisions: every accepted answer (or cancel at a breakpoint),
+who gave it, when, to what.
 
 Filters and a text search stand in for ids an auditor does not know; the same rows go
 out as CSV or JSON (``forgeui.web.exports``).
@@ -18,12 +19,12 @@ from django.http import QueryDict
 from forgeui.models import Answer
 from forgeui.runs import forks
 from forgeui.runs.forks import ForkLink
-from forgeui.runs.wording import answer_words, decision_line, interrupt_summary
+from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
 COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "summary", "answer_text",
            "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
-           "checkpoint_id", "outcome", "forked_from", "forked_by"]
+           "checkpoint_id", "outcome", "reason", "forked_from", "forked_by"]
 CHUNK = 500
 
 
@@ -68,7 +69,7 @@ class DecisionFilters:
                                value_text=Cast("value", TextField()))
         for word in self.q.split()[:8]:
             found = found.filter(Q(payload_text__icontains=word) | Q(value_text__icontains=word)
-                                 | Q(steering__icontains=word))
+                                 | Q(steering__icontains=word) | Q(reason__icontains=word))
         return found
 
 
@@ -83,14 +84,14 @@ def row(answer: Answer, fork: ForkLink | None = None) -> dict[str, Any]:
     the run tree it was made in, when that tree is a fork."""
     interrupt = answer.interrupt
     summary = interrupt_summary(interrupt)
-    words = answer_words(answer.value, interrupt.payload, interrupt.kind, answer.steering)
+    words = decision_words(answer)
     return {
         "answered_at": answer.created_at.isoformat(),
         "answered_by": answer.user.get_username() if answer.user else "system",
         "graph": interrupt.run.graph, "path": "/".join(interrupt.namespace),
         "node": interrupt.node, "summary": summary, "answer_text": words,
         "decision": decision_line(summary, words), "answer": answer.value,
-        "steering": answer.steering,
+        "reason": answer.reason, "steering": answer.steering,
         "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
         "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
         "outcome": answer.outcome,

@@ -10,6 +10,8 @@ An interrupt payload decides how it may be answered:
   proposal for ``edit`` (a form prefilled from the payload's ``args`` when
   ``answer_schema`` is simple, else JSON) and null otherwise.
 - neither: approve / reject (``true`` / ``false``) or any JSON typed in the answer box.
+- a static breakpoint: continue (``true``, recorded as its answer) only; its node runs
+  whatever the answer says, so stopping it is a cancel with a reason, not an answer.
 
 The services validate the value again against the schema; this module only gives people
 field-level messages before that.
@@ -146,12 +148,23 @@ def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:
             if name in required or value not in (None, "")}
 
 
-def read_answer(payload: Any, data: QueryDict) -> GivenAnswer:
+def read_answer(payload: Any, data: QueryDict, breakpoint: bool = False) -> GivenAnswer:
     """The answer a submitted form means; ``AnswerRejected`` with a message if none."""
     steering = data.get("steering", "").strip()
     if len(steering) > MAX_NOTE_CHARS:
         raise AnswerRejected(f"the steering note is longer than {MAX_NOTE_CHARS} characters")
-    return GivenAnswer(value_of(payload, data.get("action", ""), data), steering)
+    action = data.get("action", "")
+    if breakpoint:
+        return GivenAnswer(continue_value(action), steering)
+    return GivenAnswer(value_of(payload, action, data), steering)
+
+
+def continue_value(action: str) -> bool:
+    """A breakpoint's one answer; anything else would be recorded and not obeyed."""
+    if action != "continue":
+        raise AnswerRejected("a breakpoint is continued, or its run cancelled with a reason; "
+                             "it takes no other answer")
+    return True
 
 
 def value_of(payload: Any, action: str, data: QueryDict) -> Any:

@@ -117,7 +117,8 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
                FORGE_GRAPHS=json.dumps({**GRAPHS, "custom": "tests.forgeui.graphs:custom",
                                         "chat": "tests.forgeui.graphs:chat",
                                         "blocking": "tests.forgeui.graphs:blocking",
-                                        "flaky": "tests.forgeui.graphs:flaky"}))
+                                        "flaky": "tests.forgeui.graphs:flaky",
+                                        "guarded": "tests.forgeui.graphs:guarded"}))
     env.update(extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")

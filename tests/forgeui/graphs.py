@@ -134,3 +134,17 @@ def talk(conversation: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
 
 chat = DurableExecutor(nodes=[("talk", talk)], edges={"talk": lambda out, ctx=None: "talk"},
                        name="chat")
+
+
+def package(release: dict[str, Any]) -> dict[str, Any]:
+    return {**release, "artifact": f"app-{release.get('version', '1.0.0')}.tar.gz"}
+
+
+def ship(built: dict[str, Any]) -> dict[str, Any]:
+    """The guarded side effect: a line in the ledger the input names."""
+    append_line(built["ledger"], f"shipped {built['artifact']}")
+    return {**built, "shipped": True}
+
+
+guarded = DurableExecutor(nodes=[("package", package), ("ship", ship)],
+                          interrupt_before=["ship"], name="guarded")

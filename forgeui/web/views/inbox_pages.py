@@ -23,6 +23,7 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Answer, Event, Interrupt, InterruptStatus
+from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
@@ -106,7 +107,7 @@ def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] 
 
 
 # What a person typed into an answer form, given back whenever it is shown again.
-TYPED_FIELDS = ("steering", "text", "edit_json", "json_value")
+TYPED_FIELDS = ("steering", "text", "edit_json", "json_value", "reason")
 
 
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
@@ -128,7 +129,8 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "path": "/".join(interrupt.namespace), "actions": actions,
         "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
         "edit_form": edit_form(payload),
-        "plain": asks_yes_no(payload),
+        "plain": asks_yes_no(payload) and not interrupt.is_breakpoint,
+        "breakpoint": interrupt.is_breakpoint,
         "schema_problem": (None if schema is not None or declared_schema(payload)
                            is None else schema_problem(declared_schema(payload))),
         "edit_json": pretty(edit_start(payload)),
@@ -178,7 +180,7 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     where = where if where in ("row", "page") else "panel"
     typed = {name: request.POST.get(name, "") for name in TYPED_FIELDS}
     try:
-        given = read_answer(interrupt.payload, request.POST)
+        given = read_answer(interrupt.payload, request.POST, interrupt.is_breakpoint)
         services.answer_interrupt(request.user, interrupt.pk, given.value,
                                   steering=given.steering or None)
     except AnswerRejected as exc:
@@ -198,14 +200,15 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     return answered(request, interrupt, where, 200, mine=True)
 
 
-def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
+def next_item(request: HttpRequest, answered_one: Interrupt,
+              note: str = "") -> HttpResponse:
     """After an answer on the interrupt page: the next one this person may answer, in the
     inbox's order, or the inbox when there is none."""
     viewer = assignment.Viewer.of(request.user)
     following = (InboxFilters().apply(Interrupt.objects.all(), viewer)
                  .exclude(pk=answered_one.pk).select_related("run", "claimed_by"))
     upcoming = next((i for i in following[:50] if assignment.may_answer(viewer, i)), None)
-    note = f"Your answer to “{interrupt_summary(answered_one)}” was recorded."
+    note = note or f"Your answer to “{interrupt_summary(answered_one)}” was recorded."
     if upcoming is None:
         messages.success(request, f"{note} Nothing else is waiting for you.")
         target = reverse("forgeui:inbox")
@@ -213,6 +216,32 @@ def next_item(request: HttpRequest, answered_one: Interrupt) -> HttpResponse:
         messages.success(request, f"{note} Next: {interrupt_summary(upcoming)}")
         target = reverse("forgeui:interrupt", kwargs={"interrupt_id": upcoming.pk})
     return go_to(request, target)
+
+
+@require_POST
+@requires(Action.ANSWER)
+def cancel_at_breakpoint(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """A breakpoint's "no": cancel its run with a reason (the interrupt page or a run-tree
+    panel). A refusal gives back the reason as typed."""
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
+                                  pk=interrupt_id)
+    where = "page" if request.POST.get("where") == "page" else "panel"
+    typed = {"reason": request.POST.get("reason", "")}
+    try:
+        services.cancel_at_breakpoint(request.user, interrupt.pk, typed["reason"])
+    except StaleAnswer as stale:
+        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
+    except InvalidRequest as exc:
+        return answered(request, interrupt, where, 422, cancel_error=str(exc), typed=typed)
+    except ForgeUIError as exc:
+        return refusal(request, exc)
+    if where == "page":
+        return next_item(request, interrupt,
+                         f"You cancelled the run at “{interrupt_summary(interrupt)}”.")
+    if not is_htmx(request):
+        return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
+    interrupt.refresh_from_db()
+    return answered(request, interrupt, where, 200, mine=True, cancelled=True)
 
 
 @require_POST
@@ -233,28 +262,32 @@ def keep_note(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     return render(request, "forgeui/interrupt.html#note-kept", {"message": done})
 
 
-BULK_VALUES = {"approve": True, "reject": False}
-
-
 @require_POST
 @requires(Action.ANSWER)
 def bulk(request: HttpRequest) -> HttpResponse:
-    """Answer the ticked rows (or every row matching the inbox's filters) with one value."""
-    value = BULK_VALUES.get(request.POST.get("action", ""))
-    if value is None:
-        return refusal(request, InvalidRequest("choose Approve or Reject"))
+    """Answer the ticked rows (or every row matching the inbox's filters) that the chosen
+    action settles; the report names each row and says why any was left alone."""
+    action = request.POST.get("action", "")
+    if action not in bulk_answers.VALUES:
+        return refusal(request, InvalidRequest("choose Approve, Reject, Continue or Accept"))
+    chosen: bulk_answers.BulkAction = action  # type: ignore[assignment]
     if request.POST.get("all"):
         filters = InboxFilters.from_query(request.POST.get("query", ""))
         found = filters.apply(Interrupt.objects.all(), assignment.Viewer.of(request.user))
-        ids = list(found.pending().values_list("id", flat=True)[:services.MAX_BULK])
+        ids = bulk_answers.settleable(chosen, found.pending().iterator(chunk_size=200))
     else:
         ids = request.POST.getlist("ids")
+    if not ids:
+        return refusal(request, InvalidRequest(
+            f"nothing to {chosen}: tick the rows first, or no row matching the filter "
+            f"takes “{chosen}”"))
     try:
-        outcomes = services.bulk_answer(request.user, ids, value,
-                                        steering=request.POST.get("steering", "").strip() or None)
+        outcomes = bulk_answers.bulk_answer(
+            request.user, ids, bulk_answers.VALUES[chosen],
+            steering=request.POST.get("steering", "").strip() or None, action=chosen)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
-    lines = bulk_report.report(outcomes, value)
+    lines = bulk_report.report(outcomes, bulk_answers.VALUES[chosen])
     return render(request, "forgeui/inbox.html#bulk-results",
                   {"lines": lines, "accepted": sum(line.ok for line in lines)})
 

@@ -12,7 +12,7 @@ from django.db.models import Count
 from django.test import Client
 
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus
-from forgeui.runs import services
+from forgeui.runs import bulk, services
 from tests.forgeui.apiclient import Api
 from tests.forgeui.conftest import lines
 
@@ -61,7 +61,7 @@ def test_bulk_reports_forbidden_rows_and_answers_the_rest(users: dict[str, User]
     bob.groups.add(Group.objects.get(name="reviewer"))
     mine = paused(users, "custom", 2)
     theirs = paused(users, "custom", 1, options={"assignees": {"users": ["bob"]}})
-    outcomes = services.bulk_answer(users["reviewer"], [*mine, *theirs, "nope"], True)
+    outcomes = bulk.bulk_answer(users["reviewer"], [*mine, *theirs, "nope"], True)
     assert [o.outcome for o in outcomes] == ["accepted", "accepted", "forbidden", "not_found"]
     assert "assigned to bob" in outcomes[2].detail
     assert Interrupt.objects.get(pk=theirs[0]).status == InterruptStatus.PENDING

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from forgeui.runs.services import BulkOutcome
+from forgeui.runs.bulk import BulkOutcome
 from forgeui.web.audit_lines import bulk_line
 from forgeui.web.bulk_report import why_not
 

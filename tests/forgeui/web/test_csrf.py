@@ -25,6 +25,7 @@ FORMS: dict[str, Form] = {
     "assign": lambda i: (f"/interrupts/{i.pk}/assign/", {"users": "reviewer"}),
     "steer": lambda i: (f"/runs/{i.run_id}/steer/", {"text": "slow down"}),
     "cancel": lambda i: (f"/runs/{i.run_id}/cancel/", {}),
+    "cancel at a breakpoint": lambda i: (f"/interrupts/{i.pk}/cancel/", {"reason": "no"}),
     "recover": lambda i: (f"/runs/{i.run_id}/recover/", {}),
     "fork": lambda i: (f"/threads/{i.root_thread_id}/fork/", {}),
     "fork with changes": lambda i: (f"/runs/{i.run_id}/fork/", {
@@ -59,8 +60,9 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
     assert client.get("/").status_code == 200  # still signed in (logout refused too)
 
 
+# The page routes FORMS posts to.
 POSTED = {"answer", "keep-note", "bulk", "claim", "assign", "steer", "cancel", "recover",
-          "fork", "fork-edit", "start-run"}  # the page routes FORMS posts to
+          "fork", "fork-edit", "start-run", "cancel-at-breakpoint"}
 READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "tree-history",
              "audit", "audit-export", "audit-export-csv", "decisions", "decisions-export",
              "decisions-export-csv", "checkpoint", "start-form", "graph"}
