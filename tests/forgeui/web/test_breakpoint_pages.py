@@ -65,10 +65,10 @@ def test_cancel_from_the_page_stops_the_node_and_shows_in_decisions(
     assert Run.objects.get(pk=interrupt.run_id).status == "cancelled"
     assert lines(ledger) == []
     decisions = client.get("/audit/decisions/").content.decode()
-    assert "Cancelled at breakpoint:</strong> 2.4.0 has not passed QA yet" in decisions
+    assert "→ Cancelled at breakpoint: 2.4.0 has not passed QA yet" in decisions
     exported = client.get("/audit/decisions/export.csv")
     text = b"".join(exported.streaming_content).decode()
-    assert "cancelled at breakpoint,,2.4.0 has not passed QA yet" in text
+    assert "Cancelled at breakpoint: 2.4.0 has not passed QA yet" in text
     found = client.get("/audit/decisions/", {"q": "QA"}).content.decode()
     assert "2.4.0 has not passed QA yet" in found
     page = client.get(f"/interrupts/{interrupt.pk}/").content.decode()
@@ -149,12 +149,12 @@ def test_bulk_reports_rows_by_title_in_words(users: dict[str, User], ledger: Pat
         "action": "reject", "ids": [stop.pk, yes_no.pk, taken.pk, schema.pk, "gone"]}, **HTMX)
     report = response.content.decode()
     assert response.status_code == 200 and "1 of 5 answered." in report
-    assert "Refund the order?</a>: answered" in report
+    assert "Refund the order?</a> → Rejected" in report
     assert ("Paused before ship · version 3.1.0 · ledger") in report
     assert "a breakpoint: Continue it, or open it to cancel the run with a reason" in report
-    assert "Close the ticket?</a>: already answered by supervisor" in report
-    assert "How much?</a>: needs a specific answer, open it" in report
-    assert "An interrupt that no longer exists: it no longer exists" in report
+    assert "Close the ticket?</a> → Not answered: already answered by supervisor" in report
+    assert "How much?</a> → Not answered: needs a specific answer, open it" in report
+    assert "An interrupt that no longer exists → Not answered: it no longer exists" in report
     assert not HEX_ID.search(re.sub(r'(href|data-interrupt)="[^"]*"', "", report))
     assert "schema" not in report.lower()
     assert Interrupt.objects.get(pk=stop.pk).status == InterruptStatus.PENDING

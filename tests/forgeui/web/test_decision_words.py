@@ -152,8 +152,7 @@ def test_bulk_results_name_rows_by_summary_in_plain_words(users: dict[str, User]
         "Pay the invoice? · amount 500 EUR · payee ACME → Not answered: already answered "
         "by supervisor",
         "Send this e-mail to dana@example.com? · to dana@example.com · subject About the "
-        "delay · body Hello, → Not answered: it asks for a specific answer, not Approve or "
-        "Reject; open it to answer",
+        "delay · body Hello, → Not answered: needs a specific answer, open it",
     ]
     assert "1 of 3 answered" in html
     for interrupt in (fresh, taken, email):
