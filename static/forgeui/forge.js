@@ -51,15 +51,14 @@
       inner.content.querySelectorAll("tr[id]").forEach(function (row) {
         var shown = document.getElementById(row.id);
         var mode = row.getAttribute("hx-swap-oob");  // delete, true (replace) or none (insert)
-        if (shown && holdsInput(shown)) {  // a row being typed into is morphed, never replaced
+        if (shown && mode === "delete" && holdsInput(shown)) {  // being typed into: it stays
           row.remove();
-          if (mode === "delete") {
-            keep(shown);
-          } else {
-            row.removeAttribute("hx-swap-oob");
-            Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
-            htmx.process(shown);
-          }
+          keep(shown);
+        } else if (shown && mode !== "delete" && touched(shown)) {  // morphed, not replaced
+          row.remove();
+          row.removeAttribute("hx-swap-oob");
+          Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
+          htmx.process(shown);
         } else if (mode === "delete" || mode === "true") {
           if (!shown) row.remove();
         } else {
@@ -127,18 +126,34 @@
     return field === document.activeElement || edited(field);
   }
 
+  // Focus or typed text: what a swap must never take away (a ticked box may go with its
+  // row, once what it was ticked for is done).
+  function writing(field) {
+    var text = field.tagName === "TEXTAREA" ||
+      (field.tagName === "INPUT" && !/^(checkbox|radio)$/.test(field.type));
+    return field === document.activeElement || (text && edited(field));
+  }
+
+  function fieldsOf(node) {
+    if (node.nodeType !== 1) return [];
+    return isField(node) ? [node] : Array.prototype.slice.call(node.querySelectorAll("input, textarea, select"));
+  }
+
   // Whether a node a swap would remove holds the reader's work.
   function holdsInput(node) {
-    if (node.nodeType !== 1) return false;
-    if (isField(node)) return inUse(node);
-    return Array.prototype.some.call(node.querySelectorAll("input, textarea, select"), inUse);
+    return fieldsOf(node).some(writing);
+  }
+
+  // Whether a node a swap would replace holds anything the reader changed.
+  function touched(node) {
+    return fieldsOf(node).some(inUse);
   }
 
   function keep(node) {
     // Kept although the page has moved on: say so once, inside it (in a row, in the cell
     // holding the field).
     if (isField(node) || node.querySelector(".kept-note")) return;
-    var field = Array.prototype.find.call(node.querySelectorAll("input, textarea, select"), inUse);
+    var field = fieldsOf(node).find(writing);
     var box = node.tagName === "TR" && field ? field.closest("td") : node;
     var note = document.createElement("p");
     note.className = "notice notice-warn kept-note";

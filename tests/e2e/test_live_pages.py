@@ -108,12 +108,16 @@ def test_an_inbox_row_being_typed_into_is_never_replaced(forge: LiveServer,
     picked.check()
     note = row.locator(".row-note")
     note.fill("Ask finance")
-    forge.api("POST", f"/api/interrupts/{asked['id']}/claim")
+    forge.api("POST", f"/api/interrupts/{asked['id']}/assign",
+              {"users": ["reviewer", "supervisor"], "groups": []})  # still the reviewer's
+    expect(row.locator(".tag-assigned")).to_be_visible(timeout=LIVE_MS)
+    expect(picked).to_be_checked()
+    expect(note).to_have_value("Ask finance")
+    forge.api("POST", f"/api/interrupts/{asked['id']}/claim")  # now someone else's
     expect(row.locator(".tag-claim")).to_have_text("claimed by supervisor", timeout=LIVE_MS)
     forge.api("POST", f"/api/interrupts/{asked['id']}/release")
     expect(row.locator(".tag-claim")).to_have_count(0, timeout=LIVE_MS)
     expect(note).to_have_value("Ask finance")
-    expect(picked).to_be_checked()
     forge.api("POST", f"/api/interrupts/{asked['id']}/resume", {"value": True})
     expect(row.locator(".kept-note")).to_be_visible(timeout=LIVE_MS)  # answered: it stays
     expect(note).to_have_value("Ask finance")
