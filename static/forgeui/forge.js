@@ -190,7 +190,8 @@
     if (!document.querySelector("[data-live][id]")) return;
     if (refreshing) { refreshAgain = true; return; }
     refreshing = true;
-    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    fetch(location.href, { credentials: "same-origin",
+                           headers: { Accept: "text/html", "X-Forge-Live": "1" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) { if (html) morphLive(html); })
       .catch(function () { /* the next signal or poll tries again */ })
