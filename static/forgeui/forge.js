@@ -6,7 +6,8 @@
  *    changed after it, so a dropped connection never loses an interrupt.
  * 2. The live indicator in the top bar.
  * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
- *    their live parts into the new version, keeping focus, typed text and open details.
+ *    their live parts into the new version, keeping focus, typed text and open details;
+ *    inbox rows being typed into are morphed too, never replaced.
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
@@ -163,13 +164,21 @@
   }
 
   Idiomorph.defaults.ignoreActiveValue = true;
+  // A reject or ignore counting down to being sent (its Undo bar) is work in hand too.
+  function counting(node) {
+    return node.nodeType === 1 &&
+      (node.matches(".undoing, .undo-bar") || node.querySelector(".undoing") !== null);
+  }
+
   Idiomorph.defaults.callbacks.beforeAttributeUpdated = function (name, el) {
     if (name === "open" && el.tagName === "DETAILS") return false;
+    if (name === "class" && el.classList.contains("undoing")) return false;
     var field = el.tagName === "OPTION" ? el.closest("select") : el;
     if (/^(value|checked|selected)$/.test(name) && field && isField(field) && inUse(field)) return false;
     return true;
   };
   Idiomorph.defaults.callbacks.beforeNodeRemoved = function (node) {
+    if (counting(node)) return false;
     if (!holdsInput(node)) return true;
     keep(node);
     return false;

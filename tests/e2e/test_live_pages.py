@@ -194,3 +194,19 @@ def test_a_run_page_shows_a_working_node_as_running_then_done(
     Path(files["gate"]).touch()  # the node finishes; the run completes
     expect(status).to_have_text("completed", timeout=LIVE_MS)
     assert still_not_reloaded(page)
+
+
+def test_a_reject_counting_down_keeps_its_undo_through_a_redraw(
+        forge: LiveServer, login: Login) -> None:
+    [asked] = forge.start("transfer", {"amount": 9, "memo": "undo"})
+    page = login("reviewer", f"/interrupts/{asked['id']}/")
+    page.get_by_role("button", name="Reject").click()
+    undo = page.locator(".undo-bar").get_by_role("button", name="Undo")
+    expect(undo).to_be_visible()
+    forge.api("POST", f"/api/interrupts/{asked['id']}/assign",
+              {"users": ["reviewer", "supervisor"], "groups": []})
+    expect(page.locator(".assignment")).to_contain_text("reviewer, supervisor",
+                                                        timeout=LIVE_MS)
+    undo.click()  # the bar survived the redraw, so the reject can still be taken back
+    expect(page.locator(".undo-bar")).to_have_count(0)
+    assert forge.api("GET", f"/api/interrupts/{asked['id']}")["status"] == "pending"
