@@ -1,4 +1,5 @@
-"""Websocket routes: the live inbox (and run pages, with ``?tree=``)."""
+"""Websocket routes: the live inbox (and run, timeline and interrupt pages, with
+``?tree=`` or ``?interrupt=``)."""
 
 from django.urls import URLPattern, path
 

@@ -1,7 +1,10 @@
 """The inbox websocket: pushes rendered rows as htmx out-of-band fragments.
 
 ``/ws/inbox/?graph=&sub_agent=&namespace=&sort=`` follows the inbox with those filters;
-``/ws/inbox/?tree=<root_thread_id>`` only says "this run tree changed" to a run page.
+``/ws/inbox/?tree=<root_thread_id>`` only says "this run tree changed" (a run page, a
+timeline); ``/ws/inbox/?interrupt=<id>`` only says "this interrupt changed" (its page).
+Such a page then reloads its live parts itself, so what it shows is rendered for its
+reader by the page's own view.
 
 Protocol: the server sends HTML (htmx's ws extension swaps it); the client sends one JSON
 message, ``{"after": <last event id>}``, on every (re)connect, and the server replays what
@@ -63,6 +66,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
         self.tree = (query.get("tree") or [""])[-1]
+        self.interrupt = (query.get("interrupt") or [""])[-1]
         self.filters = InboxFilters.from_query(query)
         self.access_key = (user.pk, session_key)
         self.cursor = 0
@@ -165,11 +169,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         goes out with the next frame (a reconnect in between replays a few events that
         show nothing). Half of a busy inbox's frames were such cursor-only frames.
         """
-        parts = self.tree_parts(found) if self.tree else self.row_parts(found)
+        signal = self.signal_id()
+        parts = self.signal_parts(found) if signal else self.row_parts(found)
         self.cursor = max(self.cursor, last)
-        if not parts and (self.tree or quiet_if_empty):
+        if not parts and (signal or quiet_if_empty):
             return  # a run page hears only about its own tree; see quiet_if_empty
-        cursor = oob_cursor(self.cursor, "tree-changed" if self.tree else "inbox-cursor")
+        cursor = oob_cursor(self.cursor, signal or "inbox-cursor")
         for start in range(0, max(len(parts), 1), ROWS_PER_FRAME):
             await self.send(text_data="".join(parts[start:start + ROWS_PER_FRAME]) + cursor)
 
@@ -191,6 +196,17 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         """The row as this viewer sees it (an ended row is read-only for everyone)."""
         return rows.get(mode(self.viewer, interrupt)) or rows["read"]
 
-    def tree_parts(self, found: list[Snapshot]) -> list[str]:
-        # The cursor element is the signal itself: its swap makes the page reload the tree.
-        return [""] if any(item.root_thread_id == self.tree for item in found) else []
+    def signal_id(self) -> str:
+        """The element a watching page's signal replaces; "" for an inbox socket."""
+        if self.interrupt:
+            return "interrupt-changed"
+        return "tree-changed" if self.tree else ""
+
+    def signal_parts(self, found: list[Snapshot]) -> list[str]:
+        # The cursor element is the signal itself: its swap makes the page reload its live
+        # parts.
+        if self.interrupt:
+            heard = any(item.interrupt_id == self.interrupt for item in found)
+        else:
+            heard = any(item.root_thread_id == self.tree for item in found)
+        return [""] if heard else []

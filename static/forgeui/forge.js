@@ -5,7 +5,9 @@
  *    fragment the server pushes); on open we send it, and the server replays what
  *    changed after it, so a dropped connection never loses an interrupt.
  * 2. The live indicator in the top bar.
- * 3. On a run page, "this tree changed" reloads the tree, unless someone is typing.
+ * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
+ *    their live parts into the new version, keeping focus, typed text and open details;
+ *    inbox rows being typed into are morphed too, never replaced.
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
@@ -52,7 +54,15 @@
       inner.content.querySelectorAll("tr[id]").forEach(function (row) {
         var shown = document.getElementById(row.id);
         var mode = row.getAttribute("hx-swap-oob");  // delete, true (replace) or none (insert)
-        if (mode === "delete" || mode === "true") {
+        if (shown && mode === "delete" && holdsInput(shown)) {  // being typed into: it stays
+          row.remove();
+          keep(shown);
+        } else if (shown && mode !== "delete" && touched(shown)) {  // morphed, not replaced
+          row.remove();
+          row.removeAttribute("hx-swap-oob");
+          Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
+          htmx.process(shown);
+        } else if (mode === "delete" || mode === "true") {
           if (!shown) row.remove();
         } else {
           if (shown) shown.remove();
@@ -86,47 +96,161 @@
     } else if (code === 4409) {
       // Too far behind to replay: the page itself is the up-to-date view.
       setLive("off", " reload to catch up");
-      if (!document.querySelector("form textarea:focus, form input:focus")) location.reload();
+      if (document.querySelector("[data-live][id]")) liveRefresh();
+      else if (!holdsInput(document.body)) location.reload();
     } else if (document.body.contains(evt.target)) {
       setLive("retry", " reconnecting…");
     }
   });
 
-  // -- run page: reload the tree when the server says it changed ------------------------
-  var pendingRefresh = null;
+  // -- live pages: morph in what changed, never what the reader is doing ----------------
+  // A page's live parts carry data-live and an id. When its socket says something changed
+  // (or, while data-live-busy is shown, now and then: a working run's steps send no word),
+  // the page is read again and each live part is morphed into its new version (idiomorph),
+  // so a field with focus or typed text, and an opened <details>, stay as they are. htmx's
+  // "morph" swaps (form responses) go through the same rules.
+  var BUSY_POLL_MS = 3000;
 
-  function busyTyping(tree) {
-    var active = document.activeElement;
-    if (active && tree.contains(active) && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName)) {
-      return true;
-    }
-    return Array.prototype.some.call(tree.querySelectorAll("textarea, input[type=text]"),
-      function (field) { return field.value.trim() !== "" && field.defaultValue !== field.value; });
+  function isField(el) {
+    return el.nodeType === 1 && /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);
   }
 
-  function refreshTree() {
-    var tree = document.getElementById("run-tree");
-    if (!tree) return;
-    if (busyTyping(tree)) {
-      clearTimeout(pendingRefresh);
-      pendingRefresh = setTimeout(refreshTree, 2000);
-      return;
+  function edited(el) {
+    if (el.tagName === "TEXTAREA") return el.value !== el.defaultValue;
+    if (el.tagName === "SELECT") {
+      return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
     }
-    htmx.trigger(tree, "tree-changed");
+    if (el.tagName !== "INPUT" || /^(hidden|submit|button|reset|image|file)$/.test(el.type)) return false;
+    if (el.type === "checkbox" || el.type === "radio") return el.checked !== el.defaultChecked;
+    return el.value !== el.defaultValue;
   }
 
-  // htmx:load fires for the page and for every swapped-in fragment.
-  document.addEventListener("htmx:load", function (evt) {
-    evt.detail.elt.querySelectorAll(".tree-node[data-depth]").forEach(function (node) {
-      var depth = parseInt(node.getAttribute("data-depth"), 10);
-      if (depth > 8) node.style.setProperty("--depth", String(depth));
-    });
+  function inUse(field) {
+    return field === document.activeElement || edited(field);
+  }
+
+  // Focus or typed text: what a swap must never take away (a ticked box may go with its
+  // row, once what it was ticked for is done).
+  function writing(field) {
+    var text = field.tagName === "TEXTAREA" ||
+      (field.tagName === "INPUT" && !/^(checkbox|radio)$/.test(field.type));
+    return field === document.activeElement || (text && edited(field));
+  }
+
+  function fieldsOf(node) {
+    if (node.nodeType !== 1) return [];
+    return isField(node) ? [node] : Array.prototype.slice.call(node.querySelectorAll("input, textarea, select"));
+  }
+
+  // Whether a node a swap would remove holds the reader's work.
+  function holdsInput(node) {
+    return fieldsOf(node).some(writing);
+  }
+
+  // Whether a node a swap would replace holds anything the reader changed.
+  function touched(node) {
+    return fieldsOf(node).some(inUse);
+  }
+
+  function keep(node) {
+    // Kept although the page has moved on: say so once, inside it (in a row, in the cell
+    // holding the field).
+    if (isField(node) || node.querySelector(".kept-note")) return;
+    var field = fieldsOf(node).find(writing);
+    var box = node.tagName === "TR" && field ? field.closest("td") : node;
+    var note = document.createElement("p");
+    note.className = "notice notice-warn kept-note";
+    note.setAttribute("role", "status");
+    note.textContent = "This has changed since you started typing; what you typed is kept here.";
+    box.insertBefore(note, box.firstChild);
+  }
+
+  Idiomorph.defaults.ignoreActiveValue = true;
+  // A reject or ignore counting down to being sent (its Undo bar) is work in hand too.
+  function counting(node) {
+    return node.nodeType === 1 &&
+      (node.matches(".undoing, .undo-bar") || node.querySelector(".undoing") !== null);
+  }
+
+  Idiomorph.defaults.callbacks.beforeAttributeUpdated = function (name, el) {
+    if (name === "open" && el.tagName === "DETAILS") return false;
+    if (name === "class" && el.classList.contains("undoing")) return false;
+    var field = el.tagName === "OPTION" ? el.closest("select") : el;
+    if (/^(value|checked|selected)$/.test(name) && field && isField(field) && inUse(field)) return false;
+    return true;
+  };
+  Idiomorph.defaults.callbacks.beforeNodeRemoved = function (node) {
+    if (counting(node)) return false;
+    if (!holdsInput(node)) return true;
+    keep(node);
+    return false;
+  };
+
+  // A form that was sent starts empty again once its answer arrives (the morph would
+  // otherwise keep its typed text).
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var form = evt.detail.requestConfig && evt.detail.requestConfig.elt;
+    if (form && form.tagName === "FORM" && form.closest("[data-live]") &&
+        evt.detail.xhr.status < 300) form.reset();
   });
+
+  var refreshing = false;
+  var refreshAgain = false;
+
+  function liveRefresh() {
+    if (!document.querySelector("[data-live][id]")) return;
+    if (refreshing) { refreshAgain = true; return; }
+    refreshing = true;
+    fetch(location.href, { credentials: "same-origin",
+                           headers: { Accept: "text/html", "X-Forge-Live": "1" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) { if (html) morphLive(html); })
+      .catch(function () { /* the next signal or poll tries again */ })
+      .then(function () {
+        refreshing = false;
+        if (refreshAgain) { refreshAgain = false; liveRefresh(); }
+      });
+  }
+
+  function morphLive(html) {
+    var fresh = new DOMParser().parseFromString(html, "text/html");
+    document.querySelectorAll("[data-live][id]").forEach(function (part) {
+      var next = fresh.getElementById(part.id);
+      if (!next) return;
+      Idiomorph.morph(part, next.outerHTML, { morphStyle: "outerHTML" });
+      htmx.process(part);
+      indent(part);
+      part.dispatchEvent(new CustomEvent("forge:refreshed", { bubbles: true }));
+    });
+    // The page read is as new as its cursor: a reconnect need not replay what it shows.
+    fresh.querySelectorAll("[id][data-event-id]").forEach(function (mark) {
+      var here = document.getElementById(mark.id);
+      var seen = here ? parseInt(here.getAttribute("data-event-id"), 10) : NaN;
+      var read = parseInt(mark.getAttribute("data-event-id"), 10);
+      if (here && !(seen >= read)) here.setAttribute("data-event-id", String(read));
+    });
+    refreshAges();
+    reachScrollables();
+  }
 
   document.addEventListener("htmx:oobAfterSwap", function (evt) {
     var target = evt.detail.target;
-    if (target && target.id === "tree-changed") refreshTree();
+    if (target && /-changed$/.test(target.id)) liveRefresh();
   });
+
+  setInterval(function () {
+    if (document.querySelector("[data-live-busy]")) liveRefresh();
+  }, BUSY_POLL_MS);
+
+  function indent(root) {
+    root.querySelectorAll(".tree-node[data-depth]").forEach(function (node) {
+      var depth = parseInt(node.getAttribute("data-depth"), 10);
+      if (depth > 8) node.style.setProperty("--depth", String(depth));
+    });
+  }
+
+  // htmx:load fires for the page and for every swapped-in fragment.
+  document.addEventListener("htmx:load", function (evt) { indent(evt.detail.elt); });
 
   // -- times and ages -------------------------------------------------------------------
   var TIMES_KEY = "forge-times";

@@ -129,12 +129,14 @@ def test_fields_survive_every_error(forge: LiveServer, login: Login) -> None:
     expect(page.get_by_label("Note to this run (parallel_approvals)")).to_have_value(
         "about the limit")
 
-    # A lost race: the note is offered as a steering note on the (still live) run.
-    second = login("supervisor", f"/interrupts/{legal['id']}/", live=False)
+    # A lost race: the note is offered as a steering note on the (still live) run. The
+    # live page keeps the form it was typed into, so the late answer is still sent.
+    second = login("supervisor", f"/interrupts/{legal['id']}/")
+    second.get_by_label("Note to this run (parallel_approvals)").fill("lost but kept")
     page.goto(f"{forge.url}/interrupts/{legal['id']}/")
     page.get_by_role("button", name="Accept").click()
     expect(page.locator("#notices")).to_contain_text("was recorded")
-    second.get_by_label("Note to this run (parallel_approvals)").fill("lost but kept")
+    expect(second.locator(".answer-panel .stale")).to_contain_text("Already answered by")
     second.get_by_role("button", name="Accept").click()
     stale = second.locator(".answer-panel .stale")
     expect(stale).to_contain_text("Already answered by reviewer")

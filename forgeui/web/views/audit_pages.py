@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
-from forgeui.models import Answer, AuditEntry, Run
+from forgeui.models import Answer, AuditEntry, Event, Run
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
@@ -58,6 +58,7 @@ def tree_history(request: HttpRequest, thread_id: str) -> HttpResponse:
 @requires(Action.READ)
 def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
     newest_first = request.GET.get("order") == "newest"
+    cursor = Event.objects.last_id()  # before the timeline is read, as on the inbox
     found = timeline.pages(thread_id, newest_first)
     if not len(found):
         raise Http404(f"no thread {thread_id!r}")
@@ -68,7 +69,7 @@ def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
     context = {"thread_id": thread_id, "entries": entries, "page": current,
                "newest_first": newest_first, "run": runs_here.first(),
                "children": children, "fork": forks.origin(thread_id),
-               "forks": forks.forks_of(thread_id)}
+               "forks": forks.forks_of(thread_id), "cursor": cursor}
     return page(request, "forgeui/timeline.html", "entries", context)
 
 

@@ -83,13 +83,14 @@ def sub_agents() -> list[str]:
 @require_GET
 @requires(Action.READ)
 def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    cursor = Event.objects.last_id()  # before the interrupt is read, as on the inbox
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
     panel = panel_context(interrupt, assignment.Viewer.of(request.user), where="page")
     return page(request, "forgeui/interrupt.html", "panel",
                 {"p": panel, "assign": assign_choices(request, interrupt),
                  "decision": decision_context.for_interrupt(interrupt),
-                 "fork": forks.origin(interrupt.root_thread_id)})
+                 "fork": forks.origin(interrupt.root_thread_id), "cursor": cursor})
 
 
 def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,

@@ -333,6 +333,52 @@ async def test_a_run_page_socket_hears_only_its_own_tree(
     assert 'id="tree-changed"' in text and "<tr" not in text
 
 
+claim = sync_to_async(services.claim_interrupt)
+INTERRUPT_SIGNAL = re.compile(r'id="interrupt-changed" data-event-id="(\d+)"')
+
+
+async def test_an_interrupt_page_socket_hears_only_its_own_interrupt(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    mine, sibling = await started(users, "supervisor")
+    socket, _, _ = await connect(cookies["auditor"], f"/ws/inbox/?interrupt={mine.pk}")
+    await socket.send_json_to({"after": await last_event()})
+    await answer(users["reviewer"], sibling.pk, {"type": "accept"})  # same tree, not this one
+    await started(users, "transfer")
+    assert await socket.receive_nothing(timeout=0.5)
+    await claim(users["supervisor"], mine.pk)
+    text = await frame(socket)
+    assert INTERRUPT_SIGNAL.search(text) and "<tr" not in text and "tree-changed" not in text
+    before = int(INTERRUPT_SIGNAL.search(text).group(1))
+    await answer(users["supervisor"], mine.pk, {"type": "accept"})
+    assert int(INTERRUPT_SIGNAL.search(await frame(socket)).group(1)) > before
+
+
+async def test_an_interrupt_page_catches_up_on_an_answer_it_missed(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    [asked] = await started(users)
+    cursor = await last_event()
+    await answer(users["supervisor"], asked.pk, True)  # while the page was away
+    socket, _, _ = await connect(cookies["reviewer"], f"/ws/inbox/?interrupt={asked.pk}")
+    assert INTERRUPT_SIGNAL.search(await caught_up(socket, cursor))
+    other, _, _ = await connect(cookies["reviewer"], "/ws/inbox/?interrupt=0123456789abcdef")
+    await other.send_json_to({"after": cursor})
+    assert await other.receive_nothing(timeout=0.5)  # an unknown interrupt hears nothing
+
+
+@pytest.mark.parametrize("path", ["/ws/inbox/?interrupt=0123456789abcdef",
+                                  "/ws/inbox/?tree=0123456789abcdef"])
+async def test_watching_sockets_keep_the_inbox_checks(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User], path: str) -> None:
+    assert not (await connect(None, path))[1]
+    assert not (await connect(cookies["nobody"], path))[1]
+    assert not (await connect(cookies["auditor"], path, origin="http://evil.example"))[1]
+    socket, connected, _ = await connect(cookies["reviewer"], path)
+    assert connected
+    group = await sync_to_async(Group.objects.get)(name="reviewer")
+    await sync_to_async(users["reviewer"].groups.remove)(group)
+    assert await closed_within(socket, 2) == 4403
+
+
 # -- losing access closes the socket --------------------------------------------------------
 
 

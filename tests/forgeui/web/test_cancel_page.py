@@ -50,7 +50,9 @@ def test_a_queued_cancel_shows_at_once_without_the_childs_form(users: dict[str, 
         response = client.post(f"/runs/{writer}/cancel/", {"page_run": run.run_id}, **HTMX)
     page = response.content.decode()
     assert response.status_code == 200 and "Cancellation requested" in page
-    assert f'hx-get="/runs/{run.run_id}/"' in page  # the page's own tree, redrawn
+    # The page's own tree, redrawn: its run is the current one, not the child's.
+    assert re.search(rf'class="tree-node [^"]* current"[^>]* id="run-{run.run_id}"', page)
+    assert "data-live-busy" in page  # followed until the cancel is done
     child = node_html(page, writer)
     assert "cancelling…" in child and "/answer/" not in child and "/steer/" not in child
     research = node_html(page, asked["research_agent"].run_id)

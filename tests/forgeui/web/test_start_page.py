@@ -82,7 +82,7 @@ def test_a_queued_run_opens_as_starting_then_follows_the_run(users: dict[str, Us
         response = client.post("/runs/start/", {"graph": "transfer", "json_input": "{}"})
     page = client.get(response["Location"])
     assert page.status_code == 200 and "Starting…" in page.content.decode()
-    assert "every 1s" in page.content.decode()
+    assert "data-live-busy" in page.content.decode()
     run_id = response["Location"].strip("/").split("/")[-1]
     assert AuditEntry.objects.get(action="run.start").run_id == run_id
     assert client.get("/runs/0123456789abcdef/").status_code == 404

@@ -156,7 +156,7 @@ def test_payloads_show_markup_as_text_everywhere(clients: dict[str, Client],
 
 def test_every_htmx_request_carries_the_csrf_token(clients: dict[str, Client]) -> None:
     html = text(clients["reviewer"].get("/"))
-    token = re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"([^\"]+)\"\}'>", html)
+    token = re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"([^\"]+)\"\}'[ >]", html)
     assert token and len(token.group(1)) >= 32
 
 
@@ -425,3 +425,15 @@ def test_the_audit_log_filters_and_exports(clients: dict[str, Client],
     body = json.loads(b"".join(exported.streaming_content))
     assert body["count"] == 1 and body["items"][0]["action"] == "answer"
     assert body["items"][0]["object_id"] == pending.pk
+
+
+def test_a_live_read_of_a_page_leaves_its_messages_for_the_next_page(
+        users: dict[str, User], clients: dict[str, Client]) -> None:
+    first, second = start(users, "transfer") + start(users, "transfer")
+    client = clients["reviewer"]
+    moved = client.post(f"/interrupts/{first.pk}/answer/", {"where": "page", "action": "approve"})
+    assert moved.status_code == 302
+    page = f"/interrupts/{second.pk}/"
+    live = text(client.get(page, HTTP_X_FORGE_LIVE="1"))  # what forge.js reads
+    assert 'id="answer-live" data-live' in live and "was recorded" not in live
+    assert "was recorded" in text(client.get(page))
