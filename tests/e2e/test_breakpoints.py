@@ -152,7 +152,7 @@ def test_bulk_offers_only_settleable_rows_and_names_them(
     report = page.locator("#bulk-results .bulk-report")
     expect(report).to_contain_text("1 of 1 answered.")
     expect(report).to_contain_text(f"Paused before ship · version 7.0.{token}")
-    expect(report).to_contain_text(": answered")
+    expect(report).to_contain_text("→ Continued")
     assert run_status(forge, stop["run_id"], "completed")["status"] == "completed"
     assert shipped(ledger) == [f"shipped app-7.0.{token}.tar.gz"]
 
@@ -170,10 +170,11 @@ def test_bulk_offers_only_settleable_rows_and_names_them(
     page.route("**/interrupts/bulk/", answered_meanwhile)
     page.get_by_role("button", name="Approve selected").click()
     expect(report).to_contain_text("1 of 2 answered.")
-    expect(report.locator("li.bulk-accepted")).to_contain_text("Refund order 1?")
-    expect(report.locator("li.bulk-accepted")).to_contain_text(": answered")
-    expect(report.locator("li.bulk-stale")).to_contain_text("Refund order 2?")
-    expect(report.locator("li.bulk-stale")).to_contain_text(": already answered by reviewer")
+    expect(report.locator("li.bulk-ok")).to_contain_text("Refund order 1?")
+    expect(report.locator("li.bulk-ok")).to_contain_text("→ Approved")
+    expect(report.locator("li.bulk-not")).to_contain_text("Refund order 2?")
+    expect(report.locator("li.bulk-not")).to_contain_text(
+        "→ Not answered: already answered by reviewer")
     text = report.inner_text()
     assert asks[1]["id"] not in text and asks[1]["id"][:8] not in text
     assert "stale" not in text and "schema" not in text.lower()
