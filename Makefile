@@ -6,15 +6,16 @@ PORT    ?= 8000
 # Chromium comes from Debian (/usr/bin/chromium); never download Playwright's.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run test setup migrate lint audit
+.PHONY: run test test-deep setup migrate lint audit
 
 $(PYTHON):
 	python3 -m venv $(VENV)
 
-# Reinstall only when the dependencies change.
+# Reinstall only when the dependencies change. The bench extra (LangGraph) too: the suite
+# runs every script in bench/ at a tiny size.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev]' -c constraints.txt
+	$(PYTHON) -m pip install --quiet -e '.[dev,bench]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
@@ -57,5 +58,14 @@ audit: setup
 	elif [ $$status -ne 0 ]; then echo "pip-audit: WARNING: the audit did not run ($(AUDIT_OUT))"; \
 	else echo "pip-audit: no known vulnerabilities"; fi
 
+# One pytest worker per core; tests/conftest.py keeps each browser module, and the
+# multi-process tests, on one worker.
+WORKERS ?= 2
+PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist loadgroup
+
 test: lint audit
-	$(VENV)/bin/pytest
+	$(PYTEST)
+
+# The same suite, hunting longer: many more generated examples, the full cluster load.
+test-deep: lint audit
+	FORGE_DEEP=1 $(PYTEST)

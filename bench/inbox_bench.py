@@ -71,7 +71,9 @@ def seed(pending: int) -> None:
 
     call_command("migrate", verbosity=0)
     with open(os.devnull, "w") as quiet:
-        call_command("demo", no_runs=True, stdout=quiet)
+        # DEBUG=0: demo makes its accounts only when forced, with generated passwords (the
+        # bench logs in with force_login and a token, never a password).
+        call_command("demo", no_runs=True, force=True, stdout=quiet)
     now = timezone.now()
     runs, interrupts = [], []
     for n in range(pending):

@@ -19,7 +19,7 @@ turns (``--rounds``, 5 by default), so load from anything else on the machine fa
 all of them. ``--profile sqlite`` (or ``postgres``) runs only forge's phases
 under cProfile and prints the top functions. Each database runs in its own subprocess
 (Django settings are per process); PostgreSQL uses the database ``forge_bench`` on
-127.0.0.1, created fresh.
+127.0.0.1 (``FORGE_BENCH_DB`` names another), created fresh.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-PG_BENCH = "postgresql://postgres@127.0.0.1:5432/forge_bench"
+# Another name lets two runs share the server (the test suite's smoke run sets one).
+BENCH_DB = os.environ.get("FORGE_BENCH_DB", "forge_bench")
+PG_BENCH = f"postgresql://postgres@127.0.0.1:5432/{BENCH_DB}"
 
 
 def raw_commit_rate(kind: str, target: str, n: int = 2000) -> float:
@@ -347,8 +349,8 @@ def fresh_postgres_database() -> None:
     import psycopg
 
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS forge_bench")
-        conn.execute("CREATE DATABASE forge_bench")
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}"')
+        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ event loop. They used to call ``async_to_sync(executor.run)`` and
 call, and a trip from it back to the task's thread for the store. The workload is the
 store benchmark's (``store_vs_langgraph.py``: A starts to the interrupt, B resumes to the
 end); the two ways take turns (``--rounds``), so load from anything else falls on both.
-PostgreSQL uses the database ``forge_bench`` on 127.0.0.1, created fresh.
+PostgreSQL uses the database ``forge_bench`` on 127.0.0.1 (``FORGE_BENCH_DB`` names
+another), created fresh.
 """
 
 from __future__ import annotations

@@ -132,6 +132,8 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=60.0, help="seconds idle first")
     parser.add_argument("--interrupts", type=int, default=100)
     parser.add_argument("--gap", type=float, default=0.05, help="seconds between starts")
+    parser.add_argument("--p95-limit", type=float, default=P95_LIMIT_MS, metavar="MS",
+                        help="the p95 that passes (the suite's smoke run only checks delivery)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="forge-ws-load-") as folder, \
             cluster(Path(folder)) as forge:
@@ -139,8 +141,8 @@ def main() -> None:
                                     args.gap))
     print(json.dumps(found, indent=2))
     ok = (found["closed"] == 0 and found["delivered"] == found["expected"]
-          and found["p95_ms"] is not None and found["p95_ms"] < P95_LIMIT_MS)
-    print("PASS" if ok else "FAIL", f"(p95 limit {P95_LIMIT_MS:.0f} ms)")
+          and found["p95_ms"] is not None and found["p95_ms"] < args.p95_limit)
+    print("PASS" if ok else "FAIL", f"(p95 limit {args.p95_limit:.0f} ms)")
     sys.exit(0 if ok else 1)
 
 

@@ -1,4 +1,5 @@
-"""Shared test plumbing: which real services are up, and what to do when one is not.
+"""Shared test plumbing: which real services are up, what to do when one is not, and how
+deep the property and load tests go.
 
 Tests marked ``postgres`` or ``redis`` need those services on 127.0.0.1. When one is
 missing they are skipped, except under ``CI=true``, where they fail loudly: CI must never
@@ -13,6 +14,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 SERVICES = ("postgres", "redis")
 REDIS = ("127.0.0.1", 6379)
@@ -20,6 +22,19 @@ REDIS = ("127.0.0.1", 6379)
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def deep() -> bool:
+    """``make test-deep`` (``FORGE_DEEP=1``): many more generated examples, full loads."""
+    return os.environ.get("FORGE_DEEP", "").lower() in {"1", "true", "yes"}
+
+
+# Property tests take a quick sample in `make test` and hunt longer in `make test-deep`;
+# `pytest --hypothesis-profile=deep` picks the long hunt for one run.
+# No deadline: on a loaded machine one slow example is no bug, and the timeouts catch hangs.
+hypothesis_settings.register_profile("quick", max_examples=30, deadline=None)
+hypothesis_settings.register_profile("deep", max_examples=500, deadline=None)
+hypothesis_settings.load_profile("deep" if deep() else "quick")
 
 
 def address(name: str) -> tuple[str, int]:
@@ -49,6 +64,18 @@ def service_up(name: str) -> bool:
             return sock.recv(16).startswith(b"+PONG")
     except Exception:
         return False
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), tests spread over the workers
+    one by one, except these, which each stay on one worker: a browser module shares one
+    live server, and the multi-process tests run one after another, so two of them never
+    crowd the machine at once."""
+    path = str(item.path).replace(os.sep, "/")
+    if "/tests/e2e/" in path:
+        item.add_marker(pytest.mark.xdist_group(path.rsplit("/tests/", 1)[1]))
+    elif item.get_closest_marker("slow"):
+        item.add_marker(pytest.mark.xdist_group("processes"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

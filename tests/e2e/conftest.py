@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ class LiveServer:
             headers={"Authorization": f"Bearer {self.tokens[who]}",
                      "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=30) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             raise AssertionError(f"{method} {path}: {exc.code} {exc.read()[:500]!r}") from None
@@ -74,7 +75,7 @@ class LiveServer:
         return self.pending(started["thread_id"], at_least=1)
 
     def pending(self, root_thread_id: str, at_least: int = 0,
-                timeout: float = 10) -> list[dict[str, Any]]:
+                timeout: float = 30) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while True:
             found = self.api("GET", f"/api/interrupts?status=pending&root_thread_id="
@@ -91,7 +92,7 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
+def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -104,10 +105,16 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 30
     raise RuntimeError("daphne did not come up")
 
 
-@contextmanager
-def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
-    """A fresh forge (database, demo users, API tokens) under daphne on a free port."""
-    port = free_port()
+@dataclass(frozen=True)
+class Seed:
+    """A migrated forge database holding the demo users and an API token for each."""
+
+    database: Path
+    tokens: dict[str, str]
+
+
+def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
+    """The environment of a forge serving the SQLite file in ``folder``, as ``make run``."""
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
                DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
@@ -120,9 +127,37 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
                                         "flaky": "tests.forgeui.graphs:flaky",
                                         "guarded": "tests.forgeui.graphs:guarded"}))
     env.update(extra_env)
+    return env
+
+
+def seed(folder: Path, **extra_env: str) -> Seed:
+    """Migrate a fresh database in ``folder`` and add the demo users and their tokens."""
+    env = server_env(folder, **extra_env)
     manage(env, "migrate", "--verbosity", "0")
     manage(env, "demo", "--no-runs")
     tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}
+    return Seed(folder / "forge.sqlite3", tokens)
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """Copy a SQLite database through SQLite itself, so nothing left in a WAL is lost."""
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+
+
+@contextmanager
+def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterator[LiveServer]:
+    """A fresh forge (database, demo users, API tokens) under daphne on a free port.
+
+    With ``seeded`` the database starts as a copy of that one, which skips the migrations
+    and the accounts: what each module's server costs is then daphne's start alone.
+    """
+    port = free_port()
+    env = server_env(folder, **extra_env)
+    if seeded is None:
+        seeded = seed(folder, **extra_env)
+    else:
+        copy_database(seeded.database, folder / "forge.sqlite3")
     with (folder / "daphne.log").open("wb") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
@@ -131,20 +166,28 @@ def serve(folder: Path, **extra_env: str) -> Iterator[LiveServer]:
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_up(url, server)
-            yield LiveServer(url, env, tokens)
+            yield LiveServer(url, env, seeded.tokens)
         finally:
             server.terminate()
             try:
                 server.wait(10)
             except subprocess.TimeoutExpired:
                 server.kill()
+                server.wait()
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seed:
+    """One seeded database per test session (per xdist worker), copied for each server."""
+    return seed(tmp_path_factory.mktemp("seed"))
 
 
 # Module scope: the sync Playwright API keeps an event loop running in this thread until
 # it stops, which the asyncio tests that follow the browser tests could not start under.
+# A server per module keeps each module's runs and claims to itself.
 @pytest.fixture(scope="module")
-def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with serve(tmp_path_factory.mktemp("live")) as server:
+def forge(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[LiveServer]:
+    with serve(tmp_path_factory.mktemp("live"), seeded) as server:
         yield server
 
 
@@ -168,7 +211,7 @@ def log_in(browser: Any, server: LiveServer, who: str, path: str = "/",
            live: bool = True) -> Any:
     """A fresh browser context (its own cookies), logged in as ``who``, at ``path``."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)  # a loaded machine is slow, not broken
     page = context.new_page()
     page.goto(f"{server.url}/accounts/login/?next={path}")
     page.fill("#id_username", who)

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LiveServer, Login, serve
+from .conftest import LiveServer, Login, Seed, serve
 
 LIVE_MS = 5000
 
 
 @pytest.fixture(scope="module")
-def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def forge(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[LiveServer]:
     graphs = json.dumps({"flaky": "tests.forgeui.graphs:flaky"})
-    with serve(tmp_path_factory.mktemp("live"), FORGE_GRAPHS=graphs,
+    with serve(tmp_path_factory.mktemp("live"), seeded, FORGE_GRAPHS=graphs,
                FORGE_EXAMPLES="1") as server:
         yield server
 

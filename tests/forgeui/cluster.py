@@ -158,13 +158,25 @@ class Database:
         self.admin(f'CREATE DATABASE "{self.name}"')
 
     def drop(self) -> None:
-        for conn in self._opened:
-            conn.close()
+        self.close_connections()
         self.admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def close_connections(self) -> None:
+        """Close every connection ``rows`` opened; the next call opens a fresh one.
+
+        Called after each test, so a test stopped mid-query (a timeout) cannot hand the
+        next one a connection that is still busy with its query.
+        """
+        opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
 
     def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Run one query on this thread's autocommit connection; its rows."""
         conn = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed and \
+                conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.close()  # an earlier query was interrupted: its answer never came
         if conn is None or conn.closed:
             conn = self._local.conn = psycopg.connect(dbname=self.name, autocommit=True,
                                                       **self.server)
@@ -262,6 +274,23 @@ class Cluster:
 
     def log(self, name: str) -> str:
         return (self.folder / name).read_text(errors="replace")
+
+    def settle(self, workers: int = 2) -> None:
+        """Put back what the next test expects, whatever this one left behind (it may have
+        stopped half-way): Redis up with nothing queued, ``workers`` live rqworkers, and
+        no database connection carried over."""
+        import redis
+        import rq
+
+        self.db.close_connections()
+        if self.redis.process is None or not self.redis.up():
+            self.redis.stop()
+            self.redis.start()
+        with redis.Redis.from_url(self.redis.url) as client:
+            rq.Queue("default", connection=client).empty()
+        alive = sum(worker.poll() is None for worker in self.workers)
+        for _ in range(workers - alive):
+            self.start_worker()
 
 
 def environment(database_url: str, redis_url: str) -> dict[str, str]:

@@ -367,7 +367,8 @@ class TreeMachine(RuleBasedStateMachine):
         assert all(n == 1 for n in done.values()), done
 
 
+# Examples per run come from the hypothesis profile (tests/conftest.py).
 TreeMachine.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=25, deadline=None,
+    stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
 TestTree = TreeMachine.TestCase

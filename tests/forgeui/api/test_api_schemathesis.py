@@ -31,9 +31,11 @@ from schemathesis.specs.openapi.checks import (
 from forgeui.api.routes import api
 from forgeui.models import ApiToken
 from forgeui.runs import services
+from tests.conftest import deep
 
-# Bounded so the suite stays fast; raise it for a deeper hunt (FORGE_API_FUZZ_EXAMPLES=500).
-MAX_EXAMPLES = int(os.environ.get("FORGE_API_FUZZ_EXAMPLES", "25"))
+# Bounded so the suite stays fast; `make test-deep` hunts longer, and
+# FORGE_API_FUZZ_EXAMPLES=500 longer still.
+MAX_EXAMPLES = int(os.environ.get("FORGE_API_FUZZ_EXAMPLES", "200" if deep() else "25"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]
 
