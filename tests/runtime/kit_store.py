@@ -1,6 +1,6 @@
 """``RowsStore``: a checkpoint store written against the public store kit alone.
 
-What a third party would write: rows in plain lists, the five primitives of
+What a third party would write: rows in plain lists, the six primitives of
 ``runtime.RecordStore``, and nothing from a module whose name starts with ``_``. It keeps
 a head at every save and reads no records after it, the simplest policy the kit allows.
 """
