@@ -18,6 +18,7 @@ from .errors import (
 )
 from .executor import DurableExecutor, GraphShape
 from .signal import InterruptSignal
+from .store_kit import Lineage, RecordStore, Step, StoredHead
 from .stores import InMemoryCheckpointStore
 from .types import (
     END,
@@ -52,8 +53,10 @@ __all__ = [
     "Interrupt",
     "InterruptKind",
     "InterruptSignal",
+    "Lineage",
     "NodeContext",
     "NodeError",
+    "RecordStore",
     "ResumeError",
     "ResumeTarget",
     "Route",
@@ -61,6 +64,8 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "StaleResumeTarget",
+    "Step",
+    "StoredHead",
     "SyncNodes",
     "SyncRunner",
 ]

@@ -12,10 +12,9 @@ from typing import Any
 
 from . import _records, _tree
 from ._ids import interrupt_id, new_id, now_ms
-from .checkpoint import Checkpoint, CheckpointStore
+from .checkpoint import REOPENED_BY_FORK, Checkpoint, CheckpointStore
 from .errors import ResumeError
 
-REOPENED = "forked with an edited input; recover to go on"
 
 
 class _Renamer:
@@ -116,7 +115,7 @@ def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid
         cp.status, cp.error = "running", None
         parent_old = originals[old_run].parent_run_id
         if parent_old is None:
-            cp.status, cp.error = "failed", {"message": REOPENED}
+            cp.status, cp.error = "failed", {"message": REOPENED_BY_FORK}
             return
         child_run = cp.run_id
         old_run, cp = parent_old, copies[parent_old]

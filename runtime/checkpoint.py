@@ -17,6 +17,9 @@ from .errors import CheckpointConflict
 from .types import RunStatus
 
 T = TypeVar("T")
+# The error a fork with an edited input is saved with, so that recover drives it; nothing
+# failed, and the dashboard says so.
+REOPENED_BY_FORK = "forked with an edited input; recover to go on"
 
 
 GROWING: tuple[str, ...] = ("history", "state", "resolved")

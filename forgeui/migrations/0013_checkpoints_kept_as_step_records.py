@@ -1,4 +1,4 @@
-"""Checkpoints kept as step records (``runtime._records``) instead of whole copies.
+"""Checkpoints kept as step records (``runtime.store_kit``) instead of whole copies.
 
 Each thread's checkpoints are converted oldest first: a checkpoint that only added to its
 parent's history keeps just what it added, and its head becomes a patch against its
@@ -13,7 +13,7 @@ from django.db import migrations, models
 
 
 def to_records(apps: Any, schema_editor: Any) -> None:
-    from runtime._records import from_full_copies
+    from runtime.store_kit import from_full_copies
 
     alias = schema_editor.connection.alias
     thread_model = apps.get_model("forgeui", "Thread")
@@ -22,11 +22,11 @@ def to_records(apps: Any, schema_editor: Any) -> None:
         rows = list(checkpoint_model.objects.using(alias).filter(thread_id=thread.pk)
                     .order_by("seq").values_list("id", "data"))
         head = ""
-        for (checkpoint_id, _), encoded in zip(rows, from_full_copies(d for _, d in rows),
-                                               strict=True):
+        for (checkpoint_id, _), step in zip(rows, from_full_copies(d for _, d in rows),
+                                            strict=True):
             checkpoint_model.objects.using(alias).filter(pk=checkpoint_id).update(
-                record=encoded.record, base_id=encoded.base_id or "")
-            head = encoded.head
+                record=step.record, base_id=step.base_id or "")
+            head = step.head
         thread_model.objects.using(alias).filter(pk=thread.pk).update(head=head)
 
 

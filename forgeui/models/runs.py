@@ -33,7 +33,7 @@ class ChildPolicy(models.TextChoices):
 class Thread(models.Model):
     """One checkpoint chain; its ``latest_checkpoint_id`` is the compare-and-set cell.
 
-    ``head_seq`` is the position of a recent checkpoint whose head (``runtime._records``)
+    ``head_seq`` is the position of a recent checkpoint whose head (``runtime.store_kit``)
     is kept whole: the latest one's, or one that the few records after it bring up to
     date. A small head is kept here, in ``head``; a large one in that checkpoint's row,
     written once, so moving the thread on never rewrites it."""
@@ -79,7 +79,7 @@ class Checkpoint(models.Model):
     # For a fork's first checkpoint, the checkpoint (of another thread) its record is a
     # patch against; "" for every other, whose base is its parent.
     base_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
-    record = models.TextField(help_text="JSON step record (runtime._records)")
+    record = models.TextField(help_text="JSON step record (runtime.store_kit)")
     head = models.TextField(blank=True, default="",
                             help_text="JSON; this checkpoint's head, whole, when it is large "
                                       "and its thread keeps it (Thread.head_seq)")

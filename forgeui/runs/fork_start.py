@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from runtime._fork import REOPENED
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import REOPENED_BY_FORK, Checkpoint
 
 FORKED = "forked"
 
@@ -41,7 +40,7 @@ def next_step(cp: Checkpoint) -> str:
         return ""
     pending = _names(t["node"] for t in cp.engine.tasks if t.get("status") == "pending")
     paused = _names(i["node"] for i in cp.interrupts)
-    if waits_for_recover(cp) and (cp.error or {}).get("message") == REOPENED and pending:
+    if waits_for_recover(cp) and (cp.error or {}).get("message") == REOPENED_BY_FORK and pending:
         return (f"Forked with an edited input for {pending}: resuming will run {pending} "
                 f"again from it")
     if pending:

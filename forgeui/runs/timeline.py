@@ -20,9 +20,8 @@ from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
 from forgeui.store.rows import from_ms
-from runtime import _patch
-from runtime._jsonvalue import dumps_proven
 from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
+from runtime.store_kit import json_text, patch_of
 
 # A value longer than this (as compact JSON) is not shown whole on every entry: a change
 # to it shows what changed, and the full state is a link to the checkpoint.
@@ -90,7 +89,7 @@ class Entry:
 
 
 def _is_small(value: Any) -> bool:
-    return len(dumps_proven(value)) <= SHOWN_WHOLE
+    return len(json_text(value)) <= SHOWN_WHOLE
 
 
 def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
@@ -105,11 +104,11 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
 def _changed(key: str, before: Any, after: Any) -> Change:
     if _is_small(before) and _is_small(after):
         return Change(key, "changed", before, after)
-    return Change(key, "changed", before, after, what=readable_patch(_patch.diff(before, after)))
+    return Change(key, "changed", before, after, what=readable_patch(patch_of(before, after)))
 
 
 def readable_patch(patch: dict[str, Any] | None) -> Any:
-    """A structural patch (``runtime._patch``) as an auditor reads it: items appended,
+    """A structural patch (``runtime.store_kit.patch_of``) as an auditor reads it: items appended,
     keys changed or removed, list items changed, or the new value."""
     if patch is None:
         return None

@@ -2,7 +2,7 @@
 
 A thread is a ``Thread`` row (the compare-and-set cell, which also says where a recent
 head is kept whole) and one ``Checkpoint`` row per save holding that save's step record
-(``runtime._records``): what the step changed, not a copy of what came before. A small
+(``runtime.store_kit``): what the step changed, not a copy of what came before. A small
 head is kept in the thread's row at every save. A large one is written only every
 ``HEAD_EVERY`` positions, into that checkpoint's row (the one kept before is cleared), so
 the thread's row, which every save updates, stays small however long the conversation; a
@@ -35,9 +35,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import F
 
-from runtime import _records
-from runtime.checkpoint import Checkpoint, Growing
-from runtime.errors import CheckpointConflict
+from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
 
 from .. import models
 from ..models.events import announce, write_events
@@ -70,17 +68,11 @@ def _in_thread_row(head: str) -> str:
     return head if len(head) <= SMALL_HEAD else ""
 
 
-def _fork_base(cp: Checkpoint, encoded: _records.Encoded) -> str:
-    """The base column: set only where the base is in another thread (a fork's first
-    checkpoint); every other record's base is its parent."""
-    return encoded.base_id or "" if encoded.base_id != cp.parent_id else ""
-
-
 def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
     return sync_to_async(fn, thread_sensitive=True)
 
 
-class DjangoCheckpointStore:
+class DjangoCheckpointStore(RecordStore):
     """Checkpoints in ``forgeui.models``; ``using`` names the database alias."""
 
     def __init__(self, using: str = DEFAULT_DB_ALIAS) -> None:
@@ -135,28 +127,26 @@ class DjangoCheckpointStore:
         result: T = async_to_sync(awaited)()
         return result
 
-    # -- the sync halves ------------------------------------------------------------
+    # -- the store kit's primitives ----------------------------------------------------
 
-    def save_sync(self, cp: Checkpoint) -> None:
-        """``save``, blocking."""
-        encoded = _records.encode(cp)
+    def append(self, cp: Checkpoint, step: Step) -> None:
+        """The save's one transaction (see the module's docstring)."""
         try:
             with transaction.atomic(using=self.using):
-                head = "" if _records.is_fork_start(cp, encoded) else encoded.head
+                head = step.head if step.keeps_head else ""
                 seq = self._advance(cp, head)
-                position = (cp.id, seq)
                 kept_here = _writes_head(seq, head) and not _in_thread_row(head)
                 if kept_here:  # the thread keeps one head: the one it kept before goes
                     self._checkpoints().filter(thread_id=cp.thread_id).exclude(
                         head="").update(head="")
                 self._checkpoints().create(
                     id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
-                    parent_id=cp.parent_id or "", base_id=_fork_base(cp, encoded),
+                    parent_id=cp.parent_id or "", base_id=step.base_id or "",
                     node=cp.node or "", status=cp.status, step=cp.step,
                     created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    record=encoded.record, head=head if kept_here else "")
-                drafts = sync_rows(cp, self.using, encoded.was_pending,
-                                   run_exists=encoded.base_run_id == cp.run_id)
+                    record=step.record, head=head if kept_here else "")
+                drafts = sync_rows(cp, self.using, step.was_pending,
+                                   run_exists=step.base_run_id == cp.run_id)
                 if drafts:  # last: the event ordering lock waits for other writers
                     transaction.on_commit(partial(announce, write_events(drafts, self.using)),
                                           using=self.using)
@@ -165,8 +155,7 @@ class DjangoCheckpointStore:
             if conflict is None:
                 raise
             raise conflict from exc
-        cp.mark_saved(partial(self._growing, cp.id))
-        cp.position = position
+        cp.position = (cp.id, seq)
 
     def _advance(self, cp: Checkpoint, head: str) -> int:
         """The compare-and-set: move the thread to ``cp``; the checkpoint's position."""
@@ -192,14 +181,14 @@ class DjangoCheckpointStore:
                 threads.filter(pk=cp.thread_id).update(head=_in_thread_row(head), head_seq=seq)
         return seq
 
-    def load_sync(self, thread_id: str) -> Checkpoint | None:
+    def read_head(self, thread_id: str) -> StoredHead | None:
         row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
                .values_list("latest_checkpoint_id", "head", "seq", "head_seq").first())
         if row is None:
             return None
         latest, head, seq, head_seq = row
         if not head_seq:  # a fork's first checkpoint: rebuilt from the original's records
-            return self.load_by_id_sync(latest)
+            return StoredHead(latest, seq, None)
         after: builtins.list[str] = []
         if not head:  # a large head: one query for its row and the records after it
             kept = builtins.list(self._checkpoints().of_thread(thread_id)
@@ -210,51 +199,36 @@ class DjangoCheckpointStore:
             after = builtins.list(self._checkpoints().of_thread(thread_id)
                                   .filter(seq__gt=head_seq, seq__lte=seq)
                                   .values_list("record", flat=True))
-        cp = _records.loaded(head, latest, partial(self._growing, latest), after)
-        cp.position = (latest, seq)
-        return cp
+        return StoredHead(latest, seq, head, after)
 
-    def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
-        found = self._replayed(checkpoint_id, visible_only=True)
-        if found is None:
+    def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
+        found = self._checkpoints().filter(pk=checkpoint_id)
+        if visible_only:
+            found = found.filter(thread__deleted=False)
+        row = found.values_list("thread_id", "seq").first()
+        if row is None:
             return None
-        cp = found.checkpoint()
-        seq = self._checkpoints().filter(pk=checkpoint_id).values_list("seq", flat=True)[0]
-        cp.position = (checkpoint_id, seq)
-        return cp
+        return self._lineage(self._checkpoints().filter(thread_id=row[0], seq__lte=row[1]))
 
-    def list_sync(self, thread_id: str, start: int = 1,
-                  stop: int | None = None) -> builtins.list[Checkpoint]:
-        """Every checkpoint of the thread, oldest first; or those at positions ``start``
-        to ``stop`` (from 1, inclusive), rebuilt from no more records than they need."""
+    def read_thread(self, thread_id: str, stop: int | None = None) -> Lineage | None:
         if not models.Thread.objects.using(self.using).filter(pk=thread_id,
                                                                deleted=False).exists():
-            return []
-        rows = self._checkpoints().of_thread(thread_id)
-        if stop is not None:
-            rows = rows.filter(seq__lte=stop)
-        records = builtins.list(rows.values_list("record", "base_id"))
-        if not records:
-            return []
-        start_from = self._replayed(records[0][1]) if records[0][1] else None
-        found = []
-        skip = max(start - 1, 0)
-        replayed = _records.replay((r for r, _ in records), start_from, skip)
-        for seq, one in enumerate(replayed, start=skip + 1):  # positions run from 1
-            cp = one.checkpoint()
-            cp.position = (cp.id, seq)
-            found.append(cp)
-        return found
+            return None
+        rows = self._checkpoints().filter(thread_id=thread_id)
+        return self._lineage(rows if stop is None else rows.filter(seq__lte=stop))
 
-    def count_sync(self, thread_id: str) -> int:
-        """How many checkpoints the thread has (0 for an unknown or deleted thread)."""
-        seq = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
-               .values_list("seq", flat=True).first())
-        return int(seq or 0)
+    @staticmethod
+    def _lineage(rows: models.CheckpointQuerySet) -> Lineage:
+        found = builtins.list(rows.order_by("seq").values_list("record", "base_id"))
+        return Lineage([record for record, _ in found], found[0][1] or None if found else None)
 
-    def delete_sync(self, thread_id: str) -> None:
-        """Forget the thread. Records a fork builds on stay, hidden under a new thread
-        id, until no thread needs them."""
+    def run_latest(self, run_id: str) -> tuple[str, str] | None:
+        return (models.Run.objects.using(self.using).filter(pk=run_id)
+                .values_list("thread_id", "latest_checkpoint_id").first())
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget the thread and the runs mirrored from it. Records a fork builds on stay,
+        hidden under a new thread id, until no thread needs them."""
         with transaction.atomic(using=self.using):
             models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
             threads = models.Thread.objects.using(self.using)
@@ -270,6 +244,12 @@ class DjangoCheckpointStore:
             if first_base:
                 self._collect(first_base)
 
+    def count_sync(self, thread_id: str) -> int:
+        """How many checkpoints the thread has (0 for an unknown or deleted thread)."""
+        seq = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
+               .values_list("seq", flat=True).first())
+        return int(seq or 0)
+
     def _forks_of(self, thread_id: str) -> models.CheckpointQuerySet:
         """Checkpoints of other threads whose records build on this thread's."""
         own = self._checkpoints().filter(thread_id=thread_id).values("id")
@@ -281,53 +261,24 @@ class DjangoCheckpointStore:
                .values_list("thread_id", flat=True).first())
         if row is not None:
             models.Thread.objects.using(self.using).filter(pk=row).update(deleted=False)
-            self.delete_sync(row)
+            self.delete_thread(row)
 
-    def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        row = (models.Run.objects.using(self.using).filter(pk=run_id)
-               .values_list("thread_id", "latest_checkpoint_id").first())
-        if row is None:
-            return None
-        latest = self.load_sync(row[0])
-        if latest is not None and latest.id == row[1]:
-            return latest
-        return self.load_by_id_sync(row[1])
-
-    # -- rebuilding from records ------------------------------------------------------
-
-    def _growing(self, checkpoint_id: str) -> Growing:
-        """History, state and resolved of a checkpoint, rebuilt from its records."""
+    def growing_of(self, checkpoint_id: str) -> Growing:
+        """History, state and resolved of a checkpoint, rebuilt from its records. From
+        inside an event loop the ORM may not block that loop's thread, so the (rare,
+        read-side) queries run on a thread of their own."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            found = self._replayed(checkpoint_id)
-        else:
-            found = _READER.submit(self._replayed_apart, checkpoint_id).result()
-        assert found is not None, checkpoint_id
-        return found.history, found.state, found.resolved
+            return super().growing_of(checkpoint_id)
+        return _READER.submit(self._growing_apart, checkpoint_id).result()
 
-    def _replayed_apart(self, checkpoint_id: str) -> _records.Replayed | None:
-        """``_replayed`` on a reader thread, which keeps no connection open afterwards."""
+    def _growing_apart(self, checkpoint_id: str) -> Growing:
+        """``growing_of`` on a reader thread, which keeps no connection open afterwards."""
         try:
-            return self._replayed(checkpoint_id)
+            return super().growing_of(checkpoint_id)
         finally:
             connections.close_all()
-
-    def _replayed(self, checkpoint_id: str, visible_only: bool = False,
-                  ) -> _records.Replayed | None:
-        """The checkpoint rebuilt from the first record of its lineage (a fork's lineage
-        goes on into the thread it was forked from), or None."""
-        found = self._checkpoints().filter(pk=checkpoint_id)
-        if visible_only:
-            found = found.filter(thread__deleted=False)
-        row = found.values_list("thread_id", "seq").first()
-        if row is None:
-            return None
-        rows = builtins.list(self._checkpoints().filter(thread_id=row[0], seq__lte=row[1])
-                             .order_by("seq").values_list("record", "base_id"))
-        start = self._replayed(rows[0][1]) if rows[0][1] else None
-        *_, last = _records.replay((r for r, _ in rows), start, skip=len(rows) - 1)
-        return last
 
     # -- helpers --------------------------------------------------------------------
 

@@ -117,10 +117,12 @@ def sync_interrupts(cp: Checkpoint, using: str,
     else:
         statuses, known = {}, was_pending
     drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
-    still_pending = [i for i in pending if i in known]
+    # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
+    # client sends back as expected_checkpoint_id. One with an accepted answer takes no
+    # other answer, so its row keeps the checkpoint it was answered at.
+    answered = cp.engine.answers
+    still_pending = [i for i in pending if i in known and i not in answered]
     if still_pending:
-        # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
-        # client sends back as expected_checkpoint_id.
         rows.filter(pk__in=still_pending).update(checkpoint_id=cp.id)
     for data in closing:
         if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:

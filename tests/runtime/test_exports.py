@@ -23,6 +23,8 @@ CORE_NAMES = {
 SIGNATURE_NAMES = {
     "RunNode", "RunStatus", "InterruptKind", "ChildPolicy", "Durability", "SyncNodes",
     "Route", "GraphShape", "BlockingStore", "SyncRunner", "Growing",
+    # the store kit: a base for stores that keep step records, and what its primitives take
+    "RecordStore", "Step", "StoredHead", "Lineage",
 }
 # Names a signature may use without the runtime exporting them: the standard library's,
 # and the executor's internal record that a Checkpoint carries (``Checkpoint.engine``).

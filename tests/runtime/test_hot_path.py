@@ -16,10 +16,10 @@ class NoHistoryStore(InMemoryCheckpointStore):
 
     strict = True
 
-    def _growing(self, checkpoint_id: str) -> Growing:
+    def growing_of(self, checkpoint_id: str) -> Growing:
         if self.strict:
             raise AssertionError(f"history of {checkpoint_id} built on the hot path")
-        return super()._growing(checkpoint_id)
+        return super().growing_of(checkpoint_id)
 
 
 def agent_tree(store: NoHistoryStore) -> DurableExecutor:

@@ -4,6 +4,7 @@ modules at the bottom never reach up into the executor."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import runtime
@@ -67,3 +68,14 @@ def test_the_bottom_layer_imports_only_itself() -> None:
     graph = import_graph()
     for name in BOTTOM:
         assert graph[name] <= BOTTOM, name
+
+
+def test_the_dashboard_is_kept_from_every_private_module() -> None:
+    """The import contract that keeps ``forgeui`` on the runtime's public modules names
+    every private one: a new private module is forbidden to it too."""
+    contracts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    forbidden = next(c["forbidden_modules"] for c in
+                     contracts["tool"]["importlinter"]["contracts"]
+                     if c.get("source_modules") == ["forgeui"])
+    private = {module_name(p) for p in PACKAGE.rglob("_*.py") if p.name != "__init__.py"}
+    assert private and set(forbidden) == private

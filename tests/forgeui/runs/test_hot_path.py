@@ -23,7 +23,7 @@ def no_history(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         built.append(checkpoint_id)
         raise AssertionError(f"history of {checkpoint_id} built on the hot path")
 
-    monkeypatch.setattr(DjangoCheckpointStore, "_growing", refuse)
+    monkeypatch.setattr(DjangoCheckpointStore, "growing_of", refuse)
     return built
 
 

@@ -1,0 +1,233 @@
+"""A base for checkpoint stores that keep step records: what a new backend subclasses.
+
+The base owns the record format (``runtime._records``) and the replay; a backend only
+keeps opaque JSON texts and answers a few questions about them. It implements these
+primitives, each blocking, each on the backend's own terms (a dict, a table, a file):
+
+- ``append(cp, step)``: add ``step.record`` after ``cp.parent_id`` in ``cp.thread_id``, a
+  compare-and-set (``CheckpointConflict`` unless ``cp.parent_id`` is the thread's latest
+  checkpoint, ``None`` for a thread's first); keep ``step.head`` as the thread's recent
+  head unless ``step.keeps_head`` is False (a fork's first checkpoint, rebuilt from the
+  checkpoint it was forked from); keep ``step.base_id`` beside the record.
+- ``read_head(thread_id)``: the thread's latest checkpoint id, a recent head and the
+  records after it (``StoredHead``), or None for an unknown thread.
+- ``read_lineage(checkpoint_id, visible_only)``: the records of the checkpoint's thread
+  from its first up to it, and the base of the first (``Lineage``); ``visible_only``:
+  None when its thread was deleted (a fork may still need a deleted thread's records).
+- ``read_thread(thread_id, stop)``: the same for a thread's records up to position
+  ``stop`` (from 1; None: all of them).
+- ``run_latest(run_id)``: the thread and latest checkpoint id of a run, or None.
+- ``delete_thread(thread_id)``: forget the thread.
+
+``save``, ``load``, ``load_by_id``, ``list``, ``load_run`` and ``delete`` (and their
+blocking twins) are built on them once, here. The async methods call the blocking ones
+directly; a backend whose calls block on I/O runs them elsewhere by overriding the async
+methods. Every backend passes ``tests/runtime/store_conformance``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from . import _patch, _records
+from ._jsonvalue import dumps_proven
+from ._records import Encoded, Replayed
+from .checkpoint import Checkpoint, Growing
+
+__all__ = [
+    "Lineage", "RecordStore", "Step", "StoredHead", "from_full_copies", "json_text", "patch_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One save as a backend stores it: ``record`` (JSON), the thread's new recent
+    ``head`` (JSON), kept unless ``keeps_head`` is False, and ``base_id``: the checkpoint
+    the record is written against when that is not its parent (a fork's first), else None.
+    """
+
+    record: str
+    head: str
+    base_id: str | None
+    keeps_head: bool = True
+    # For a backend mirroring rows, so it need not read them back: the interrupts pending
+    # in the head the record patches (None: written whole) and that head's run id.
+    was_pending: frozenset[str] | None = None
+    base_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHead:
+    """A thread's latest checkpoint as ``read_head`` finds it: its id and position (from
+    1), a head kept whole (None when the thread keeps none) and the records written after
+    that head, oldest first, up to the latest."""
+
+    checkpoint_id: str
+    position: int
+    head: str | None
+    after: builtins.list[str] = field(default_factory=builtins.list)
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A thread's records from its first up to one checkpoint, oldest first, and the base
+    of the first (the checkpoint a fork started from, in another thread), or None."""
+
+    records: builtins.list[str]
+    first_base: str | None = None
+
+
+def patch_of(before: Any, after: Any) -> dict[str, Any] | None:
+    """The patch a record keeps of ``after`` against ``before`` (None: the same value):
+    ``{"v": value}`` (the whole new value), ``{"d": {key: patch}, "x": [removed keys]}``
+    (a dict), ``{"a": [items]}`` (a list that grew at its end) or ``{"l": {index: patch}}``
+    (a list of the same length)."""
+    return _patch.diff(before, after)
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of a checkpoint's value, as a record writes it."""
+    return dumps_proven(value)
+
+
+def _step_of(cp: Checkpoint, encoded: Encoded) -> Step:
+    base = encoded.base_id if encoded.base_id != cp.parent_id else None
+    return Step(encoded.record, encoded.head, base, not _records.is_fork_start(cp, encoded),
+                encoded.was_pending, encoded.base_run_id)
+
+
+def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Step]:
+    """The steps of one thread kept the old way, as whole checkpoints (``to_dict``),
+    oldest first: what a store migrating such a thread writes (the last one's head is
+    the thread's latest)."""
+    for encoded in _records.from_full_copies(docs):
+        yield Step(encoded.record, encoded.head, None)
+
+
+class RecordStore:
+    """A ``CheckpointStore`` built on the primitives above; subclasses implement them."""
+
+    # -- the primitives -----------------------------------------------------------------
+
+    def append(self, cp: Checkpoint, step: Step) -> None:
+        raise NotImplementedError
+
+    def read_head(self, thread_id: str) -> StoredHead | None:
+        raise NotImplementedError
+
+    def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
+        raise NotImplementedError
+
+    def read_thread(self, thread_id: str, stop: int | None = None) -> Lineage | None:
+        raise NotImplementedError
+
+    def run_latest(self, run_id: str) -> tuple[str, str] | None:
+        raise NotImplementedError
+
+    def delete_thread(self, thread_id: str) -> None:
+        raise NotImplementedError
+
+    # -- the store, blocking ------------------------------------------------------------
+
+    def save_sync(self, cp: Checkpoint) -> None:
+        """``save``, blocking."""
+        # Encoded first: a value that is not JSON changes nothing.
+        self.append(cp, _step_of(cp, _records.encode(cp)))
+        cp.mark_saved(partial(self.growing_of, cp.id))
+
+    def load_sync(self, thread_id: str) -> Checkpoint | None:
+        """``load``, blocking: the latest head brought up to date, ready to go on from."""
+        found = self.read_head(thread_id)
+        if found is None:
+            return None
+        if found.head is None:
+            return self.load_by_id_sync(found.checkpoint_id)
+        cp = _records.loaded(found.head, found.checkpoint_id,
+                             partial(self.growing_of, found.checkpoint_id), found.after)
+        cp.position = (found.checkpoint_id, found.position)
+        return cp
+
+    def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
+        """``load_by_id``, blocking."""
+        lineage = self.read_lineage(checkpoint_id, visible_only=True)
+        if lineage is None:
+            return None
+        cp = self._last_of(lineage).checkpoint()
+        cp.position = (checkpoint_id, len(lineage.records))
+        return cp
+
+    def list_sync(self, thread_id: str, start: int = 1,
+                  stop: int | None = None) -> builtins.list[Checkpoint]:
+        """Every checkpoint of the thread, oldest first; or those at positions ``start``
+        to ``stop`` (from 1, inclusive), rebuilt from no more records than they need."""
+        lineage = self.read_thread(thread_id, stop)
+        if lineage is None or not lineage.records:
+            return []
+        skip = max(start - 1, 0)
+        found = []
+        replayed = _records.replay(lineage.records, self._rebuild(lineage.first_base), skip)
+        for position, one in enumerate(replayed, start=skip + 1):
+            cp = one.checkpoint()
+            cp.position = (cp.id, position)
+            found.append(cp)
+        return found
+
+    def load_run_sync(self, run_id: str) -> Checkpoint | None:
+        """``load_run``, blocking."""
+        found = self.run_latest(run_id)
+        if found is None:
+            return None
+        thread_id, checkpoint_id = found
+        latest = self.load_sync(thread_id)
+        if latest is not None and latest.id == checkpoint_id:
+            return latest
+        return self.load_by_id_sync(checkpoint_id)
+
+    def delete_sync(self, thread_id: str) -> None:
+        """``delete``, blocking."""
+        self.delete_thread(thread_id)
+
+    # -- the store, async ---------------------------------------------------------------
+
+    async def save(self, cp: Checkpoint) -> None:
+        self.save_sync(cp)
+
+    async def load(self, thread_id: str) -> Checkpoint | None:
+        return self.load_sync(thread_id)
+
+    async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
+        return self.load_by_id_sync(checkpoint_id)
+
+    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        return self.list_sync(thread_id)
+
+    async def delete(self, thread_id: str) -> None:
+        self.delete_sync(thread_id)
+
+    async def load_run(self, run_id: str) -> Checkpoint | None:
+        return self.load_run_sync(run_id)
+
+    # -- the replay ---------------------------------------------------------------------
+
+    def _rebuild(self, checkpoint_id: str | None) -> Replayed | None:
+        """The checkpoint rebuilt from the first record of its lineage, which goes on into
+        the thread a fork started from, deleted or not; None if unknown."""
+        if checkpoint_id is None:
+            return None
+        lineage = self.read_lineage(checkpoint_id, visible_only=False)
+        return None if lineage is None else self._last_of(lineage)
+
+    def growing_of(self, checkpoint_id: str) -> Growing:
+        """History, state and resolved of a saved checkpoint, rebuilt from its records."""
+        found = self._rebuild(checkpoint_id)
+        assert found is not None, checkpoint_id
+        return found.history, found.state, found.resolved
+
+    def _last_of(self, lineage: Lineage) -> Replayed:
+        start = self._rebuild(lineage.first_base)
+        *_, last = _records.replay(lineage.records, start, skip=len(lineage.records) - 1)
+        return last
