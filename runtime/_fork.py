@@ -16,7 +16,6 @@ from .checkpoint import REOPENED_BY_FORK, Checkpoint, CheckpointStore
 from .errors import ResumeError
 
 
-
 class _Renamer:
     def __init__(self, old_thread: str, new_thread: str, run_ids: list[str]) -> None:
         self.old_thread, self.new_thread = old_thread, new_thread
