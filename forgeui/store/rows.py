@@ -35,12 +35,13 @@ def sync_rows(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = N
               run_exists: bool = False) -> list[EventDraft]:
     """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved.
     ``was_pending``: the interrupts pending at the checkpoint ``cp`` follows, when known;
-    ``run_exists``: that checkpoint mirrored this same run, so its row is there."""
-    moved = update_run(cp, using) if run_exists else None
-    if moved is None:
+    ``run_exists``: that checkpoint mirrored this same run, so its row is there. (A run
+    moved to running by an accepted answer or a recover was announced when it was
+    accepted, so a claim's save announces nothing.)"""
+    if not run_exists or not update_run(cp, using):
         upsert_run(cp, using)
     drafts = sync_interrupts(cp, using, was_pending)
-    if drafts or moved or cp.status != RunStatus.RUNNING or cp.parent_id is None:
+    if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
         drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
                                  data={"status": cp.status, "checkpoint_id": cp.id}))
     return drafts
@@ -64,19 +65,12 @@ def run_row(cp: Checkpoint) -> Run:
     )
 
 
-def update_run(cp: Checkpoint, using: str) -> bool | None:
-    """Move the run's row to ``cp`` (what a later checkpoint can change): whether a
-    running checkpoint changed the row's status (a claim or a recover, which the live
-    pages hear about); None if the row is not there."""
-    row = Run.objects.using(using).filter(pk=cp.run_id)
-    fields = {"status": cp.status, "output": cp.output, "error": cp.error,
-              "latest_checkpoint_id": cp.id, "updated_at": timezone.now()}
-    # One statement for the usual step of a running run: its row already says so.
-    if cp.status == RunStatus.RUNNING and row.filter(status=cp.status).update(**fields):
-        return False
-    if not row.update(**fields):
-        return None
-    return cp.status == RunStatus.RUNNING
+def update_run(cp: Checkpoint, using: str) -> bool:
+    """Move the run's row to ``cp`` (what a later checkpoint can change); False if the
+    row is not there."""
+    return bool(Run.objects.using(using).filter(pk=cp.run_id).update(
+        status=cp.status, output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
+        updated_at=timezone.now()))
 
 
 def upsert_run(cp: Checkpoint, using: str) -> None:
