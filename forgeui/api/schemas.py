@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
+
 # -- building blocks ---------------------------------------------------------------------
 
 
@@ -199,10 +201,16 @@ class InterruptOut(Schema):
     assignees: AssigneesOut = Field(description="who may answer; both empty: any reviewer")
     claimed_by: str | None
     claimed_at: datetime | None
+    request_id: str | None = Field(None, description="the approval request it asks "
+                                                     "(/api/requests), if any")
 
     @staticmethod
     def resolve_graph(obj: Any) -> str:
         return obj.run.graph
+
+    @staticmethod
+    def resolve_request_id(obj: Any) -> str | None:
+        return obj.root_thread_id if obj.run.graph == REQUEST_GRAPH else None
 
     @staticmethod
     def resolve_assignees(obj: Any) -> dict[str, list[str]]:

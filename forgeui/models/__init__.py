@@ -32,6 +32,10 @@ from .notifications import (
     WebhookEvent,
     WebhookQuerySet,
 )
+from .requests import (
+    AgentRequest,
+    AgentRequestQuerySet,
+)
 from .runs import (
     ID_LENGTH,
     Checkpoint,
@@ -56,6 +60,8 @@ __all__ = [
     "TOKEN_PREFIX",
     "TOKEN_PREFIX_LENGTH",
     "TOKEN_USE_RESOLUTION",
+    "AgentRequest",
+    "AgentRequestQuerySet",
     "Answer",
     "AnswerQuerySet",
     "ApiToken",
