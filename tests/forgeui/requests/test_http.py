@@ -6,9 +6,13 @@ Django test client. The server is shared by the module; each test makes its own 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -234,24 +238,65 @@ def wait_for_request(live: Forge, action: str) -> str:
     raise AssertionError(f"no request for {action}")
 
 
-def test_agents_waiting_across_a_server_restart_get_their_decision(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
-    with forge(tmp_path_factory.mktemp("restart")) as server:
-        made = [ask(server) for _ in range(3)]
-        seen: dict[str, dict[str, Any]] = {}
+@pytest.fixture(scope="module")
+def inside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+    """A forge that may call back to this machine (a receiver inside the network)."""
+    with forge(tmp_path_factory.mktemp("inside"), FORGE_WEBHOOK_ALLOW_PRIVATE="1",
+               FORGE_SWEEP_SECONDS="0.3") as server:
+        yield server
 
-        def wait(request_id: str) -> None:
-            with ForgeClient(server.url, server.tokens["bot"]) as client:
-                seen[request_id] = client.wait(request_id, timeout=90)
 
-        waiters = [threading.Thread(target=wait, args=(m["id"],)) for m in made]
-        for waiter in waiters:
-            waiter.start()
-        time.sleep(1)  # the long polls are held when the server goes down
-        server.stop()
-        server.start()
-        for request in made:
-            assert decide(server, request["id"], [{"type": "approve"}]).status_code == 200
-        for waiter in waiters:
-            waiter.join(90)
-        assert {k: v["status"] for k, v in seen.items()} == {m["id"]: "decided" for m in made}
+def test_a_callback_is_posted_once_signed_when_the_request_is_decided(inside: Forge) -> None:
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers["Content-Length"])
+            received.append((dict(self.headers), self.rfile.read(length)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Receiver) as receiver:
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        hook = f"http://127.0.0.1:{receiver.server_address[1]}/done"
+        made = ask(inside, callback_url=hook)
+        assert made["callback_secret"]
+        assert decide(inside, made["id"], [{"type": "reject", "message": "no"}]).status_code \
+            == 200
+        deadline = time.monotonic() + 30
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        receiver.shutdown()
+    headers, raw = received[0]
+    expected = "sha256=" + hmac.new(made["callback_secret"].encode(), raw,
+                                    hashlib.sha256).hexdigest()
+    assert headers["X-Forge-Signature"] == expected
+    sent = json.loads(raw)
+    assert sent["event"] == "request.decided" and sent["request_id"] == made["id"]
+    assert sent["decisions"] == [{"type": "reject", "message": "no"}]
+    assert sent["responder"] == "reviewer" and len(received) == 1
+
+
+def test_agents_waiting_across_a_server_restart_get_their_decision(inside: Forge) -> None:
+    server = inside
+    made = [ask(server) for _ in range(3)]
+    seen: dict[str, dict[str, Any]] = {}
+
+    def wait(request_id: str) -> None:
+        with ForgeClient(server.url, server.tokens["bot"]) as client:
+            seen[request_id] = client.wait(request_id, timeout=90)
+
+    waiters = [threading.Thread(target=wait, args=(m["id"],)) for m in made]
+    for waiter in waiters:
+        waiter.start()
+    time.sleep(1)  # the long polls are held when the server goes down
+    server.stop()
+    server.start()
+    for request in made:
+        assert decide(server, request["id"], [{"type": "approve"}]).status_code == 200
+    for waiter in waiters:
+        waiter.join(90)
+    assert {k: v["status"] for k, v in seen.items()} == {m["id"]: "decided" for m in made}
