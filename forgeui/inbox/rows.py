@@ -20,7 +20,7 @@ from django.utils.html import escape
 from forgeui.inbox import bidi
 from forgeui.inbox.payloads import BREAKPOINT_KINDS, heading, present_breakpoint, scalar_fields
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import forks
+from forgeui.runs import forks, registry
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
@@ -205,7 +205,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "decision": decision,
         "decision_summary": payload_summary(decision.value) if decision else "",
         "graph": interrupt.run.graph,
-        "path": "/".join(interrupt.namespace),
+        "path": path_of(interrupt),
         "summary": summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case.
@@ -218,6 +218,16 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
         "note": "", "error": "",  # given back when an answer from the row is refused
     }
+
+
+def path_of(interrupt: Interrupt) -> str:
+    """The run-tree path; for an agent's approval request, who asks (agent · session)."""
+    payload = interrupt.payload
+    if interrupt.run.graph == registry.REQUEST_GRAPH and isinstance(payload, dict):
+        agent = payload.get("agent") or {}
+        return " · ".join(str(part) for part in (agent.get("name"), agent.get("session"))
+                          if part) or "/".join(interrupt.namespace)
+    return "/".join(interrupt.namespace)
 
 
 def accepted_answers(interrupts: Any) -> dict[str, Answer]:

@@ -24,7 +24,8 @@ from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
 
 # Graphs forge itself runs whatever FORGE_GRAPHS says; not offered for starting by hand.
-BUILTIN_GRAPHS = {"forge.request": "forgeui.requests.graph:request_graph"}
+REQUEST_GRAPH = "forge.request"  # forgeui.requests.graph's name (a test keeps them equal)
+BUILTIN_GRAPHS = {REQUEST_GRAPH: "forgeui.requests.graph:request_graph"}
 _lock = threading.Lock()
 _cache: dict[str, DurableExecutor] = {}
 
