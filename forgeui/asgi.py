@@ -15,9 +15,10 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from forgeui import scheduler  # noqa: E402
 from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
+from forgeui.requests.mcp_server import Mount  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+channels_app = ProtocolTypeRouter(
     {
         # daphne serves no static files itself; the embedded default needs them.
         "http": ASGIStaticFilesHandler(django_http) if settings.DEBUG else django_http,
@@ -28,6 +29,8 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+# /mcp (streamable HTTP, forgeui.requests.mcp_server) beside Django, at the outermost layer.
+application = Mount(channels_app)
 
 if settings.TASKS["default"]["BACKEND"] == "forgeui.runs.backends.ThreadPoolBackend":
     scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)
