@@ -17,6 +17,7 @@ that daphne does not run, and any web process can answer any call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import time
@@ -199,7 +200,8 @@ class Mount:
     async def _ensure_running(self) -> None:
         if self._running is None:
             self._running = asyncio.Event()
-            asyncio.get_running_loop().create_task(self._run_manager(self._running))
+            asyncio.get_running_loop().create_task(self._run_manager(self._running),
+                                                   context=contextvars.Context())
         await self._running.wait()
 
     async def _run_manager(self, running: asyncio.Event) -> None:

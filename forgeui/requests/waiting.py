@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator
 
@@ -57,7 +58,10 @@ class Waiters:
 
     def _ensure_listener(self) -> None:
         if self._listener is None or self._listener.done():
-            self._listener = asyncio.get_running_loop().create_task(self._listen())
+            # A context of its own: the request that happens to start it must not lend it
+            # its thread-sensitive executor, which ends with that request.
+            self._listener = asyncio.get_running_loop().create_task(
+                self._listen(), context=contextvars.Context())
 
     async def _listen(self) -> None:
         layer = get_channel_layer()

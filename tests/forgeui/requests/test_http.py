@@ -246,6 +246,32 @@ def inside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
         yield server
 
 
+def test_polls_are_woken_after_the_poll_that_started_the_listener_ended(
+        inside: Forge) -> None:
+    # The first poll on a fresh server starts the process's listener; once that poll has
+    # its answer, the other waiters must still be woken, not left to their timeout.
+    made = [ask(inside) for _ in range(3)]
+    seen: dict[str, float] = {}
+
+    def wait(request_id: str) -> None:
+        call(inside, "GET", f"/api/requests/{request_id}?wait=40", "bot")
+        seen[request_id] = time.monotonic()
+
+    waiters = []
+    for request in made:  # the first poll is the one that starts the listener
+        waiters.append(threading.Thread(target=wait, args=(request["id"],)))
+        waiters[-1].start()
+        time.sleep(0.5)
+    decided: dict[str, float] = {}
+    for request in made:
+        assert decide(inside, request["id"], [{"type": "approve"}]).status_code == 200
+        decided[request["id"]] = time.monotonic()
+        time.sleep(0.5)
+    for waiter in waiters:
+        waiter.join(60)
+    assert all(seen[k] - decided[k] < 15 for k in decided), (seen, decided)
+
+
 def test_a_callback_is_posted_once_signed_when_the_request_is_decided(inside: Forge) -> None:
     received: list[tuple[dict[str, str], bytes]] = []
 
