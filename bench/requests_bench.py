@@ -64,6 +64,13 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise RuntimeError("no Threads")
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     return {"p50_ms": statistics.median(values),
             "p95_ms": statistics.quantiles(values, n=20)[18], "max_ms": max(values)}
@@ -87,20 +94,23 @@ async def bench_waiting(base: str, pid: int, tokens: dict[str, str],
     from forgeui.models import Interrupt
 
     ids = await make_requests(base, tokens["agent"], agents, "waiting")
-    before = rss_mb(pid)
+    before, threads_before = rss_mb(pid), threads(pid)
     seen: dict[str, float] = {}
     limits = httpx.Limits(max_connections=agents + 10, max_keepalive_connections=agents + 10)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=90,
                                  headers={"Authorization": f"Bearer {tokens['agent']}"}) as http:
         async def wait(request_id: str) -> None:
-            response = await http.get(f"/api/requests/{request_id}", params={"wait": 60})
-            if response.json()["status"] == "decided":
-                seen[request_id] = time.time()
+            while True:  # as an agent does: poll again when a poll ends still pending
+                response = await http.get(f"/api/requests/{request_id}", params={"wait": 60})
+                if response.json()["status"] == "decided":
+                    seen[request_id] = time.time()
+                    return
 
         polls = [asyncio.create_task(wait(request_id)) for request_id in ids]
         await asyncio.sleep(3)  # every poll is held by now (each answers only when decided)
         held = sum(not poll.done() for poll in polls)
-        peak = rss_mb(pid)
+        held_rss, threads_held = rss_mb(pid), threads(pid)
+        peak = held_rss
         async with httpx.AsyncClient(base_url=base, timeout=60, headers={
                 "Authorization": f"Bearer {tokens['reviewer']}"}) as reviewer:
             for request_id in ids:
@@ -108,14 +118,17 @@ async def bench_waiting(base: str, pid: int, tokens: dict[str, str],
                                                json={"decisions": [{"type": "approve"}]})
                 assert response.status_code == 200, response.text
                 peak = max(peak, rss_mb(pid))
-        await asyncio.wait_for(asyncio.gather(*polls), 90)
+        await asyncio.wait_for(asyncio.gather(*polls), 180)
     answered = await asyncio.to_thread(lambda: dict(
         Interrupt.objects.filter(root_thread_id__in=ids).values_list("root_thread_id",
                                                                      "answered_at")))
     latencies = [(seen[i] - answered[i].timestamp()) * 1000 for i in ids if i in seen]
     return {"agents": agents, "held": held, "decided_seen": len(seen),
             "rss_before_mb": round(before, 1), "rss_peak_mb": round(peak, 1),
-            "rss_growth_mb": round(peak - before, 1), **percentiles(latencies)}
+            "rss_growth_mb": round(peak - before, 1),
+            "rss_held_growth_mb": round(held_rss - before, 1),
+            "threads_before": threads_before, "threads_held": threads_held,
+            **percentiles(latencies)}
 
 
 async def bench_inbox(port: int, tokens: dict[str, str], clients: int,
@@ -173,7 +186,9 @@ def main() -> None:
             server.wait(10)
     print(f"[{args.layer}] {waiting['agents']} agents long-polling: {waiting['held']} held, "
           f"{waiting['decided_seen']} saw their decision; RSS +{waiting['rss_growth_mb']} MB "
-          f"(target < 150); decision -> agent p50 {waiting['p50_ms']:.1f} ms, p95 "
+          f"(+{waiting['rss_held_growth_mb']} MB while held; target < 150), threads "
+          f"{waiting['threads_before']} -> {waiting['threads_held']}; decision -> agent p50 "
+          f"{waiting['p50_ms']:.1f} ms, p95 "
           f"{waiting['p95_ms']:.1f} ms, max {waiting['max_ms']:.1f} ms (target p95 < 250)")
     print(f"[{args.layer}] new request -> {inbox['clients']} inboxes: p50 "
           f"{inbox['p50_ms']:.1f} ms, p95 {inbox['p95_ms']:.1f} ms, max {inbox['max_ms']:.1f} "

@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from forgeui import scheduler  # noqa: E402
+from forgeui.api.longpoll import LongPolls  # noqa: E402
 from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
 from forgeui.requests.mcp_server import Mount  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
@@ -29,8 +30,9 @@ channels_app = ProtocolTypeRouter(
         ),
     }
 )
-# /mcp (streamable HTTP, forgeui.requests.mcp_server) beside Django, at the outermost layer.
-application = Mount(channels_app)
+# Beside Django, at the outermost layer: /mcp (streamable HTTP, forgeui.requests.mcp_server)
+# and the approval requests' long polls (forgeui.api.longpoll), which hold no thread.
+application = Mount(LongPolls(channels_app))
 
 if settings.TASKS["default"]["BACKEND"] == "forgeui.runs.backends.ThreadPoolBackend":
     scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)

@@ -8,6 +8,7 @@ API's usual authentication, which refuses agent tokens (403).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -19,7 +20,7 @@ from pydantic import StringConstraints
 
 from forgeui.api.auth import SessionAuth, may_read
 from forgeui.api.schemas import BODY_ERRORS, ERRORS, Body, ConflictOut, Id
-from forgeui.models import ApiToken
+from forgeui.models import AgentRequest, ApiToken
 from forgeui.requests import service, shapes
 from forgeui.requests.service import Caller
 from forgeui.requests.waiting import waiters
@@ -148,11 +149,19 @@ def create_request(request: HttpRequest, body: RequestIn) -> Any:
 async def get_request(request: HttpRequest, request_id: Id,
                       wait: Annotated[int, Query(ge=0, le=MAX_WAIT_S)] = 0) -> Any:
     """Where a request stands; with ``wait=N`` (≤ 60 s) answer as soon as it is decided,
-    expired or cancelled, else after N seconds with ``status: pending``."""
+    expired or cancelled, else after N seconds with ``status: pending``. (With a bearer
+    token, a long poll is answered by ``forgeui.api.longpoll`` before reaching here.)"""
     caller: Caller = request.auth  # type: ignore[attr-defined]
     row = await sync_to_async(service.find)(caller, request_id)
+    return await wait_for(row, wait, sync_to_async)
+
+
+async def wait_for(row: AgentRequest, wait: int,
+                   off_loop: Callable[..., Callable[..., Awaitable[Any]]]) -> dict[str, Any]:
+    """The request as it stands, once it has ended or ``wait`` seconds have passed; it is
+    watched before the first read, so a decision in between is not missed."""
     async with waiters.watching(row.id) as changed:
-        found = await sync_to_async(service.describe)(row)
+        found: dict[str, Any] = await off_loop(service.describe)(row)
         if found["status"] != "pending" or not wait:
             return found
         try:
@@ -160,7 +169,8 @@ async def get_request(request: HttpRequest, request_id: Id,
                 await changed.wait()
         except TimeoutError:
             pass
-    return await sync_to_async(service.describe)(row)
+    again: dict[str, Any] = await off_loop(service.describe)(row)
+    return again
 
 
 @router.post("/requests/{request_id}/decision",
