@@ -78,15 +78,16 @@ class EventAdmin(ReadOnlyAdmin):
 class ApiTokenAdmin(admin.ModelAdmin):
     """Create a token (its secret is shown once, in a message) and revoke tokens."""
 
-    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["prefix", "name", "user", "agent", "created_at", "last_used_at",
+                    "revoked_at"]
     list_filter = ["revoked_at"]
-    search_fields = ["name", "prefix", "user__username"]
-    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    search_fields = ["name", "prefix", "user__username", "agent"]
+    fields = ["user", "name", "agent", "prefix", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         locked = ["prefix", "created_at", "last_used_at", "revoked_at"]
-        return [*locked, "user"] if obj is not None else locked
+        return [*locked, "user", "agent"] if obj is not None else locked
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:

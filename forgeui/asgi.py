@@ -14,10 +14,12 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from forgeui import scheduler  # noqa: E402
+from forgeui.api.longpoll import LongPolls  # noqa: E402
 from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
+from forgeui.requests.mcp_server import Mount  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+channels_app = ProtocolTypeRouter(
     {
         # daphne serves no static files itself; the embedded default needs them.
         "http": ASGIStaticFilesHandler(django_http) if settings.DEBUG else django_http,
@@ -28,6 +30,9 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+# Beside Django, at the outermost layer: /mcp (streamable HTTP, forgeui.requests.mcp_server)
+# and the approval requests' long polls (forgeui.api.longpoll), which hold no thread.
+application = Mount(LongPolls(channels_app))
 
 if settings.TASKS["default"]["BACKEND"] == "forgeui.runs.backends.ThreadPoolBackend":
     scheduler.start_embedded()  # the embedded default's deadline sweep (forgeui.scheduler)

@@ -186,6 +186,13 @@ FORGE_PASSWORD_RESET = env_bool("FORGE_PASSWORD_RESET", "EMAIL_HOST" in os.envir
 # (forgeui.notifications.egress).
 FORGE_WEBHOOK_ALLOW_PRIVATE = env_bool("FORGE_WEBHOOK_ALLOW_PRIVATE", False)
 
+# Agents (names of agent tokens; "*" for all) whose approval requests may be approved by
+# their deadline (on_deadline "approve"); everyone else's may only default to a rejection.
+FORGE_REQUESTS_APPROVE_ON_DEADLINE = env_list("FORGE_REQUESTS_APPROVE_ON_DEADLINE", "")
+
+# Seconds between progress notifications while an MCP tool waits for a person.
+FORGE_MCP_PROGRESS_SECONDS = float(os.environ.get("FORGE_MCP_PROGRESS_SECONDS", "10"))
+
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
 FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 

@@ -5,7 +5,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from forgeui.api.routes import api
 from forgeui.team import accounts
 from forgeui.web import health
-from forgeui.web.views import audit_pages, graph_pages, inbox_pages, run_pages
+from forgeui.web.views import audit_pages, graph_pages, inbox_pages, request_pages, run_pages
 
 # The dashboard's pages (their paths are public), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
@@ -15,6 +15,7 @@ pages: list[URLPattern | URLResolver] = [
     path("interrupts/<str:interrupt_id>/answer/", inbox_pages.answer, name="answer"),
     path("interrupts/<str:interrupt_id>/cancel/", inbox_pages.cancel_at_breakpoint,
          name="cancel-at-breakpoint"),
+    path("interrupts/<str:interrupt_id>/decide/", request_pages.decide, name="decide"),
     path("interrupts/<str:interrupt_id>/note/", inbox_pages.keep_note, name="keep-note"),
     path("interrupts/<str:interrupt_id>/claim/", inbox_pages.claim, name="claim"),
     path("interrupts/<str:interrupt_id>/assign/", inbox_pages.assign, name="assign"),

@@ -49,7 +49,19 @@ class BearerAuth(HttpBearer):
         if found is None:
             return None
         request.user = found.user  # code that reads request.user sees the token's owner
+        if found.agent:
+            refuse_agent(request, found)
         return may_read(request, found.user)
+
+
+def refuse_agent(request: HttpRequest, token: ApiToken) -> None:
+    """An agent token asks for approvals (``/api/requests``) and does nothing else."""
+    AuditEntry.objects.create(actor=token.user, action="api.denied", object_type="route",
+                              object_id=request.path[:255],
+                              detail={"method": request.method, "agent": token.agent,
+                                      "reason": "agent token"})
+    raise AuthorizationError(message="an agent token may only create and read its own "
+                                     "approval requests (/api/requests)")
 
 
 class CsrfFailed(HttpError):

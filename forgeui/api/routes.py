@@ -19,6 +19,7 @@ from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import AuthorizationError, HttpError, ValidationError
 from ninja.pagination import paginate
 
+from forgeui.api import requests as agent_requests
 from forgeui.api.auth import CsrfFailed, api_auth, login_required_for_docs
 from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
 from forgeui.api.schemas import (
@@ -315,6 +316,7 @@ def _get(queryset: Any, what: str, pk: str) -> Any:
     return found
 
 
+api.add_router("", agent_requests.router)  # before the catch-all route in ``router``
 api.add_router("", router)
 
 

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
 from forgeui.runs import fork_start
 from forgeui.runs.wording import interrupt_summary
 
@@ -204,6 +205,8 @@ class InterruptOut(Schema):
     assignees: AssigneesOut = Field(description="who may answer; both empty: any reviewer")
     claimed_by: str | None
     claimed_at: datetime | None
+    request_id: str | None = Field(None, description="the approval request it asks "
+                                                     "(/api/requests), if any")
 
     @staticmethod
     def resolve_graph(obj: Any) -> str:
@@ -212,6 +215,10 @@ class InterruptOut(Schema):
     @staticmethod
     def resolve_summary(obj: Any) -> str:
         return interrupt_summary(obj)
+
+    @staticmethod
+    def resolve_request_id(obj: Any) -> str | None:
+        return obj.root_thread_id if obj.run.graph == REQUEST_GRAPH else None
 
     @staticmethod
     def resolve_assignees(obj: Any) -> dict[str, list[str]]:

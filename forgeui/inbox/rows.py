@@ -19,7 +19,7 @@ from django.utils.html import escape
 
 from forgeui.inbox import bidi
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import bulk, forks, wording
+from forgeui.runs import bulk, forks, registry, wording
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
@@ -171,7 +171,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "decision": decision,
         "decision_summary": decision_words(interrupt, decision),
         "graph": interrupt.run.graph,
-        "path": "/".join(interrupt.namespace),
+        "path": path_of(interrupt),
         "summary": interrupt_summary(interrupt),
         "quick_actions": [a for a in actions if a in ROW_ACTIONS],
         # Neither actions nor a schema: a yes/no question is the common case. A
@@ -194,6 +194,16 @@ def decision_words(interrupt: Interrupt, decision: Answer | None) -> str:
     if decision is None:
         return ""
     return wording.decision_words(decision)
+
+
+def path_of(interrupt: Interrupt) -> str:
+    """The run-tree path; for an agent's approval request, who asks (agent · session)."""
+    payload = interrupt.payload
+    if interrupt.run.graph == registry.REQUEST_GRAPH and isinstance(payload, dict):
+        agent = payload.get("agent") or {}
+        return " · ".join(str(part) for part in (agent.get("name"), agent.get("session"))
+                          if part) or "/".join(interrupt.namespace)
+    return "/".join(interrupt.namespace)
 
 
 def accepted_answers(interrupts: Any) -> dict[str, Answer]:

@@ -34,6 +34,10 @@ from .notifications import (
     WebhookEvent,
     WebhookQuerySet,
 )
+from .requests import (
+    AgentRequest,
+    AgentRequestQuerySet,
+)
 from .runs import (
     ID_LENGTH,
     Checkpoint,
@@ -59,6 +63,8 @@ __all__ = [
     "TOKEN_PREFIX",
     "TOKEN_PREFIX_LENGTH",
     "TOKEN_USE_RESOLUTION",
+    "AgentRequest",
+    "AgentRequestQuerySet",
     "Answer",
     "AnswerKind",
     "AnswerQuerySet",

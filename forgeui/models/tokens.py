@@ -16,11 +16,11 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> ApiTokenQuerySet:
         return self.filter(revoked_at__isnull=True, user__is_active=True)
 
-    def issue(self, user: Any, name: str = "") -> tuple[ApiToken, str]:
+    def issue(self, user: Any, name: str = "", agent: str = "") -> tuple[ApiToken, str]:
         """A new token for ``user``; the secret is returned here once and never stored."""
         secret = ApiToken.new_secret()
         token = self.create(user=user, name=name, prefix=secret[:TOKEN_PREFIX_LENGTH],
-                            key_hash=ApiToken.hash(secret))
+                            key_hash=ApiToken.hash(secret), agent=agent)
         return token, secret
 
     def authenticate(self, secret: str) -> ApiToken | None:
@@ -51,6 +51,10 @@ class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True, default="")
+    agent = models.CharField(
+        max_length=100, blank=True, default="",
+        help_text="set: an agent token, which may ask for approvals and read its own "
+                  "requests, and do nothing else")
     prefix = models.CharField(max_length=TOKEN_PREFIX_LENGTH, editable=False,
                               help_text="the secret's first characters, to tell tokens apart")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)

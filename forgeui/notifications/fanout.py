@@ -23,6 +23,7 @@ from forgeui.models import (
     WebhookDelivery,
     WebhookEvent,
 )
+from forgeui.notifications.callbacks import callback_deliveries
 from forgeui.notifications.tasks import deliver_webhook_task, email_assignees_task
 
 BATCH = 500
@@ -38,6 +39,7 @@ def fan_out() -> list[int]:
         hooks = list(Webhook.objects.filter(active=True))
         made, mail = [], []
         for event in events:
+            made += callback_deliveries(event)
             name = webhook_event(event)
             if name and (listening := [h for h in hooks if name in h.events]):
                 made += deliveries(event, name, listening)

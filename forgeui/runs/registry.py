@@ -23,6 +23,9 @@ from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
 
+# Graphs forge itself runs whatever FORGE_GRAPHS says; not offered for starting by hand.
+REQUEST_GRAPH = "forge.request"  # forgeui.requests.graph's name (a test keeps them equal)
+BUILTIN_GRAPHS = {REQUEST_GRAPH: "forgeui.requests.graph:request_graph"}
 _lock = threading.Lock()
 _cache: dict[str, DurableExecutor] = {}
 
@@ -46,7 +49,7 @@ def executor_for(graph: str) -> DurableExecutor:
     name, the executor whose ``name`` matches is used. A registration that fails to load
     cannot be told apart from the one sought, so it is named in ``GraphUnavailable``.
     """
-    if graph in settings.FORGE_GRAPHS:
+    if graph in settings.FORGE_GRAPHS or graph in BUILTIN_GRAPHS:
         return get_executor(graph)
     broken: list[GraphUnavailable] = []
     for key in graph_names():
@@ -63,7 +66,7 @@ def executor_for(graph: str) -> DurableExecutor:
 
 
 def _load(name: str) -> DurableExecutor:
-    path = settings.FORGE_GRAPHS.get(name)
+    path = settings.FORGE_GRAPHS.get(name) or BUILTIN_GRAPHS.get(name)
     if path is None:
         raise UnknownGraph(name, graph_names())
     module_name, _, attribute = path.partition(":")

@@ -14,7 +14,10 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from forgeui.demo.accounts import ACCOUNTS, ADMIN_ACCOUNT
+from forgeui.management.commands.create_token import agent_user
 from forgeui.models import Run
+from forgeui.requests import service as request_service
+from forgeui.requests.service import Caller
 from forgeui.runs import registry, services
 from forgeui.runs.backends import wait_for_tasks
 
@@ -25,6 +28,21 @@ DEMO_INPUTS: dict[str, Any] = {
     "deploy": {"version": "2.4.0"},
     "nested": {"case": "refund dispute #4411"},
     "email": {"to": "dana@example.com", "topic": "the delayed shipment #8812"},
+}
+
+
+DEMO_AGENT = "release-bot"
+DEMO_REQUEST: dict[str, Any] = {
+    "title": "Update the changelog and tag v2.4.0?",
+    "description": "The release agent wants to **edit the changelog** and push a tag.",
+    "agent": {"name": DEMO_AGENT, "session": "release-2.4.0"},
+    "idempotency_key": "demo-request",
+    "actions": [
+        {"name": "write_file", "description": "Add the release's entry",
+         "args": {"path": "CHANGELOG.md", "old": "## Unreleased\n",
+                  "new": "## Unreleased\n\n## 2.4.0\n- Faster inbox\n"}},
+        {"name": "git_tag", "args": {"tag": "v2.4.0"}, "decisions": ["approve", "reject"]},
+    ],
 }
 
 
@@ -73,7 +91,14 @@ class Command(BaseCommand):
                 continue
             started = services.start_run(starter, graph, demo_input)
             self.say(f"demo run of {graph}: thread {started.thread_id}")
+        self.ask_as_demo_agent()
         wait_for_tasks()  # the inbox is populated when this command returns
+
+    def ask_as_demo_agent(self) -> None:
+        """One approval request from an agent outside forge (the same one every time)."""
+        caller = Caller(agent_user(DEMO_AGENT), DEMO_AGENT)
+        made = request_service.create(caller, DEMO_REQUEST)
+        self.say(f"demo request from {DEMO_AGENT}: {made.row.id}")
 
 
 def ensure_user(username: str, password: str, group: str | None = None, staff: bool = False,

@@ -23,6 +23,7 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Answer, Event, Interrupt, InterruptStatus
+from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
@@ -144,6 +145,7 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
+        "request": request_form(interrupt),
     }
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)

@@ -39,13 +39,15 @@ def test_demo_creates_the_accounts_and_a_paused_run_per_demo_graph() -> None:
         assert f"{username:<10} password: {password}" in out
     assert User.objects.get(username="auditor").is_staff
     roots = Run.objects.roots()
-    assert sorted(roots.values_list("graph", flat=True)) == sorted(DEMO_INPUTS)
+    # One run per demo graph, and one approval request from the demo agent.
+    assert sorted(roots.values_list("graph", flat=True)) == sorted([*DEMO_INPUTS,
+                                                                    "forge.request"])
     assert set(roots.values_list("status", flat=True)) == {"interrupted"}
-    assert Interrupt.objects.pending().count() >= len(DEMO_INPUTS)
+    assert Interrupt.objects.pending().count() >= len(DEMO_INPUTS) + 1
 
     again = command("demo")  # repeatable: `make run` calls it every time
     assert again.count("already there") == len(DEMO_INPUTS)
-    assert Run.objects.roots().count() == len(DEMO_INPUTS)
+    assert Run.objects.roots().count() == len(DEMO_INPUTS) + 1
 
 
 def test_start_run_prints_json() -> None:

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 Form = Callable[[Interrupt], tuple[str, dict[str, Any]]]
 FORMS: dict[str, Form] = {
     "answer": lambda i: (f"/interrupts/{i.pk}/answer/", {"action": "approve"}),
+    "decide": lambda i: (f"/interrupts/{i.pk}/decide/", {"decision-0": "approve"}),
     "keep note": lambda i: (f"/interrupts/{i.pk}/note/", {"steering": "remember"}),
     "bulk": lambda i: ("/interrupts/bulk/", {"ids": [i.pk], "action": "approve"}),
     "claim": lambda i: (f"/interrupts/{i.pk}/claim/", {"op": "claim"}),
@@ -61,8 +62,8 @@ def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
 
 
 # The page routes FORMS posts to.
-POSTED = {"answer", "keep-note", "bulk", "claim", "assign", "steer", "cancel", "recover",
-          "fork", "fork-edit", "start-run", "cancel-at-breakpoint"}
+POSTED = {"answer", "decide", "keep-note", "bulk", "claim", "assign", "steer", "cancel",
+          "recover", "fork", "fork-edit", "start-run", "cancel-at-breakpoint"}
 READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "tree-history",
              "audit", "audit-export", "audit-export-csv", "decisions", "decisions-export",
              "decisions-export-csv", "checkpoint", "start-form", "graph"}

@@ -1,0 +1,45 @@
+"""Approval requests from agents outside forge: who asked, and how to find it again.
+
+A request is a run of the built-in ``forge.request`` graph that pauses once, so the inbox,
+claims, deadlines, decisions and audit treat it as any interrupt. This row keeps what the
+run does not: the asking agent, its idempotency key and its callback. The request's id is
+also its thread id and its run id.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from .runs import ID_LENGTH
+
+
+class AgentRequestQuerySet(models.QuerySet["AgentRequest"]):
+    def visible_to(self, user: object, agent: str) -> AgentRequestQuerySet:
+        """An agent sees its own requests only; people with a forge role see all."""
+        return self.filter(owner=user) if agent else self
+
+
+class AgentRequest(models.Model):
+    id = models.CharField(primary_key=True, max_length=ID_LENGTH)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="+", help_text="the token's user that asked")
+    agent = models.CharField(max_length=200, blank=True, default="",
+                             help_text="the asking agent's name")
+    session = models.CharField(max_length=300, blank=True, default="",
+                               help_text="the agent's session or run reference")
+    idempotency_key = models.CharField(max_length=200, blank=True, default="")
+    callback = models.ForeignKey("forgeui.Webhook", null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AgentRequestQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["owner", "idempotency_key"], name="forgeui_request_idempotent",
+            condition=~models.Q(idempotency_key=""))]
+
+    def __str__(self) -> str:
+        return f"request {self.id} from {self.agent or self.owner_id}"

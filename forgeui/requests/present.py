@@ -1,0 +1,153 @@
+"""A request as the interrupt page shows it: each proposed call with its own decision.
+
+The form posts one set of fields per call (``decision-N``, ``args-N``, ``message-N``) and
+an overall ``message``; ``read`` turns them into decisions, or gives the form back with
+every field's error and everything that was typed. Calls that propose a text change
+(``{"path", "old", "new"}``, or a unified diff under ``diff``) get a diff to read first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.http import QueryDict
+from django.utils.safestring import SafeString
+
+from forgeui.inbox.markdown import render_markdown
+from forgeui.inbox.payloads import Field, fields_of
+from forgeui.models import Interrupt
+from forgeui.requests import shapes
+from forgeui.requests.graph import GRAPH
+
+LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
+MAX_DIFF_LINES = 400
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    kind: str  # add, del, ctx or hunk
+    text: str
+
+
+@dataclass
+class Call:
+    """One proposed call and what the reviewer chose (or typed) for it."""
+
+    index: int
+    name: str
+    description: SafeString | None
+    args: list[Field]
+    decisions: list[tuple[str, str]]  # (value, label)
+    args_json: str
+    diff: list[DiffLine] = field(default_factory=list)
+    diff_path: str = ""
+    chosen: str = ""
+    message: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RequestForm:
+    agent: str
+    session: str
+    calls: list[Call]
+    message: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+def is_request(interrupt: Interrupt) -> bool:
+    return interrupt.run.graph == GRAPH and isinstance(interrupt.payload, dict)
+
+
+def form_for(interrupt: Interrupt) -> RequestForm | None:
+    """The unfilled form, or None when the interrupt is not an approval request."""
+    if not is_request(interrupt):
+        return None
+    payload = interrupt.payload
+    agent = payload.get("agent") or {}
+    return RequestForm(agent=str(agent.get("name") or ""), session=str(agent.get("session")
+                                                                        or ""),
+                       calls=[call(i, a) for i, a in enumerate(payload.get("calls") or [])])
+
+
+def call(index: int, action: dict[str, Any]) -> Call:
+    description = action.get("description")
+    found = Call(index=index, name=str(action.get("name", "")),
+                 description=render_markdown(description) if description else None,
+                 args=fields_of(action.get("args")),
+                 decisions=[(d, LABELS[d]) for d in shapes.allowed(action)],
+                 args_json=json.dumps(action.get("args"), indent=2, ensure_ascii=False))
+    found.diff, found.diff_path = proposed_diff(action.get("args"))
+    return found
+
+
+def proposed_diff(args: Any) -> tuple[list[DiffLine], str]:
+    """The text change a call proposes, as diff lines (none when it proposes none)."""
+    if not isinstance(args, dict):
+        return [], ""
+    if isinstance(args.get("diff"), str):
+        return parse_unified(args["diff"]), str(args.get("path") or "")
+    if isinstance(args.get("old"), str) and isinstance(args.get("new"), str):
+        path = str(args.get("path") or "")
+        lines = difflib.unified_diff(args["old"].splitlines(), args["new"].splitlines(),
+                                     f"a/{path}", f"b/{path}", lineterm="")
+        return parse_unified("\n".join(lines)), path
+    return [], ""
+
+
+def parse_unified(text: str) -> list[DiffLine]:
+    found = []
+    for line in text.splitlines()[:MAX_DIFF_LINES]:
+        if line.startswith(("+++", "---")):
+            continue
+        kind = ("hunk" if line.startswith("@@") else "add" if line.startswith("+")
+                else "del" if line.startswith("-") else "ctx")
+        found.append(DiffLine(kind, line))
+    return found
+
+
+def read(interrupt: Interrupt, post: QueryDict) -> tuple[RequestForm, list[dict[str, Any]]]:
+    """The decisions the form sent, and the form as filled in; ``form.errors`` or a
+    call's ``errors`` are set when they cannot be used (then the decisions are not)."""
+    form = form_for(interrupt)
+    assert form is not None
+    form.message = post.get("message", "")
+    decisions = [_decision(c, post) for c in form.calls]
+    actions = interrupt.payload.get("calls") or []
+    if any(c.errors for c in form.calls):
+        return form, []
+    try:
+        shapes.check_decisions(actions, decisions)
+    except shapes.DecisionsRefused as refused:
+        for error in refused.errors:
+            at = error["loc"][2] if len(error["loc"]) > 2 else None
+            target = form.calls[at].errors if isinstance(at, int) else form.errors
+            target.append(_where(error["loc"][3:]) + error["msg"])
+        return form, []
+    return form, decisions
+
+
+def _decision(c: Call, post: QueryDict) -> dict[str, Any]:
+    c.chosen = post.get(f"decision-{c.index}", "")
+    c.message = post.get(f"message-{c.index}", "")
+    c.args_json = post.get(f"args-{c.index}", c.args_json)
+    if not c.chosen:
+        c.errors.append("choose a decision for this call")
+        return {}
+    decision: dict[str, Any] = {"type": c.chosen}
+    if c.message.strip():
+        decision["message"] = c.message.strip()
+    if c.chosen == "edit":
+        try:
+            decision["args"] = json.loads(c.args_json)
+        except ValueError as exc:
+            c.errors.append(f"the edited args are not JSON: {exc}")
+    return decision
+
+
+def _where(loc: list[Any]) -> str:
+    parts = [str(p) for p in loc if p != "args"]
+    return f"{'.'.join(parts)}: " if parts else ""

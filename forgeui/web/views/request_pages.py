@@ -1,0 +1,45 @@
+"""An agent's approval request on the interrupt page: one decision per proposed call."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_POST
+
+from forgeui.models import Interrupt
+from forgeui.requests import present, service
+from forgeui.runs import decision_context
+from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
+from forgeui.team import assignment
+from forgeui.team.roles import Action
+from forgeui.web.views.common import page, refusal, requires
+from forgeui.web.views.inbox_pages import next_item, panel_context
+
+
+@require_POST
+@requires(Action.ANSWER)
+def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
+    """All of a request's decisions in one submission; a refusal keeps what was typed."""
+    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
+                                  pk=interrupt_id)
+    if not present.is_request(interrupt):
+        return refusal(request, ForgeUIError("this interrupt is not an approval request"))
+    form, decisions = present.read(interrupt, request.POST)
+    if not decisions:
+        return shown(request, interrupt, form, 422)
+    try:
+        service.decide(request.user, interrupt.root_thread_id, decisions,
+                       form.message.strip() or None)
+    except StaleAnswer as stale:
+        return shown(request, interrupt, form, 409, stale=stale)
+    except ForgeUIError as exc:
+        return refusal(request, exc)
+    return next_item(request, interrupt)
+
+
+def shown(request: HttpRequest, interrupt: Interrupt, form: present.RequestForm,
+          status: int, **extra: object) -> HttpResponse:
+    panel = panel_context(interrupt, assignment.Viewer.of(request.user), where="page",
+                          request=form, **extra)
+    return page(request, "forgeui/interrupt.html", "panel",
+                {"p": panel, "decision": decision_context.for_interrupt(interrupt)}, status)

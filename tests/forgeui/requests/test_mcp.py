@@ -1,0 +1,143 @@
+"""The MCP tools through the official SDK's client: streamable HTTP against a live daphne
+(auto-negotiated and legacy modes) and stdio against ``manage.py mcp`` in a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
+
+from tests.e2e.conftest import ROOT
+from tests.forgeui.requests.live import Forge, forge
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+    with forge(tmp_path_factory.mktemp("mcp"), FORGE_MCP_PROGRESS_SECONDS="0.5") as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def http_client(live: Forge, mode: str, who: str = "bot") -> AsyncIterator[Client]:
+    """The SDK's client on an HTTP client that sends the agent's token."""
+    async with httpx2.AsyncClient(headers=live.headers(who),
+                                  timeout=httpx2.Timeout(30, read=120)) as http:
+        transport = streamable_http_client(live.url + "/mcp", http_client=http)
+        async with Client(transport, mode=mode) as client:
+            yield client
+
+
+def pending_request(live: Forge, tool: str, timeout: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        items = httpx.get(live.url + "/api/interrupts", params={"status": "pending",
+                                                               "limit": 200},
+                          headers=live.headers("reviewer"), timeout=30).json()["items"]
+        for item in items:
+            calls = (item["payload"] or {}).get("calls") or [{}]
+            if item.get("request_id") and calls[0].get("name") == tool:
+                return dict(item)
+        time.sleep(0.1)
+    raise AssertionError(f"no pending request for {tool}")
+
+
+def decide_later(live: Forge, tool: str, decisions: list[dict[str, Any]],
+                 after: float = 0) -> threading.Thread:
+    def run() -> None:
+        item = pending_request(live, tool)
+        time.sleep(after)
+        response = httpx.post(f"{live.url}/api/requests/{item['request_id']}/decision",
+                              json={"decisions": decisions}, timeout=30,
+                              headers=live.headers("reviewer"))
+        assert response.status_code == 200, response.text
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_request_approval_over_http_returns_the_permission_prompt_format(
+        live: Forge, mode: str) -> None:
+    tool = f"Bash-{mode}"
+    decider = decide_later(live, tool, [{"type": "edit", "args": {"command": "ls -l"}}])
+    async with http_client(live, mode) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"request_approval", "ask_human"} <= names
+        result = await client.call_tool("request_approval",
+                                        {"tool_name": tool, "input": {"command": "ls"}})
+    await asyncio.to_thread(decider.join, 30)
+    assert json.loads(result.content[0].text) == {"behavior": "allow",
+                                                  "updatedInput": {"command": "ls -l"}}
+
+
+async def test_ask_human_over_http_returns_the_words(live: Forge) -> None:
+    decider = decide_later(live, "ask_human", [{"type": "respond", "message": "use blue"}])
+    async with http_client(live, "auto") as client:
+        result = await client.call_tool("ask_human", {"question": "Which colour?",
+                                                      "choices": ["blue", "red"]})
+    await asyncio.to_thread(decider.join, 30)
+    assert result.content[0].text == "use blue"
+
+
+async def test_a_call_repeated_after_a_client_timeout_reattaches(live: Forge) -> None:
+    args = {"tool_name": "Write", "input": {"file_path": "/tmp/a", "content": "x"}}
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with http_client(live, "auto") as client:
+        with pytest.raises(MCPError) as gave_up:  # the client gives up; the request stays
+            await client.call_tool("request_approval", args, read_timeout_seconds=1.5)
+        assert gave_up.value.error.code == REQUEST_TIMEOUT
+    first = pending_request(live, "Write")
+    decider = decide_later(live, "Write", [{"type": "reject", "message": "not there"}],
+                           after=2)
+    async with http_client(live, "auto") as client:
+        result = await client.call_tool("request_approval", args, progress_callback=on_progress)
+    await asyncio.to_thread(decider.join, 30)
+    assert json.loads(result.content[0].text) == {"behavior": "deny", "message": "not there"}
+    rows = (await asyncio.to_thread(
+        httpx.get, live.url + "/api/interrupts", params={"limit": 200},
+        headers=live.headers("reviewer"), timeout=30)).json()["items"]
+    writes = [r for r in rows if r.get("request_id")
+              and (r["payload"].get("calls") or [{}])[0].get("name") == "Write"]
+    assert [r["request_id"] for r in writes] == [first["request_id"]]
+    assert progress and progress == sorted(progress)  # told it is still waiting
+
+
+def test_mcp_without_an_agent_token_is_refused(live: Forge) -> None:
+    response = httpx.post(live.url + "/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                   "method": "tools/list"}, timeout=30)
+    assert response.status_code == 401
+
+
+async def test_request_approval_over_stdio(live: Forge) -> None:
+    env = {**live.env, "FORGE_AGENT_TOKEN": live.tokens["bot"], "PYTHONPATH": str(ROOT),
+           "PATH": os.environ.get("PATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp"],
+                                   env=env, cwd=str(ROOT))
+    decider = decide_later(live, "Edit-stdio", [{"type": "approve"}])
+    async with Client(params, read_timeout_seconds=120) as client:
+        result = await client.call_tool("request_approval",
+                                        {"tool_name": "Edit-stdio", "input": {"path": "x"}})
+    await asyncio.to_thread(decider.join, 30)
+    assert json.loads(result.content[0].text) == {"behavior": "allow",
+                                                  "updatedInput": {"path": "x"}}
