@@ -58,10 +58,12 @@ audit: setup
 	elif [ $$status -ne 0 ]; then echo "pip-audit: WARNING: the audit did not run ($(AUDIT_OUT))"; \
 	else echo "pip-audit: no known vulnerabilities"; fi
 
-# One pytest worker per core; tests/conftest.py keeps each browser module, and the
-# multi-process tests, on one worker.
+# One pytest worker per core. loadscope sends a module's tests to one worker, so a module
+# fixture (a browser module's live server, the cluster) starts once. (loadgroup would
+# group finer, but pytest-xdist 3.8 cannot rename pytest 9.2's node ids, so it ignores
+# xdist_group marks.)
 WORKERS ?= 2
-PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist loadgroup
+PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist loadscope
 
 test: lint audit
 	$(PYTEST)
