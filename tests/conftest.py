@@ -66,18 +66,6 @@ def service_up(name: str) -> bool:
         return False
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), tests spread over the workers
-    one by one, except these, which each stay on one worker: a browser module shares one
-    live server, and the multi-process tests run one after another, so two of them never
-    crowd the machine at once."""
-    path = str(item.path).replace(os.sep, "/")
-    if "/tests/e2e/" in path:
-        item.add_marker(pytest.mark.xdist_group(path.rsplit("/tests/", 1)[1]))
-    elif item.get_closest_marker("slow"):
-        item.add_marker(pytest.mark.xdist_group("processes"))
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep a down PostgreSQL out of the test-database setup, so only its tests suffer."""
     if not any(item.get_closest_marker("postgres") for item in items) or service_up("postgres"):
