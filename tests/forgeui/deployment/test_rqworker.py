@@ -57,7 +57,8 @@ def test_rqworker_runs_a_started_run_and_then_applies_its_answer(env: dict[str, 
     manage("shell", "-c", "from forgeui.runs import services; "
            f"services.answer_interrupt(None, {interrupt.pk!r}, {{'ok': True}})", env=env)
     assert Interrupt.objects.using("postgres").get(pk=interrupt.pk).status == "answered"
-    assert Run.objects.using("postgres").get(pk=run.pk).status == "interrupted"  # not yet
+    # Accepted and waiting for a worker: the run reads running, not stuck at its pause.
+    assert Run.objects.using("postgres").get(pk=run.pk).status == "running"
 
     assert "apply_answer_task" in work(env)
     run.refresh_from_db(using="postgres")
