@@ -28,6 +28,7 @@ methods. Every backend passes ``tests/runtime/store_conformance``.
 from __future__ import annotations
 
 import builtins
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -108,28 +109,34 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Step]:
         yield Step(encoded.record, encoded.head, None)
 
 
-class RecordStore:
+class RecordStore(ABC):
     """A ``CheckpointStore`` built on the primitives above; subclasses implement them."""
 
     # -- the primitives -----------------------------------------------------------------
 
+    @abstractmethod
     def append(self, cp: Checkpoint, step: Step) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read_head(self, thread_id: str) -> StoredHead | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read_thread(self, thread_id: str, stop: int | None = None) -> Lineage | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def run_latest(self, run_id: str) -> tuple[str, str] | None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
-        raise NotImplementedError
+        ...
 
     # -- the store, blocking ------------------------------------------------------------
 
