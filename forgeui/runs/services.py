@@ -98,6 +98,8 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
     require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
+    if graph in registry.BUILTIN_GRAPHS:  # its input carries the deadline rules it obeys
+        raise InvalidRequest(f"{graph!r} runs are made with POST /api/requests, not started")
     executor = registry.get_executor(graph)  # unknown or broken: refused before any write
     require_json(input, "input")
     check_input(executor.input_schema, input)

@@ -83,6 +83,15 @@ def test_start_run_refusals_name_the_field(api: Api) -> None:
     assert Run.objects.count() == 1
 
 
+def test_an_approval_request_cannot_be_started_as_a_run(api: Api) -> None:
+    # Its input would set its own deadline rule; requests come only through /api/requests.
+    response = api.post("supervisor", "/api/runs", {"graph": "forge.request", "input": {
+        "actions": [{"name": "pay", "args": {}}], "on_deadline": "approve", "deadline_s": 1}})
+    assert response.status_code == 422
+    assert "POST /api/requests" in response.content.decode()
+    assert Run.objects.count() == 0
+
+
 # -- POST /api/interrupts/{id}/resume --------------------------------------------------------
 
 
