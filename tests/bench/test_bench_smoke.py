@@ -49,6 +49,8 @@ SMOKES = {
                              "--renders", "3", "--port", "{port}"), r"delivered 6/6"),
     "long_thread.py": Smoke(("--turns", "3", "--budget", "60"), r"targets\n  ",
                             marks=("postgres",)),
+    "requests_bench.py": Smoke(("--agents", "4", "--clients", "2", "--requests", "3",
+                                "--port", "{port}"), r"4 held, 4 saw their decision"),
     "runtime_vs_langgraph.py": Smoke(("--threads", "5", "--forks", "2", "--cycles", "3"),
                                      r"checkpoints per finished run: forge \d"),
     "store_instructions.py": Smoke(("--runs", "1", "--store", "memory"),
@@ -64,6 +66,8 @@ SMOKES = {
     "turn_instructions.py": Smoke(("--turns", "2", "--window", "1"),
                                   r"forge's last turns / LangGraph plain's: [\d.]+x",
                                   tools=("valgrind",), deep_only=True),
+    "turn_statements.py": Smoke(("--warm", "2", "--turns", "2"),
+                                r"postgres +[\d.]+ / [\d.]+ +[\d.]+ / [\d.]+", marks=("postgres",)),
     "ws_load.py": Smoke(("--clients", "4", "--idle", "1", "--interrupts", "3",
                          "--p95-limit", "60000"), r"\nPASS", **CLUSTER),
 }
