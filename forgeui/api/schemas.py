@@ -361,14 +361,13 @@ class ResumeMapIn(Body):
     answers: dict[Id, Any] = Field(min_length=1, description="interrupt id -> answer")
 
 
-class AcceptedOut(Schema):
-    """202: the answer is recorded; a task applies it to the run."""
+class AnswerRowOut(Schema):
+    """An ``Answer`` row as the API names it: which interrupt, run and thread."""
 
     answer_id: int = Field(alias="pk")
     interrupt_id: str
     run_id: str
     thread_id: str
-    status: Literal["accepted"] = "accepted"
 
     @staticmethod
     def resolve_run_id(obj: Any) -> str:
@@ -377,6 +376,12 @@ class AcceptedOut(Schema):
     @staticmethod
     def resolve_thread_id(obj: Any) -> str:
         return obj.interrupt.root_thread_id
+
+
+class AcceptedOut(AnswerRowOut):
+    """202: the answer is recorded; a task applies it to the run."""
+
+    status: Literal["accepted"] = "accepted"
 
 
 class AcceptedList(Schema):
@@ -492,23 +497,11 @@ class BreakpointCancelIn(Body):
                                      "characters; shown in the decisions list and audit log")
 
 
-class BreakpointCancelOut(Schema):
+class BreakpointCancelOut(AnswerRowOut):
     """202: recorded as cancelled at breakpoint; a task cancels the paused run."""
 
-    answer_id: int = Field(alias="pk")
-    interrupt_id: str
-    run_id: str
-    thread_id: str
     reason: str
     status: Literal["cancelling"] = "cancelling"
-
-    @staticmethod
-    def resolve_run_id(obj: Any) -> str:
-        return obj.interrupt.run_id
-
-    @staticmethod
-    def resolve_thread_id(obj: Any) -> str:
-        return obj.interrupt.root_thread_id
 
 
 class RecoverOut(Schema):

@@ -17,6 +17,7 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from forgeui.inbox.markdown import render_markdown
+from forgeui.runs.wording import is_scalar
 
 # Keys that say how to present or answer the payload, not what it is about.
 PRESENTATION = ("title", "question", "description", "action", "args")
@@ -98,10 +99,6 @@ def describe(key: str, value: Any) -> Field:
     if isinstance(value, list) and all(is_scalar(item) for item in value):
         return Field(str(key), items=tuple(scalar_text(item) for item in value))
     return Field(str(key), json=json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 def scalar_text(value: Any) -> str:
