@@ -9,6 +9,7 @@ inbox (``_run_inbox``) and the loop itself.
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +76,7 @@ def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, An
             "status": "pending", "answers": []}
 
 
-class RunState:
+class RunState(ABC):
     """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
 
     def __init__(self, graph: Graph, cp: Checkpoint, tree: TreeState,
@@ -98,10 +99,10 @@ class RunState:
     def is_root(self) -> bool:
         return self.parent is None
 
+    @abstractmethod
     async def drive(self, save_first: bool = False, begun: NodeError | bool = False) -> None:
         """Run tasks until the run completes, pauses, is cancelled or fails: the loop
         (``RunExecution``), which a run drives its sub-agents with."""
-        raise NotImplementedError
 
     def _runnable(self) -> list[dict[str, Any]]:
         return [t for t in self.cp.engine.tasks if t["status"] == "pending"]
