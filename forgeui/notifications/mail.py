@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
@@ -41,10 +43,16 @@ def email_assignees(interrupt_id: str) -> int:
         interrupt.payload, dict) else None
     subject = f"[forge] waiting for you: {question or interrupt.node}"
     where = f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} ({interrupt.node})"
+    return send_with_links(recipients, interrupt.pk, subject, f"{where} is assigned to you.",
+                           about=f"the assignees of {interrupt_id}")
+
+
+def send_with_links(recipients: Iterable[Any], interrupt_id: str, subject: str, text: str,
+                    about: str) -> int:
+    """One message per recipient, each with the decision link bound to them; how many."""
     sent = 0
     for user in recipients:
-        link = decision_links.url_for(user, interrupt.pk)
-        sent += send_quietly(subject, f"{where} is assigned to you. Open it (this link is "
-                                      f"for you alone):\n\n{link}\n", [user.email],
-                             about=f"the assignees of {interrupt_id}")
+        link = decision_links.url_for(user, interrupt_id)
+        sent += send_quietly(subject, f"{text} Open it (this link is for you alone):\n\n"
+                                      f"{link}\n", [user.email], about=about)
     return sent
