@@ -131,3 +131,15 @@ class WebhookAdmin(admin.ModelAdmin):
 class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "webhook", "event", "status", "attempts", "response_code"]
     list_filter = ["status", "event"]
+
+
+@admin.register(models.SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Which provider account each single sign-on user is; delete one to unlink it."""
+
+    list_display = ["user", "issuer", "subject", "created_at", "last_sign_in_at"]
+    search_fields = ["user__username", "subject"]
+    readonly_fields = ["user", "issuer", "subject", "created_at", "last_sign_in_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made at the first sign-in, never by hand

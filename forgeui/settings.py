@@ -282,3 +282,32 @@ if FORGE_LOG_FORMAT == "json":
     # Django's own console handler (plain text when DEBUG) gives way to the JSON one.
     LOGGING["loggers"]["django"] = {"handlers": [], "level": "WARNING"}
     LOGGING["root"] = {"handlers": ["console"], "level": "WARNING"}
+
+# -- identity: single sign-on, how people signed in, bound decision links ----------------
+# OpenID Connect (mozilla-django-oidc; forgeui.team.sso), on when OIDC_RP_CLIENT_ID is set.
+# Local accounts keep working beside it. The provider's endpoints are named one by one
+# (its discovery document lists them); FORGE_OIDC_ROLES maps each group of the groups
+# claim to a forge role or a list of them, e.g. {"payments-approvers": "reviewer"}.
+MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware")
+                  + 1, "forgeui.web.middleware.SignInMethodMiddleware")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+FORGE_SSO = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+FORGE_OIDC_ISSUER = os.environ.get("FORGE_OIDC_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = float(os.environ.get("OIDC_TIMEOUT", "10"))
+FORGE_OIDC_GROUPS_CLAIM = os.environ.get("FORGE_OIDC_GROUPS_CLAIM", "groups")
+FORGE_OIDC_USERNAME_CLAIM = os.environ.get("FORGE_OIDC_USERNAME_CLAIM", "preferred_username")
+FORGE_OIDC_ROLES: dict[str, Any] = json.loads(os.environ.get("FORGE_OIDC_ROLES") or "{}")
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+if FORGE_SSO:
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "forgeui.team.sso.ForgeOIDCBackend"]
+# Notification e-mails link to their decision: signed for one recipient, valid this long.
+FORGE_BASE_URL = os.environ.get("FORGE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+FORGE_DECISION_LINK_MAX_AGE = int(os.environ.get("FORGE_DECISION_LINK_HOURS", "72")) * 3600

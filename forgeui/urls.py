@@ -3,9 +3,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
 from forgeui.api.routes import api
-from forgeui.team import accounts
+from forgeui.team import accounts, sso
 from forgeui.web import health
-from forgeui.web.views import audit_pages, graph_pages, inbox_pages, request_pages, run_pages
+from forgeui.web.views import (
+    audit_pages,
+    graph_pages,
+    inbox_pages,
+    link_pages,
+    request_pages,
+    run_pages,
+)
 
 # The dashboard's pages (their paths are public), reversed as "forgeui:<name>".
 pages: list[URLPattern | URLResolver] = [
@@ -19,6 +26,7 @@ pages: list[URLPattern | URLResolver] = [
     path("interrupts/<str:interrupt_id>/note/", inbox_pages.keep_note, name="keep-note"),
     path("interrupts/<str:interrupt_id>/claim/", inbox_pages.claim, name="claim"),
     path("interrupts/<str:interrupt_id>/assign/", inbox_pages.assign, name="assign"),
+    path("links/<str:token>/", link_pages.follow, name="decision-link"),
     path("graphs/<str:name>/", graph_pages.graph, name="graph"),
     path("runs/", run_pages.runs, name="runs"),
     path("runs/start/", run_pages.start, name="start-run"),
@@ -53,5 +61,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("accounts/", include(accounts.urlpatterns())),
+    path("oidc/", include(sso.urlpatterns())),  # 404 unless single sign-on is configured
     path("", include((pages, "forgeui"))),
 ]

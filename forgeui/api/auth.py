@@ -23,7 +23,8 @@ from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from forgeui.models import ApiToken, AuditEntry
+from forgeui.models import ApiToken, AuditEntry, SignInMethod
+from forgeui.team import sign_in
 from forgeui.team.roles import Action, Role, allowed, needed_roles, roles_of
 
 # The role table lives in forgeui.team.roles; these names are re-exported for older imports.
@@ -49,6 +50,7 @@ class BearerAuth(HttpBearer):
         if found is None:
             return None
         request.user = found.user  # code that reads request.user sees the token's owner
+        sign_in.mark(found.user, SignInMethod.TOKEN)
         if found.agent:
             refuse_agent(request, found)
         return may_read(request, found.user)

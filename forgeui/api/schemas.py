@@ -515,6 +515,8 @@ class RecoverOut(Schema):
 class AuditOut(Schema):
     id: int
     actor: str | None
+    sign_in: str = Field(description="how the actor signed in: password, sso, token; "
+                                     "empty for the system")
     action: str
     object_type: str
     object_id: str

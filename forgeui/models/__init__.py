@@ -16,6 +16,11 @@ from .events import (
     EventKind,
     EventQuerySet,
 )
+from .identities import (
+    SignInMethod,
+    SsoIdentity,
+    sign_in_field,
+)
 from .interrupts import (
     BREAKPOINT_KINDS,
     Answer,
@@ -88,10 +93,13 @@ __all__ = [
     "Run",
     "RunQuerySet",
     "RunStatus",
+    "SignInMethod",
+    "SsoIdentity",
     "SteeringNote",
     "Thread",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",
     "WebhookQuerySet",
+    "sign_in_field",
 ]

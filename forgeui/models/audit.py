@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .identities import sign_in_field
 from .runs import ID_LENGTH
 
 
@@ -51,6 +52,7 @@ class AuditEntry(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    sign_in = sign_in_field()
     action = models.CharField(max_length=64)
     object_type = models.CharField(max_length=64, blank=True, default="")
     object_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")

@@ -11,6 +11,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from .assignees import NamedViewer, decode
+from .identities import sign_in_field
 from .runs import ID_LENGTH, ChildPolicy, InterruptStatus, Run
 
 # Interrupt kinds of the static breakpoints (``interrupt_before`` / ``interrupt_after``):
@@ -210,6 +211,7 @@ class Answer(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    sign_in = sign_in_field()
     kind = models.CharField(max_length=8, choices=AnswerKind.choices, default=AnswerKind.ANSWER)
     value = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True, default="", help_text="why the run was cancelled")
@@ -249,6 +251,7 @@ class SteeringNote(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
     )
+    sign_in = sign_in_field()
     text = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
     applied_at = models.DateTimeField(null=True, blank=True)

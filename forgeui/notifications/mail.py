@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db.models import Q
 
 from forgeui.models import Interrupt, assignees
+from forgeui.team import decision_links
 
 logger = logging.getLogger(__name__)
 
@@ -26,17 +29,30 @@ def send_quietly(subject: str, body: str, to: list[str], about: str) -> int:
 
 
 def email_assignees(interrupt_id: str) -> int:
-    """Tell an interrupt's named users (and its groups' members) by e-mail; how many."""
+    """Tell an interrupt's named users (and its groups' members) by e-mail; how many.
+
+    Each gets a message of their own: its link opens the decision for them alone."""
     interrupt = Interrupt.objects.filter(pk=interrupt_id).first()
     if interrupt is None or not interrupt.assignees or interrupt.status != "pending":
         return 0
     users, groups = assignees.decode(interrupt.assignees)
-    to = sorted(set(get_user_model().objects.filter(
+    recipients = (get_user_model().objects.filter(
         Q(username__in=users) | Q(groups__name__in=groups), is_active=True)
-        .exclude(email="").values_list("email", flat=True)))
+        .exclude(email="").distinct().order_by("email"))
     question = (interrupt.payload or {}).get("question") if isinstance(
         interrupt.payload, dict) else None
-    return send_quietly(f"[forge] waiting for you: {question or interrupt.node}",
-                        f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} "
-                        f"({interrupt.node}) is assigned to you. Answer it in the inbox.",
-                        to, about=f"the assignees of {interrupt_id}")
+    subject = f"[forge] waiting for you: {question or interrupt.node}"
+    where = f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} ({interrupt.node})"
+    return send_with_links(recipients, interrupt.pk, subject, f"{where} is assigned to you.",
+                           about=f"the assignees of {interrupt_id}")
+
+
+def send_with_links(recipients: Iterable[Any], interrupt_id: str, subject: str, text: str,
+                    about: str) -> int:
+    """One message per recipient, each with the decision link bound to them; how many."""
+    sent = 0
+    for user in recipients:
+        link = decision_links.url_for(user, interrupt_id)
+        sent += send_quietly(subject, f"{text} Open it (this link is for you alone):\n\n"
+                                      f"{link}\n", [user.email], about=about)
+    return sent

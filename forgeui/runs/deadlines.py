@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from forgeui.models import Interrupt
-from forgeui.notifications.mail import send_quietly
+from forgeui.notifications.mail import send_with_links
 from forgeui.runs import services
 from forgeui.runs.exceptions import GraphUnavailable, InvalidRequest, StaleAnswer
 from forgeui.team.roles import Role
@@ -76,10 +76,9 @@ def _mark_overdue(interrupt: Interrupt, now: datetime, reason: str) -> Expiry:
 
 def notify_supervisors(interrupt_id: str, reason: str) -> None:
     """E-mail every supervisor with an address; a mail failure is logged, never raised."""
-    addresses = list(get_user_model().objects.filter(
-        groups__name=Role.SUPERVISOR, is_active=True).exclude(email="")
-        .values_list("email", flat=True).distinct())
-    send_quietly(f"[forge] interrupt {interrupt_id} is overdue",
-                 f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
-                 f"default answer. Answer or reassign it in the inbox.",
-                 addresses, about=f"supervisors about interrupt {interrupt_id}")
+    supervisors = (get_user_model().objects.filter(groups__name=Role.SUPERVISOR, is_active=True)
+                   .exclude(email="").distinct().order_by("email"))
+    send_with_links(supervisors, interrupt_id, f"[forge] interrupt {interrupt_id} is overdue",
+                    f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "
+                    f"default answer. Answer or reassign it.",
+                    about=f"supervisors about interrupt {interrupt_id}")

@@ -58,6 +58,7 @@ from forgeui.runs.tasks import (
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed, needed_roles
+from forgeui.team.sign_in import method_of
 from runtime.checkpoint import Checkpoint
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
@@ -92,7 +93,8 @@ def require_role(user: User, action: Action, **target: Any) -> None:
 
 def audit(user: User, action: str, **fields: Any) -> AuditEntry:
     actor = user if user is not None and user.is_authenticated else None
-    return AuditEntry.objects.create(actor=actor, action=action, **fields)
+    return AuditEntry.objects.create(actor=actor, sign_in=method_of(actor), action=action,
+                                     **fields)
 
 
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
@@ -388,12 +390,14 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
             expected_checkpoint_id: str | None, child_policy: str) -> Answer:
     actor = _close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
     answer = Answer.objects.create(
-        interrupt=interrupt, user=actor, value=value, steering=(steering or "").strip(),
-        child_policy=child_policy, expected_checkpoint_id=expected_checkpoint_id or "",
+        interrupt=interrupt, user=actor, sign_in=method_of(actor), value=value,
+        steering=(steering or "").strip(), child_policy=child_policy,
+        expected_checkpoint_id=expected_checkpoint_id or "",
     )
     if answer.steering:
         SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
-                                    task_id=interrupt.task_id, user=actor, text=answer.steering)
+                                    task_id=interrupt.task_id, user=actor,
+                                    sign_in=answer.sign_in, text=answer.steering)
     audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
@@ -471,7 +475,8 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
     actor = user if user is not None and user.is_authenticated else None
     with transaction.atomic():
         note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
-                                           task_id=task_id or "", text=text.strip())
+                                           sign_in=method_of(actor), task_id=task_id or "",
+                                           text=text.strip())
         audit(user, "steering.note", object_type="run", object_id=run.run_id,
               run_id=run.run_id, thread_id=run.root_thread_id,
               before_checkpoint_id=run.latest_checkpoint_id,
@@ -694,8 +699,8 @@ def cancel_at_breakpoint(user: User, interrupt_id: str, reason: str) -> Answer:
 
 def _accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
     actor = _close(user, interrupt, InterruptStatus.CANCELLED)
-    answer = Answer.objects.create(interrupt=interrupt, user=actor, kind=AnswerKind.CANCEL,
-                                   value=None, reason=reason)
+    answer = Answer.objects.create(interrupt=interrupt, user=actor, sign_in=method_of(actor),
+                                   kind=AnswerKind.CANCEL, value=None, reason=reason)
     audit(user, "breakpoint.cancel", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,

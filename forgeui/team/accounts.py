@@ -39,9 +39,17 @@ class ThrottledPasswordResetView(auth_views.PasswordResetView):
         return super().post(request, *args, **kwargs)
 
 
+class LoginView(auth_views.LoginView):
+    """Django's login, offering single sign-on beside the password where it is set up."""
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "sso": settings.FORGE_SSO,
+                "sso_failed": settings.FORGE_SSO and self.request.GET.get("sso") == "failed"}
+
+
 def urlpatterns() -> list[URLPattern]:
     found = [
-        path("login/", auth_views.LoginView.as_view(), name="login"),
+        path("login/", LoginView.as_view(), name="login"),
         path("password_change/", auth_views.PasswordChangeView.as_view(),
              name="password_change"),
         path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(),

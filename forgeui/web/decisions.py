@@ -1,5 +1,5 @@
 """The auditor's list of decisions: every accepted answer (or cancel at a breakpoint),
-who gave it, when, to what.
+who gave it, how they had signed in (password, sso, token), when, to what.
 
 Filters and a text search stand in for ids an auditor does not know; the same rows go
 out as CSV or JSON (``forgeui.web.exports``).
@@ -22,8 +22,8 @@ from forgeui.runs.forks import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
-COLUMNS = ["answered_at", "answered_by", "graph", "path", "node", "summary", "answer_text",
-           "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
+COLUMNS = ["answered_at", "answered_by", "signed_in_with", "graph", "path", "node", "summary",
+           "answer_text", "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
            "checkpoint_id", "outcome", "reason", "forked_from", "forked_by"]
 CHUNK = 500
 
@@ -88,6 +88,7 @@ def row(answer: Answer, fork: ForkLink | None = None) -> dict[str, Any]:
     return {
         "answered_at": answer.created_at.isoformat(),
         "answered_by": answer.user.get_username() if answer.user else "system",
+        "signed_in_with": answer.sign_in,
         "graph": interrupt.run.graph, "path": "/".join(interrupt.namespace),
         "node": interrupt.node, "summary": summary, "answer_text": words,
         "decision": decision_line(summary, words), "answer": answer.value,

@@ -8,11 +8,14 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
+from django.contrib import auth
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.decorators import sync_and_async_middleware
+from django.utils.functional import SimpleLazyObject
 
 from forgeui.inbox import bidi
+from forgeui.team import sign_in
 
 
 @sync_and_async_middleware
@@ -109,3 +112,34 @@ def mark_bidi(response: HttpResponse) -> HttpResponse:
 def BidiMarkingMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
     """Show bidirectional controls in every HTML page as visible markers (``bidi``)."""
     return after_each(get_response, mark_bidi)
+
+
+def signed_in_user(request: HttpRequest) -> Any:
+    """The session's user, carrying how they signed in (``forgeui.team.sign_in``)."""
+    user = auth.get_user(request)
+    method = sign_in.from_session(request.session) if user.is_authenticated else None
+    if method is not None:
+        sign_in.mark(user, method)
+    return user
+
+
+@sync_and_async_middleware
+def SignInMethodMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """After Django's authentication: ``request.user``, still read lazily (no query, no
+    thread hop until a view asks), also says whether a password or single sign-on let
+    them in, which the services record on each decision."""
+
+    def lazily(request: HttpRequest) -> None:
+        request.user = SimpleLazyObject(lambda: signed_in_user(request))  # type: ignore[assignment]
+
+    if iscoroutinefunction(get_response):
+        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            lazily(request)
+            return await async_get(request)
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
+            lazily(request)
+            return get_response(request)
+    return middleware

@@ -171,4 +171,19 @@ def test_error_states_have_no_serious_violation(forge: LiveServer, pages: dict[s
     problems += check(page, "schema error")
     page.goto(forge.url + pages["answered"])
     problems += check(page, "answered")
+    page.goto(forge.url + "/links/not-a-link/")
+    problems += check(page, "decision link not valid")
+    page.goto(forge.url + someone_elses_link(forge, pages["interrupt"]))
+    problems += check(page, "decision link for someone else")
     assert problems == []
+
+
+def someone_elses_link(forge: LiveServer, interrupt_page: str) -> str:
+    """The path of a decision link e-mailed to the supervisor."""
+    interrupt_id = interrupt_page.strip("/").split("/")[-1]
+    made = manage(forge.env, "shell", "-c", (
+        "from django.contrib.auth.models import User; "
+        "from forgeui.team import decision_links; "
+        f"print(decision_links.url_for(User.objects.get(username='supervisor'), "
+        f"{interrupt_id!r}))"))
+    return "/links/" + made.strip().split("/links/")[1]

@@ -99,8 +99,9 @@ def audit(request: HttpRequest) -> HttpResponse:
     return page(request, "forgeui/audit.html", "rows", context)
 
 
-AUDIT_COLUMNS = ["id", "created_at", "actor", "action", "summary", "object_type", "object_id",
-                 "run_id", "thread_id", "before_checkpoint_id", "after_checkpoint_id", "detail"]
+AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "object_type",
+                 "object_id", "run_id", "thread_id", "before_checkpoint_id",
+                 "after_checkpoint_id", "detail"]
 
 
 @require_GET
@@ -183,6 +184,7 @@ def when(text: str, end_of_day: bool = False) -> datetime | None:
 def audit_dict(entry: AuditEntry, summary: str = "") -> dict[str, Any]:
     return {"id": entry.pk, "created_at": entry.created_at.isoformat(),
             "actor": entry.actor.get_username() if entry.actor else None,
+            "sign_in": entry.sign_in,
             "action": entry.action, "summary": summary, "object_type": entry.object_type,
             "object_id": entry.object_id, "run_id": entry.run_id, "thread_id": entry.thread_id,
             "before_checkpoint_id": entry.before_checkpoint_id,

@@ -18,6 +18,7 @@ from django.utils import timezone
 from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus, Run
 from forgeui.runs import deadlines, services
 from forgeui.scheduler import expire_interrupts_task
+from forgeui.team import decision_links
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,6 +67,8 @@ def test_a_deadline_without_a_default_is_flagged_and_supervisors_hear(
     assert "no default" in AuditEntry.objects.get(action="interrupt.overdue").detail["reason"]
     [message] = mail.outbox
     assert message.to == ["sup@example.com"] and interrupt.pk in message.subject
+    link = decision_links.read(message.body.split("/links/")[1].split("/")[0])
+    assert (link.user_id, link.interrupt_id) == (users["supervisor"].pk, interrupt.pk)
     assert deadlines.expire_interrupts(now=later + timedelta(hours=1)) == []  # flagged once
     client = Client()
     client.force_login(users["reviewer"])

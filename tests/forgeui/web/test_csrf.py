@@ -66,7 +66,8 @@ POSTED = {"answer", "decide", "keep-note", "bulk", "claim", "assign", "steer", "
           "recover", "fork", "fork-edit", "start-run", "cancel-at-breakpoint"}
 READ_ONLY = {"inbox", "interrupt", "runs", "run", "timeline", "timeline-export", "tree-history",
              "audit", "audit-export", "audit-export-csv", "decisions", "decisions-export",
-             "decisions-export-csv", "checkpoint", "start-form", "graph"}
+             "decisions-export-csv", "checkpoint", "start-form", "graph",
+             "decision-link"}  # a GET that only redirects; a POST is 405
 
 
 def test_every_page_route_is_either_posted_to_above_or_read_only() -> None:

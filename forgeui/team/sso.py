@@ -1,0 +1,179 @@
+"""Single sign-on with OpenID Connect (mozilla-django-oidc), off unless configured.
+
+``FORGE_SSO`` is on when the settings name a client (``OIDC_RP_CLIENT_ID``). A person who
+signs in at the provider becomes (or is found as) the forge user linked to their
+provider account (``SsoIdentity``: issuer and subject), never a local account that shares
+their e-mail or name. On every sign-in their forge roles are set from the groups claim
+(``FORGE_OIDC_GROUPS_CLAIM``) through ``FORGE_OIDC_ROLES``: roles the claim maps to are
+added, forge roles it no longer maps to are removed, other Django groups are left alone.
+SSO never makes anyone staff or superuser.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core import checks
+from django.core.exceptions import SuspiciousOperation
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.views import (
+    OIDCAuthenticationCallbackView,
+    OIDCAuthenticationRequestView,
+)
+
+from forgeui.models import AuditEntry, SignInMethod, SsoIdentity
+from forgeui.team.roles import Role
+
+logger = logging.getLogger(__name__)
+
+
+def enabled() -> bool:
+    return bool(getattr(settings, "FORGE_SSO", False))
+
+
+def role_map() -> dict[str, frozenset[Role]]:
+    """Claim group -> the forge roles it grants (``FORGE_OIDC_ROLES``, checked at start)."""
+    found: dict[str, frozenset[Role]] = {}
+    for group, roles in getattr(settings, "FORGE_OIDC_ROLES", {}).items():
+        names = [roles] if isinstance(roles, str) else list(roles)
+        found[str(group)] = frozenset(Role(name) for name in names)
+    return found
+
+
+def roles_from_claims(claims: dict[str, Any]) -> frozenset[Role]:
+    """The forge roles the groups claim grants; a claim that is not a list grants none."""
+    groups = claims.get(settings.FORGE_OIDC_GROUPS_CLAIM)
+    if isinstance(groups, str):
+        groups = [groups]
+    if not isinstance(groups, list):
+        return frozenset()
+    mapping = role_map()
+    return frozenset().union(*(mapping.get(str(g), frozenset()) for g in groups))
+
+
+def sync_roles(user: Any, roles: frozenset[Role]) -> tuple[list[str], list[str]]:
+    """Make ``user``'s forge roles exactly ``roles``; the roles (added, removed)."""
+    current = set(user.groups.filter(name__in=list(Role)).values_list("name", flat=True))
+    added = sorted(set(roles) - current)
+    removed = sorted(current - set(roles))
+    if added:
+        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in added])
+    if removed:
+        user.groups.remove(*Group.objects.filter(name__in=removed))
+    if hasattr(user, "_forge_roles"):
+        del user._forge_roles  # roles_of caches them on the user
+    return added, removed
+
+
+class ForgeOIDCBackend(OIDCAuthenticationBackend):
+    """The provider's account, linked by issuer and subject, with roles from its groups."""
+
+    def verify_token(self, token: str, **kwargs: Any) -> Any:
+        """The library checks the signature and the nonce; the issuer and the audience
+        are checked here, so a token the provider minted for another client is refused."""
+        payload = super().verify_token(token, **kwargs)
+        issuer = settings.FORGE_OIDC_ISSUER
+        if issuer and payload.get("iss") != issuer:
+            raise SuspiciousOperation("the ID token was issued by another provider")
+        audience = payload.get("aud")
+        audiences = [audience] if isinstance(audience, str) else list(audience or [])
+        if self.OIDC_RP_CLIENT_ID not in audiences:
+            raise SuspiciousOperation("the ID token was issued to another client")
+        return payload
+
+    def verify_claims(self, claims: dict[str, Any]) -> bool:
+        return bool(claims.get("sub"))
+
+    def filter_users_by_claims(self, claims: dict[str, Any]) -> Any:
+        return self.UserModel.objects.filter(
+            sso_identity__issuer=settings.FORGE_OIDC_ISSUER,
+            sso_identity__subject=str(claims["sub"]))
+
+    @transaction.atomic
+    def create_user(self, claims: dict[str, Any]) -> Any:
+        user = self.UserModel.objects.create_user(free_username(preferred_name(claims)),
+                                                  email=claims.get("email") or "")
+        SsoIdentity.objects.create(user=user, issuer=settings.FORGE_OIDC_ISSUER,
+                                   subject=str(claims["sub"]))
+        AuditEntry.objects.create(actor=user, sign_in=SignInMethod.SSO, action="sso.user_created",
+                                  object_type="user", object_id=str(user.pk),
+                                  detail={"subject": str(claims["sub"])})
+        return self.update_user(user, claims)
+
+    @transaction.atomic
+    def update_user(self, user: Any, claims: dict[str, Any]) -> Any:
+        if claims.get("email") and claims["email"] != user.email:
+            user.email = claims["email"]
+            user.save(update_fields=["email"])
+        SsoIdentity.objects.filter(user=user).update(last_sign_in_at=timezone.now())
+        added, removed = sync_roles(user, roles_from_claims(claims))
+        if added or removed:
+            AuditEntry.objects.create(actor=user, sign_in=SignInMethod.SSO,
+                                      action="sso.roles_synced", object_type="user",
+                                      object_id=str(user.pk),
+                                      detail={"added": added, "removed": removed})
+        return user
+
+
+def preferred_name(claims: dict[str, Any]) -> str:
+    for candidate in (claims.get(settings.FORGE_OIDC_USERNAME_CLAIM),
+                      str(claims.get("email") or "").partition("@")[0], claims.get("sub")):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()[:140]
+    raise SuspiciousOperation("the provider named no user")
+
+
+def free_username(wanted: str) -> str:
+    """``wanted``, or ``wanted-2``, ``wanted-3``...: a local account keeps its name."""
+    taken = set(get_user_model().objects.filter(username__startswith=wanted)
+                .values_list("username", flat=True))
+    name, n = wanted, 1
+    while name in taken:
+        n += 1
+        name = f"{wanted}-{n}"
+    return name
+
+
+def only_when_enabled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The library's views read their settings when built: without SSO they 404 first."""
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not enabled():
+            raise Http404("single sign-on is not configured")
+        return view(request, *args, **kwargs)
+    return guarded
+
+
+def urlpatterns() -> list[URLPattern]:
+    return [
+        path("authenticate/", only_when_enabled(OIDCAuthenticationRequestView.as_view()),
+             name="oidc_authentication_init"),
+        path("callback/", only_when_enabled(OIDCAuthenticationCallbackView.as_view()),
+             name="oidc_authentication_callback"),
+    ]
+
+
+def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
+    """A role map naming no forge role is a mistake to catch at start, not at sign-in."""
+    if not enabled():
+        return []
+    errors = []
+    known = {role.value for role in Role}
+    for group, roles in getattr(settings, "FORGE_OIDC_ROLES", {}).items():
+        names = [roles] if isinstance(roles, str) else roles
+        if not isinstance(names, list) or not set(names) <= known:
+            errors.append(checks.Error(
+                f"FORGE_OIDC_ROLES maps {group!r} to {roles!r}; roles are "
+                f"{', '.join(Role)}", id="forgeui.E030"))
+    if not settings.FORGE_OIDC_ISSUER:
+        errors.append(checks.Error("FORGE_SSO needs FORGE_OIDC_ISSUER (the provider's "
+                                   "issuer, as its ID tokens name it)", id="forgeui.E031"))
+    return errors
