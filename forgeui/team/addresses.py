@@ -16,6 +16,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 UNKNOWN_ADDRESS = "0.0.0.0"  # an address nobody connects from: forged or hidden ones
+IPV6_PREFIX = 64
 
 
 def client_address(request: HttpRequest) -> str:
@@ -32,8 +33,14 @@ def client_address(request: HttpRequest) -> str:
 
 
 def canonical(address: str) -> str:
-    """``address`` in its one spelling (IPv6 compressed), or ``UNKNOWN_ADDRESS``."""
+    """``address`` in one spelling, or ``UNKNOWN_ADDRESS``. An IPv6 client counts as its
+    /64: one host is usually handed a whole /64 and may pick any address in it."""
     try:
-        return str(ipaddress.ip_address(address.strip("[]")))
+        found = ipaddress.ip_address(address.strip("[]"))
     except ValueError:
         return UNKNOWN_ADDRESS
+    if isinstance(found, ipaddress.IPv6Address):
+        if found.ipv4_mapped is not None:
+            return str(found.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{found}/{IPV6_PREFIX}", strict=False).network_address)
+    return str(found)

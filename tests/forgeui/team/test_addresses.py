@@ -29,7 +29,10 @@ def test_a_peer_taken_from_the_header_is_not_believed() -> None:
     (2, "198.51.100.7, 203.0.113.5, 10.0.0.2", "203.0.113.5"),
     (2, "203.0.113.5", UNKNOWN_ADDRESS),  # fewer hops than proxies: not via them all
     (1, "not-an-address", UNKNOWN_ADDRESS),
-    (1, "2001:db8:0:0::1", "2001:db8::1"),
+    (1, "2001:db8:0:0::1", "2001:db8::"),
+    (1, "2001:db8::ffff:1234:5678", "2001:db8::"),  # the same /64: the same client
+    (1, "2001:db8:0:1::1", "2001:db8:0:1::"),
+    (1, "::ffff:192.0.2.9", "192.0.2.9"),
 ])
 def test_behind_proxies_the_entry_they_vouch_for_counts(hops: int, forwarded: str,
                                                         expected: str) -> None:
