@@ -40,6 +40,7 @@ RULES: dict[str, Rule] = {
     "logout": ("POST", PUBLIC),
     "password_change": ("GET", SIGNED_IN),
     "password_change_done": ("GET", SIGNED_IN),
+    "admin-password-change": ("GET", PUBLIC),  # a redirect to password_change
     # The API
     "api:openapi-json": ("GET", Action.READ),
     "api:openapi-view": ("GET", Action.READ),
@@ -104,7 +105,9 @@ RULES: dict[str, Rule] = {
 }
 # The admin site wraps every view of its own in its staff check; each is still called.
 STAFF_NAMESPACE = "admin"
-RULES.update({"admin:login": ("GET", PUBLIC), "admin:logout": ("GET", PUBLIC)})
+RULES.update({"admin:login": ("GET", PUBLIC), "admin:logout": ("GET", PUBLIC),
+              # Shadowed by admin-password-change, which comes first.
+              "admin:password_change": ("GET", PUBLIC)})
 # A valid JSON body for each API POST, so a refusal cannot hide behind a 422.
 BODIES: dict[str, Any] = {
     "api:start_run": {"graph": "transfer", "input": {"amount": 1}},

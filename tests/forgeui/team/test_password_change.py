@@ -33,6 +33,18 @@ def test_wrong_old_passwords_are_throttled_like_logins(users: dict[str, User]) -
         "username": "reviewer", "password": "reviewer"}).status_code == 429
 
 
+def test_the_admins_password_change_is_the_throttled_one(users: dict[str, User]) -> None:
+    boss = User.objects.create_superuser("boss", password="boss-password")
+    client = Client(REMOTE_ADDR="10.8.0.3")
+    client.force_login(boss)
+    for method in (client.get, client.post):
+        response = method("/admin/password_change/")
+        assert response.status_code == 302
+        assert response["Location"] == "/accounts/password_change/"
+    assert "Changing your password revokes" in client.get(
+        "/accounts/password_change/").content.decode()
+
+
 def test_the_right_old_password_changes_it(users: dict[str, User]) -> None:
     client = Client(REMOTE_ADDR="10.8.0.2")
     client.force_login(users["reviewer"])
