@@ -37,13 +37,20 @@ def audit_lockout(sender: Any, request: HttpRequest, username: str | None,
     address = canonical(ip_address or "")
     logger.warning("login locked out: username %r from %s", (username or "")[:NAME_LIMIT],
                    address)
-    recent = AuditEntry.objects.filter(
-        action="login.locked_out", object_id=name, detail__ip_address=address,
-        created_at__gte=timezone.now() - settings.AXES_COOLOFF_TIME)
-    if not recent.exists():
+    if not lockout_recorded(name, address):
         AuditEntry.objects.create(action="login.locked_out", object_type="login",
                                   object_id=name, detail={"ip_address": address,
                                                           "known_user": bool(name)})
+
+
+def lockout_recorded(name: str, address: str) -> bool:
+    """Is this lockout's start in the audit log already (since any lift of it)?"""
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    entries = AuditEntry.objects.filter(object_id=name, detail__ip_address=address)
+    lifted = entries.filter(action="login.unlocked").order_by("-created_at").first()
+    if lifted is not None:
+        since = max(since, lifted.created_at)
+    return entries.filter(action="login.locked_out", created_at__gte=since).exists()
 
 
 def known_username(username: str | None) -> str:

@@ -125,3 +125,6 @@ def test_an_admin_lifts_a_lockout_and_the_audit_log_says_who(users: dict[str, Us
     lifted = AuditEntry.objects.filter(action="login.unlocked", object_id="reviewer")
     assert lifted.count() == len(ids) and {e.actor for e in lifted} == {boss}
     assert logged_in(attempt("reviewer", "right-one", ip="10.5.0.1"))
+    for n in range(LIMIT):  # locked out again: a new lockout, with a row of its own
+        attempt("reviewer", f"wrong-{n}", ip="10.5.0.1")
+    assert AuditEntry.objects.filter(action="login.locked_out", object_id="reviewer").count() == 2
