@@ -76,18 +76,26 @@ class EventAdmin(ReadOnlyAdmin):
 
 @admin.register(models.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Create a token (its secret is shown once, in a message) and revoke tokens."""
+    """Create a token (its secret is shown once, in a message), see when each expires, and
+    revoke tokens."""
 
-    list_display = ["prefix", "name", "user", "agent", "created_at", "last_used_at",
-                    "revoked_at"]
-    list_filter = ["revoked_at"]
+    list_display = ["prefix", "name", "user", "agent", "state", "created_at", "expires_at",
+                    "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at", "expires_at"]
     search_fields = ["name", "prefix", "user__username", "agent"]
-    fields = ["user", "name", "agent", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["user", "name", "agent", "prefix", "state", "created_at", "expires_at",
+              "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        locked = ["prefix", "created_at", "last_used_at", "revoked_at"]
+        # A token made here gets the default term (FORGE_TOKEN_DAYS); create_token --days
+        # makes others.
+        locked = ["prefix", "state", "created_at", "expires_at", "last_used_at", "revoked_at"]
         return [*locked, "user", "agent"] if obj is not None else locked
+
+    @admin.display(description="state")
+    def state(self, obj: Any) -> str:
+        return str(obj.state) if obj.pk is not None else "new"
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:

@@ -198,20 +198,35 @@ FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # Not a rule for new passwords: told of each change, it revokes the user's API tokens.
+    {"NAME": "forgeui.team.passwords.TokensRevokedOnChange"},
 ]
-# Login throttling (django-axes), for /accounts/login/ and /admin/login/ alike: after
-# FORGE_LOGIN_FAILURE_LIMIT wrong passwords for one username, or from one address, that
-# username (or address) is locked out for FORGE_LOGIN_LOCKOUT_MINUTES; a success resets
-# the count. Lockouts are rows every web process sees; an admin lifts one by deleting
-# its access attempt in /admin/ (audited as login.unlocked).
+# -- sign-in throttling and API tokens ---------------------------------------------------
+# Login throttling (django-axes), for /accounts/login/, /admin/login/ and wrong old
+# passwords on /accounts/password_change/: after FORGE_LOGIN_FAILURE_LIMIT wrong passwords
+# for one username from one address, that pair is locked out for
+# FORGE_LOGIN_LOCKOUT_MINUTES (so strangers cannot lock a person out from elsewhere), and
+# after as many from one address, whatever the usernames, that address is. A success
+# forgets only that username's failures from that address (forgeui.team.lockouts).
+# Lockouts are rows every web process sees; an admin lifts one by deleting its access
+# attempt in /admin/ (audited as login.unlocked).
+# The address is the socket's peer, or, behind FORGE_TRUSTED_PROXIES proxies that each
+# append to X-Forwarded-For, the entry they vouch for (forgeui.team.addresses).
+FORGE_TRUSTED_PROXIES = int(os.environ.get("FORGE_TRUSTED_PROXIES", "0"))
+if FORGE_TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured("FORGE_TRUSTED_PROXIES is a number of proxies, 0 or more")
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("FORGE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("FORGE_LOGIN_LOCKOUT_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "forgeui.team.addresses.client_address"
+AXES_RESET_ON_SUCCESS = False  # forgeui.team.lockouts forgets the pair's failures only
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False  # forgeui logs and audits lockouts itself
+# API tokens expire FORGE_TOKEN_DAYS after they are made (create_token --days N for other
+# terms); changing a password revokes its user's tokens.
+FORGE_TOKEN_DAYS = int(os.environ.get("FORGE_TOKEN_DAYS", "90"))
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
+from django.views.generic import RedirectView
 
 from forgeui.api.routes import api
 from forgeui.team import accounts, sso
@@ -56,6 +57,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Anonymous probes (forgeui.web.health), exempt from the SSL redirect (settings).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    # One password change form for everyone, the one whose wrong old passwords are throttled.
+    path("admin/password_change/", RedirectView.as_view(pattern_name="password_change"),
+         name="admin-password-change"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).

@@ -6,19 +6,22 @@ request carrying an ``Authorization`` header is judged by that header alone: a b
 401 even when a session cookie rides along.
 
 Authentication also applies the read gate: a user with no forge role (``forgeui.team.roles``)
-is refused with 403 and an audit row. What each role may change is decided in
-``forgeui.runs.services``.
+is refused with 403 and logged, and audited once an hour rather than once a request. What
+each role may change is decided in ``forgeui.runs.services``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from datetime import timedelta
 from functools import wraps
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
@@ -26,6 +29,9 @@ from ninja.utils import check_csrf
 from forgeui.models import ApiToken, AuditEntry, SignInMethod
 from forgeui.team import sign_in
 from forgeui.team.roles import Action, Role, allowed, needed_roles, roles_of
+
+logger = logging.getLogger(__name__)
+DENIED_WINDOW = timedelta(hours=1)
 
 # The role table lives in forgeui.team.roles; these names are re-exported for older imports.
 __all__ = ["Action", "BearerAuth", "CsrfFailed", "Role", "SessionAuth", "allowed", "api_auth",
@@ -36,10 +42,21 @@ def may_read(request: HttpRequest, user: Any) -> Any:
     """The user, if any forge role lets them in; else audit the refusal and 403."""
     if allowed(user, Action.READ):
         return user
-    AuditEntry.objects.create(actor=user, action="api.denied", object_type="route",
-                              object_id=request.path[:255],
-                              detail={"method": request.method, "reason": "no forge role"})
+    audit_denied(request, user, {"reason": "no forge role"})
     raise AuthorizationError(message=f"no forge role; one of: {needed_roles(Action.READ)}")
+
+
+def audit_denied(request: HttpRequest, user: Any, detail: dict[str, Any]) -> None:
+    """Audit a caller with no forge role once per ``DENIED_WINDOW``, and log every refusal:
+    someone the site gave no role must not be able to fill its audit log."""
+    logger.warning("api denied %s %s to %s: %s", request.method, request.path[:255],
+                   user.get_username(), detail["reason"])
+    recent = AuditEntry.objects.filter(action="api.denied", actor=user,
+                                       created_at__gte=timezone.now() - DENIED_WINDOW)
+    if not recent.exists():
+        AuditEntry.objects.create(actor=user, action="api.denied", object_type="route",
+                                  object_id=request.path[:255],
+                                  detail={"method": request.method, **detail})
 
 
 class BearerAuth(HttpBearer):
@@ -58,10 +75,7 @@ class BearerAuth(HttpBearer):
 
 def refuse_agent(request: HttpRequest, token: ApiToken) -> None:
     """An agent token asks for approvals (``/api/requests``) and does nothing else."""
-    AuditEntry.objects.create(actor=token.user, action="api.denied", object_type="route",
-                              object_id=request.path[:255],
-                              detail={"method": request.method, "agent": token.agent,
-                                      "reason": "agent token"})
+    audit_denied(request, token.user, {"agent": token.agent, "reason": "agent token"})
     raise AuthorizationError(message="an agent token may only create and read its own "
                                      "approval requests (/api/requests)")
 

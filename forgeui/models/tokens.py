@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -14,13 +14,17 @@ from django.utils import timezone
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> ApiTokenQuerySet:
-        return self.filter(revoked_at__isnull=True, user__is_active=True)
+        return self.filter(revoked_at__isnull=True, expires_at__gt=timezone.now(),
+                           user__is_active=True)
 
-    def issue(self, user: Any, name: str = "", agent: str = "") -> tuple[ApiToken, str]:
-        """A new token for ``user``; the secret is returned here once and never stored."""
+    def issue(self, user: Any, name: str = "", agent: str = "",
+              days: int | None = None) -> tuple[ApiToken, str]:
+        """A new token for ``user``, good for ``days`` (``FORGE_TOKEN_DAYS`` unless given);
+        the secret is returned here once and never stored."""
         secret = ApiToken.new_secret()
         token = self.create(user=user, name=name, prefix=secret[:TOKEN_PREFIX_LENGTH],
-                            key_hash=ApiToken.hash(secret), agent=agent)
+                            key_hash=ApiToken.hash(secret), agent=agent,
+                            expires_at=default_expiry(days))
         return token, secret
 
     def authenticate(self, secret: str) -> ApiToken | None:
@@ -37,6 +41,11 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
 
     def revoke(self) -> int:
         return self.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def default_expiry(days: int | None = None) -> datetime:
+    """When a token made now expires: ``days`` from now, ``FORGE_TOKEN_DAYS`` by default."""
+    return timezone.now() + timedelta(days=settings.FORGE_TOKEN_DAYS if days is None else days)
 
 
 TOKEN_PREFIX = "forge_"
@@ -61,6 +70,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(default=default_expiry,
+                                      help_text="the token stops working at this time")
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -69,6 +80,13 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user}{', revoked' if self.revoked_at else ''})"
+
+    @property
+    def state(self) -> str:
+        """``revoked``, ``expired`` or ``active``, as the admin lists it."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= timezone.now() else "active"
 
     @staticmethod
     def new_secret() -> str:

@@ -1,5 +1,6 @@
-"""``/accounts/``: login and password change for everyone, password reset only where
-e-mail is configured (``FORGE_PASSWORD_RESET``), throttled per address.
+"""``/accounts/``: login and password change for everyone (both throttled by
+django-axes), password reset only where e-mail is configured (``FORGE_PASSWORD_RESET``),
+throttled per address.
 
 A reset mails a link to whoever owns the address, so without real e-mail it only lets
 strangers probe the form; with it, each address gets ``RESET_LIMIT`` requests an hour.
@@ -18,6 +19,8 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 
 from forgeui.models import AuditEntry
+from forgeui.team.addresses import client_address
+from forgeui.team.passwords import ThrottledPasswordChangeView
 
 RESET_LIMIT = 5  # reset requests per client address per RESET_WINDOW
 RESET_WINDOW = timedelta(hours=1)
@@ -27,7 +30,7 @@ class ThrottledPasswordResetView(auth_views.PasswordResetView):
     """Django's reset form; each POST is audited, and an address over the limit waits."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        address = request.META.get("REMOTE_ADDR", "")
+        address = client_address(request)
         recent = AuditEntry.objects.filter(action="password_reset.requested",
                                            object_id=address,
                                            created_at__gte=timezone.now() - RESET_WINDOW)
@@ -50,7 +53,7 @@ class LoginView(auth_views.LoginView):
 def urlpatterns() -> list[URLPattern]:
     found = [
         path("login/", LoginView.as_view(), name="login"),
-        path("password_change/", auth_views.PasswordChangeView.as_view(),
+        path("password_change/", ThrottledPasswordChangeView.as_view(),
              name="password_change"),
         path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(),
              name="password_change_done"),

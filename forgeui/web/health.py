@@ -1,8 +1,9 @@
 """Probes for load balancers and orchestrators: anonymous, JSON, never cached.
 
 ``/healthz`` (liveness) answers from the process alone; ``/readyz`` (readiness) checks the
-dependencies a request needs: the database and, when ``REDIS_URL`` is set, Redis. Which
-dependency failed is named; why is logged, not shown to anonymous callers.
+dependencies a request needs: the database, every graph of ``FORGE_GRAPHS`` and, when
+``REDIS_URL`` is set, Redis. Which dependency (and which graph) failed is named; why is
+logged, not shown to anonymous callers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+
+from forgeui.runs import registry
+from forgeui.runs.exceptions import GraphUnavailable
 
 logger = logging.getLogger(__name__)
 PROBE_TIMEOUT = 2.0  # seconds; a probe that hangs is as bad as one that fails
@@ -33,9 +37,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness: 200 when every dependency answers, else 503 naming the failed ones."""
     checks = {name: check() for name, check in dependencies().items()}
+    broken = broken_graphs()
+    checks["graphs"] = not broken
     failed = sorted(name for name, ok in checks.items() if not ok)
-    body = {"status": "unavailable" if failed else "ok", "failed": failed,
-            "checks": {name: "ok" if ok else "failed" for name, ok in checks.items()}}
+    body: dict[str, object] = {
+        "status": "unavailable" if failed else "ok", "failed": failed,
+        "checks": {name: "ok" if ok else "failed" for name, ok in checks.items()}}
+    if broken:
+        body["broken_graphs"] = broken
     return JsonResponse(body, status=503 if failed else 200)
 
 
@@ -44,6 +53,18 @@ def dependencies() -> dict[str, Callable[[], bool]]:
     if settings.REDIS_URL:
         found["redis"] = redis_ok
     return found
+
+
+def broken_graphs() -> list[str]:
+    """The ``FORGE_GRAPHS`` names that fail to load (a loaded graph is cached: cheap)."""
+    broken = []
+    for name in registry.graph_names():
+        try:
+            registry.get_executor(name)
+        except GraphUnavailable:
+            logger.warning("readyz: graph %r does not load", name, exc_info=True)
+            broken.append(name)
+    return broken
 
 
 def database_ok() -> bool:

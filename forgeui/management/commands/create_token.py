@@ -1,5 +1,6 @@
 """``manage.py create_token USERNAME``: print a new API token (the only time it is shown).
 
+The token expires after ``FORGE_TOKEN_DAYS`` (90 unless set), or ``--days N``.
 ``--agent NAME`` prints an agent token instead: it may ask for approvals
 (``/api/requests``, ``/mcp``) and read its own requests, and nothing else. Its user,
 ``agent:NAME``, is made when missing, with no password and no forge role.
@@ -15,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from forgeui.models import ApiToken
 
 AGENT_USER_PREFIX = "agent:"
+MAX_DAYS = 3650
 
 
 class Command(BaseCommand):
@@ -26,9 +28,14 @@ class Command(BaseCommand):
         parser.add_argument("username", nargs="?")
         parser.add_argument("--name", default="", help="a label, e.g. the script using it")
         parser.add_argument("--agent", default="", help="an agent token for agent NAME")
+        parser.add_argument("--days", type=int, default=None,
+                            help="days until the token expires (default: FORGE_TOKEN_DAYS, "
+                                 f"at most {MAX_DAYS})")
 
     def handle(self, *args: Any, username: str | None, name: str, agent: str,
-               **options: Any) -> None:
+               days: int | None, **options: Any) -> None:
+        if days is not None and not 1 <= days <= MAX_DAYS:
+            raise CommandError(f"--days is from 1 to {MAX_DAYS}")
         if agent:
             found = agent_user(agent.strip())
         elif username:
@@ -36,7 +43,7 @@ class Command(BaseCommand):
         else:
             raise CommandError("name a USERNAME, or an agent with --agent NAME")
         _token, secret = ApiToken.objects.issue(found, name=name or "create_token",
-                                                agent=agent.strip())
+                                                agent=agent.strip(), days=days)
         self.stdout.write(secret)
 
 

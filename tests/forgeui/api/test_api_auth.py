@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
+from django.utils import timezone
 
 from forgeui.models import ApiToken, AuditEntry, Run
 from tests.forgeui.apiclient import Api
@@ -38,6 +41,39 @@ def test_create_token_prints_a_secret_that_is_stored_only_as_a_hash(api: Api) ->
     assert token.last_used_at is not None
     with pytest.raises(CommandError, match="no user"):
         call_command("create_token", "ghost", stdout=StringIO())
+
+
+def test_tokens_expire_after_the_default_term_or_the_days_asked_for(
+        api: Api, settings: Any) -> None:
+    settings.FORGE_TOKEN_DAYS = 30
+    out = StringIO()
+    call_command("create_token", "auditor", stdout=out)
+    default = ApiToken.objects.get(key_hash=ApiToken.hash(out.getvalue().strip()))
+    assert abs(default.expires_at - timezone.now() - timedelta(days=30)) < timedelta(minutes=5)
+    out = StringIO()
+    call_command("create_token", "auditor", "--days", "2", stdout=out)
+    short = out.getvalue().strip()
+    token = ApiToken.objects.get(key_hash=ApiToken.hash(short))
+    assert abs(token.expires_at - timezone.now() - timedelta(days=2)) < timedelta(minutes=5)
+    assert bearer(short).get("/api/runs").status_code == 200 and token.state == "active"
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    token.refresh_from_db()
+    assert bearer(short).get("/api/runs").status_code == 401 and token.state == "expired"
+    for days in ("0", "-1", "100000"):
+        with pytest.raises(CommandError, match="--days"):
+            call_command("create_token", "auditor", "--days", days, stdout=StringIO())
+
+
+def test_the_admin_lists_each_tokens_expiry_and_state(api: Api) -> None:
+    live, _ = ApiToken.objects.issue(api.users["reviewer"], name="live-one")
+    gone, _ = ApiToken.objects.issue(api.users["reviewer"], name="gone-one")
+    ApiToken.objects.filter(pk=gone.pk).revoke()
+    admin = Client()
+    admin.force_login(api.users["admin"])
+    page = admin.get("/admin/forgeui/apitoken/").content.decode()
+    assert "Expires at" in page and ">active<" in page and ">revoked<" in page
+    detail = admin.get(f"/admin/forgeui/apitoken/{live.pk}/change/").content.decode()
+    assert "Expires at" in detail and f"{live.expires_at.year}" in detail
 
 
 def test_bad_revoked_and_inactive_tokens_are_401(api: Api) -> None:
@@ -123,3 +159,20 @@ def test_a_csrf_failure_leaves_no_audit_row_in_the_users_name(api: Api) -> None:
     forged = victim.post("/api/runs", {"graph": "transfer"}, content_type="application/json")
     assert forged.status_code == 403 and "CSRF" in forged.json()["detail"]
     assert AuditEntry.objects.count() == before
+
+
+def test_a_caller_without_a_role_cannot_fill_the_audit_log(api: Api) -> None:
+    """Every refusal is logged; the audit log gets one row an hour per such caller,
+    whatever paths and bodies they send."""
+    agent = User.objects.create_user("agent:bot")
+    agent_secret = ApiToken.objects.issue(agent, agent="bot")[1]
+    roleless = Client()
+    roleless.force_login(api.users["nobody"])
+    for n in range(10):
+        assert api.get("nobody", f"/api/runs/=cmd{n}").status_code == 403
+        assert api.post("nobody", "/api/steering", {"text": f"=cmd{n}"}).status_code == 403
+        assert roleless.get("/api/openapi.json").status_code == 403
+        assert bearer(agent_secret).get(f"/api/runs/=cmd{n}").status_code == 403
+    assert AuditEntry.objects.filter(actor=api.users["nobody"]).count() == 1
+    assert AuditEntry.objects.filter(actor=agent).count() == 1
+    assert not AuditEntry.objects.filter(actor__isnull=True).exists()

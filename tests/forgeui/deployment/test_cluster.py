@@ -243,8 +243,8 @@ def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
                    "the new row on the sockets that were idle")
         for url in forge.urls:
             with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
-                assert json.loads(response.read())["checks"] == {"database": "ok",
-                                                                 "redis": "ok"}
+                assert json.loads(response.read())["checks"] == {
+                    "database": "ok", "redis": "ok", "graphs": "ok"}
         assert sweeper.poll() is None, forge.log("sweeper.log")[-2000:]
         assert "Traceback" not in forge.log("sweeper.log"), forge.log("sweeper.log")[-2000:]
         for log_name in ("daphne-0.log", "daphne-1.log", "worker-0.log", "worker-1.log"):

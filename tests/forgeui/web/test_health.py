@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from django.test import Client, override_settings
 
+from forgeui.runs import registry
 from tests.forgeui.conftest import ROOT
 
 CLOSED = "127.0.0.1:1"  # nothing listens on port 1: connections are refused at once
@@ -25,7 +27,23 @@ def test_healthz_is_anonymous_json_and_needs_no_database() -> None:
 def test_readyz_is_ready_with_the_database_alone() -> None:
     response = Client().get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "failed": [], "checks": {"database": "ok"}}
+    assert response.json() == {"status": "ok", "failed": [],
+                               "checks": {"database": "ok", "graphs": "ok"}}
+
+
+@pytest.mark.django_db
+def test_readyz_is_503_naming_a_graph_that_does_not_load(settings: Any) -> None:
+    registry.clear()
+    settings.FORGE_GRAPHS = {**settings.FORGE_GRAPHS, "broken": "forgeui.no_such_module:graph",
+                             "typo": "forgeui.demo.graphs"}
+    try:
+        response = Client().get("/readyz")
+    finally:
+        registry.clear()
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "failed": ["graphs"],
+                               "checks": {"database": "ok", "graphs": "failed"},
+                               "broken_graphs": ["broken", "typo"]}
 
 
 @pytest.mark.redis
@@ -34,7 +52,7 @@ def test_readyz_is_ready_with_the_database_alone() -> None:
 def test_readyz_checks_redis_when_it_is_configured() -> None:
     response = Client().get("/readyz")
     assert response.status_code == 200
-    assert response.json()["checks"] == {"database": "ok", "redis": "ok"}
+    assert response.json()["checks"] == {"database": "ok", "redis": "ok", "graphs": "ok"}
 
 
 @pytest.mark.django_db
@@ -43,7 +61,8 @@ def test_readyz_is_503_naming_redis_when_redis_is_down() -> None:
     response = Client().get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failed": ["redis"],
-                               "checks": {"database": "ok", "redis": "failed"}}
+                               "checks": {"database": "ok", "redis": "failed",
+                                          "graphs": "ok"}}
 
 
 PROBE = """
@@ -67,5 +86,6 @@ def test_readyz_is_503_naming_the_database_when_it_is_unreachable() -> None:
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["alive"] == [200, {"status": "ok"}]  # liveness does not care
     assert found["ready"] == [503, {"status": "unavailable", "failed": ["database", "redis"],
-                                    "checks": {"database": "failed", "redis": "failed"}}]
+                                    "checks": {"database": "failed", "redis": "failed",
+                                               "graphs": "ok"}}]
     assert "readyz: database unreachable" in done.stderr  # why goes to the log
