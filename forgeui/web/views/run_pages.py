@@ -20,6 +20,7 @@ from forgeui.runs.exceptions import (
     Forbidden,
     ForgeUIError,
     InvalidRequest,
+    UnknownGraph,
 )
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
@@ -102,6 +103,8 @@ def start(request: HttpRequest) -> HttpResponse:
     data = request.POST
     context = start_context(data.get("graph", ""), data)
     try:
+        if data.get("graph", "") != context["graph"]:  # start_context fell back to another
+            raise UnknownGraph(data.get("graph", ""), context["graphs"])
         value = start_input(context, data)
         started = services.start_run(request.user, context["graph"], value)
     except (AnswerRejected, ForgeUIError) as exc:
