@@ -98,10 +98,15 @@ def test_the_page_fork_form_with_an_answer_obeys_assignment_and_claims(
         services.assign_interrupt(team["supervisor"], interrupt.pk, ["alice"], [])
     else:
         services.claim_interrupt(team["alice"], interrupt.pk)
+    shown = {who: logged_in(team[who]).get(f"/runs/{interrupt.run_id}/").content.decode()
+             for who in ("bob", "alice", "supervisor")}
+    assert "Fork with changes" not in shown["bob"]  # he may neither answer nor start
+    assert "Fork with changes" in shown["alice"] and 'value="input"' not in shown["alice"]
+    assert 'name="change" value="input"' in shown["supervisor"]
     refused = page_fork(team["bob"], interrupt, "answer", "true")
     assert refused.status_code == 403
     html = refused.content.decode()
-    assert "you may not answer this interrupt" in html
+    assert "You may not answer this interrupt" in html
     assert 'name="value" rows="6" class="json-editor"' in html and ">true</textarea>" in html
     left_nothing(interrupt.root_thread_id)
     assert ledger_lines(ledger) == []
