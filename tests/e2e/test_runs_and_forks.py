@@ -80,7 +80,7 @@ def test_a_fork_from_a_mid_step_checkpoint_goes_on_and_is_marked_both_ways(
 def test_fork_with_an_edited_input_reaches_the_node_with_it(
         forge: LiveServer, login: Login) -> None:
     (asked,) = forge.start("transfer", {"amount": 5})
-    page = login("reviewer", f"/runs/{asked['run_id']}/")
+    page = login("supervisor", f"/runs/{asked['run_id']}/")  # an edited input is a start
     page.get_by_text("Fork with changes…").click()
     editor = page.locator(f"#fork-value-{asked['id']}")
     expect(editor).to_have_value(re.compile(r'"amount": 5'))
