@@ -105,11 +105,13 @@ def accept_note(root: Checkpoint, target: ResumeTarget, text: str) -> dict[str, 
     """Validate a steering target and record the note (no answer, nothing resumes)."""
     if not isinstance(text, str) or not text.strip():
         raise ResumeError("a steering note needs some text")
-    if target.task_id is not None or target.interrupt_id is not None:
-        _candidates(root, target)
+    task_id = target.task_id
+    if task_id is not None or target.interrupt_id is not None:
+        found, _ = _candidates(root, target)
+        task_id = found[0]["task_id"]  # a note beside an interrupt reaches its task only
     else:
         _target_run(root, target)
-    return add_note(root, target.run_id, text, target.task_id, target.interrupt_id)
+    return add_note(root, target.run_id, text, task_id, target.interrupt_id)
 
 
 def accept_cancel(root: Checkpoint, target: ResumeTarget | None) -> None:

@@ -65,8 +65,10 @@ class NodeContext:
 
     @property
     def steering(self) -> list[str]:
-        """The texts of the steering notes aimed at this run, oldest first."""
-        return [note["text"] for note in self._execution.steering_for_run()]
+        """The texts of the steering notes aimed at this run or at this task of it,
+        oldest first: a note for one task is never read by its siblings."""
+        return [note["text"] for note in self._execution.steering_for_run()
+                if note.get("task_id") in (None, self._task["id"])]
 
     def interrupt(
         self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,

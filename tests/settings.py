@@ -53,5 +53,7 @@ FORGE_GRAPHS = {
     "custom": "tests.forgeui.graphs:custom",
     "flaky": "tests.forgeui.graphs:flaky",
     "guarded": "tests.forgeui.graphs:guarded",
+    "payment": "tests.forgeui.graphs:payment",
+    "signoffs": "tests.forgeui.graphs:signoffs",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -39,7 +39,7 @@ from forgeui.models import (
     assignees,
 )
 from forgeui.models.events import EventDraft, publish_on_commit
-from forgeui.runs import answer_rules, registry, run_status
+from forgeui.runs import answer_rules, registry, run_status, storable
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
     Forbidden,
@@ -124,14 +124,16 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     return _started(thread_id, run_id)
 
 
-def check_input(schema: dict[str, Any] | None, input: Any) -> None:
+def check_input(schema: dict[str, Any] | None, input: Any,
+                loc: list[str | int] | None = None) -> None:
     """Refuse an input the graph's ``input_schema`` rejects, naming the field.
 
     A left-out input (None) is the graph's to default, as its nodes decide.
     """
     if not schema or input is None:
         return
-    _match_schema(schema, input, ["body", "input"], "input", "the graph's input_schema")
+    _match_schema(schema, input, loc or ["body", "input"], "input",
+                  "the graph's input_schema")
 
 
 def _match_schema(schema: dict[str, Any], value: Any, loc: list[str | int], what: str,
@@ -166,9 +168,7 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     """
     require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
     interrupt = _interrupt(interrupt_id)
-    require_answerable(user, interrupt)
-    require_graph(interrupt.run)
-    _check_answer(interrupt, value, child_policy, loc=["body", "value"])
+    require_may_answer(user, interrupt, value, child_policy)
     try:
         with transaction.atomic():
             return _accept(user, interrupt, value, steering, expected_checkpoint_id,
@@ -193,10 +193,8 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
             require_role(user, Action.RESUME_TARGETED, object_type="interrupt",
                          object_id=interrupt.pk, run_id=interrupt.run_id,
                          thread_id=interrupt.root_thread_id)
-        require_answerable(user, interrupt)
-        require_graph(interrupt.run)
-        _check_answer(interrupt, answers[interrupt.pk], ChildPolicy.LEAVE,
-                      loc=["body", "answers", interrupt.pk])
+        require_may_answer(user, interrupt, answers[interrupt.pk],
+                           loc=["body", "answers", interrupt.pk])
     current = interrupts[0]
     try:
         with transaction.atomic():
@@ -239,6 +237,20 @@ def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = N
         raise AmbiguousResume(f"several interrupts of run {run_id!r} are pending; name a "
                               f"task_id or interrupt_id", list(found))
     return answer_interrupt(user, chosen[0].pk, value, steering=steering)
+
+
+def require_may_answer(user: User, interrupt: Interrupt, value: Any,
+                       child_policy: str = ChildPolicy.LEAVE,
+                       loc: list[str | int] | None = None) -> None:
+    """Every rule an answer to ``interrupt`` obeys, however it comes: directly, in a
+    resume map or in bulk, or pre-filled in a fork of its thread (checked on this, the
+    source's interrupt). The role, assignment and claims, a graph that loads here, the
+    value's fit; raises (audited where refused) before anything is written."""
+    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt.pk,
+                 run_id=interrupt.run_id, thread_id=interrupt.root_thread_id)
+    require_answerable(user, interrupt)
+    require_graph(interrupt.run)
+    _check_answer(interrupt, value, child_policy, loc=loc or ["body", "value"])
 
 
 def require_answerable(user: User, interrupt: Interrupt,
@@ -361,7 +373,7 @@ def _interrupt(interrupt_id: str) -> Interrupt:
 def _check_answer(interrupt: Interrupt, value: Any, child_policy: str,
                   loc: list[str | int] | None = None) -> None:
     """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
-    require_json(value, "value")
+    require_json(value, "value", loc)
     if child_policy not in ChildPolicy.values:
         raise InvalidRequest(f"child_policy must be one of {ChildPolicy.values}",
                              loc=["body", "child_policy"])
@@ -474,8 +486,9 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
     _require_steerable(user, run, task_id, interrupt)
     actor = user if user is not None and user.is_authenticated else None
     with transaction.atomic():
+        reaches = task_id or (interrupt.task_id if interrupt is not None else "")
         note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
-                                           sign_in=method_of(actor), task_id=task_id or "",
+                                           sign_in=method_of(actor), task_id=reaches,
                                            text=text.strip())
         audit(user, "steering.note", object_type="run", object_id=run.run_id,
               run_id=run.run_id, thread_id=run.root_thread_id,
@@ -508,21 +521,27 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     """Copy a root thread (as of ``checkpoint_id``, default latest) into a new one.
 
     With changes (edit-then-fork), keyed by interrupts pending at that checkpoint:
-    ``inputs`` gives a paused node a new input, from which it runs again in the fork;
-    ``answers`` answers the fork's copy of an interrupt right away, as ``user``. Both are
-    audited as ``fork.edit`` on the new thread. A copy that cannot go on by itself (taken
-    mid-step, or with an edited input) is recovered in a task.
+    ``inputs`` gives a paused node a new input, from which it runs again in the fork (a
+    new start: the start role, and the graph's ``input_schema``); ``answers`` answers
+    the fork's copy of an interrupt right away, as ``user``, if ``user`` may answer the
+    original (``require_may_answer``). Both are audited as ``fork.edit`` on the new
+    thread. Everything is checked first; the copy, its answers and audit rows are
+    written in one transaction. The copy's interrupts keep the original's assignment
+    and claim. A copy that cannot go on by itself (taken mid-step, or with an edited
+    input) is recovered in a task.
     """
     require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
                  thread_id=thread_id[:255])
+    if inputs:
+        _require_start_for_input(user, thread_id)
     latest = _latest(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
-    edits = _fork_edits(source, inputs or {}, answers or {})
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
-    forked = _latest(new_thread)
-    goes_on = forked.status in ("running", "failed")
+    edits = _fork_edits(user, executor, source, inputs or {}, answers or {})
     with transaction.atomic():
+        new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
+        forked = _latest(new_thread)
+        goes_on = forked.status in ("running", "failed")
         audit(user, "thread.fork", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
               after_checkpoint_id=forked.id,
@@ -535,14 +554,24 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
                   after_checkpoint_id=forked.id,
                   detail={"source_thread_id": thread_id, "edits": edits})
         forked_runs = _credit_fork(user, latest.root_thread_id or thread_id, new_thread)
+        _keep_assignment(latest.root_thread_id or thread_id, new_thread)
         if goes_on:  # those saved failed to be recovered are, at once: working
             run_status.mark_working([r.run_id for r in forked_runs
                                      if r.status == RunStatus.FAILED], new_thread)
             transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
-    for edit in edits:
-        if edit["kind"] == "answer":
-            answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
+        for edit in edits:
+            if edit["kind"] == "answer":
+                answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
     return new_thread
+
+
+def _require_start_for_input(user: User, thread_id: str) -> None:
+    """A paused node given a new input runs again from it, as a start would."""
+    try:
+        require_role(user, Action.START_RUN, object_type="thread", object_id=thread_id[:255],
+                     thread_id=thread_id[:255])
+    except Forbidden as exc:
+        raise Forbidden(f"a fork with an edited input starts that node again: {exc}") from None
 
 
 def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
@@ -562,9 +591,26 @@ def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
     return forked
 
 
-def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
+def _keep_assignment(source_thread: str, new_thread: str) -> None:
+    """Give the fork's interrupts the assignees and claim of those they copy: what a
+    supervisor or a claim set after the pause lives only on the original's row."""
+    held = {(row.task_id, row.order): row
+            for row in Interrupt.objects.of_tree(source_thread).only(
+                "task_id", "order", "assignees", "claimed_by", "claimed_at")}
+    copies = []
+    for copy in Interrupt.objects.of_tree(new_thread).pending():
+        original = held.get((copy.task_id, copy.order))
+        if original is not None:
+            copy.assignees, copy.claimed_by_id, copy.claimed_at = (
+                original.assignees, original.claimed_by_id, original.claimed_at)
+            copies.append(copy)
+    Interrupt.objects.bulk_update(copies, ["assignees", "claimed_by", "claimed_at"])
+
+
+def _fork_edits(user: User, executor: Any, source: Checkpoint, inputs: dict[str, Any],
                 answers: dict[str, Any]) -> list[dict[str, Any]]:
-    """Check each change names an interrupt pending at ``source``; describe it for audit."""
+    """Check each change names an interrupt pending at ``source`` and is one ``user`` may
+    make there; describe it for audit."""
     if both := set(inputs) & set(answers):
         raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
                              f"answer, not both", loc=["body", "answers"])
@@ -574,18 +620,30 @@ def _fork_edits(source: Checkpoint, inputs: dict[str, Any],
     edits = []
     for kind, changes in (("input", inputs), ("answer", answers)):
         for iid, value in changes.items():
-            record = pending.get(iid)
+            record, where = pending.get(iid), ["body", f"{kind}s", iid]
             if record is None:
                 raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
-                                     f"{source.id!r}", loc=["body", f"{kind}s", iid])
-            require_json(value, kind)
+                                     f"{source.id!r}", loc=where)
             if kind == "answer":
-                _check_answer(Interrupt(id=iid, payload=record.get("payload")), value,
-                              ChildPolicy.LEAVE, loc=["body", "answers", iid])
+                require_may_answer(user, _interrupt(iid), value, loc=where)
+            else:
+                require_json(value, "input", where)
+                check_input(_input_schema_at(executor, record), value, where)
             edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],
                           "namespace": record.get("namespace") or [], "value": value,
                           "task_id": record["task_id"], "order": record.get("order", 0)})
     return edits
+
+
+def _input_schema_at(executor: Any, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a paused node's new input must fit: its run's ``input_schema`` when the
+    node is the run's first, which was given the run's input; else none is known."""
+    for name in (record.get("namespace") or [])[1:]:
+        executor = executor.shape.sub_agents.get(name)
+        if executor is None:
+            return None
+    first = executor.shape.nodes[:1]
+    return executor.input_schema if first == (record["node"],) else None
 
 
 def _copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
@@ -736,8 +794,11 @@ def _latest(thread_id: str) -> Checkpoint:
     return latest
 
 
-def require_json(value: Any, what: str) -> None:
+def require_json(value: Any, what: str, loc: list[str | int] | None = None) -> None:
+    """Refuse a value that is not JSON, or holds text the database cannot store."""
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidRequest(f"{what} must be JSON: {exc}") from None
+        raise InvalidRequest(f"{what} must be JSON: {exc}", loc=loc) from None
+    if problem := storable.text_problem(value):
+        raise InvalidRequest(f"{what} cannot be used: {problem}", loc=loc)

@@ -80,7 +80,7 @@ def test_a_fork_from_a_mid_step_checkpoint_goes_on_and_is_marked_both_ways(
 def test_fork_with_an_edited_input_reaches_the_node_with_it(
         forge: LiveServer, login: Login) -> None:
     (asked,) = forge.start("transfer", {"amount": 5})
-    page = login("reviewer", f"/runs/{asked['run_id']}/")
+    page = login("supervisor", f"/runs/{asked['run_id']}/")  # an edited input is a start
     page.get_by_text("Fork with changes…").click()
     editor = page.locator(f"#fork-value-{asked['id']}")
     expect(editor).to_have_value(re.compile(r'"amount": 5'))
@@ -305,3 +305,35 @@ def test_a_reviewers_fork_is_visible_where_people_decide_and_audit(
         assert problems == []
     finally:
         context.close()
+
+
+def test_a_refused_fork_keeps_the_answer_typed_and_makes_no_run(
+        forge: LiveServer, login: Login) -> None:
+    """A reviewer types an answer into the fork form; meanwhile a supervisor assigns the
+    interrupt to someone else. The fork is refused beside the form, keeping what was
+    typed, and none is made. Reviewers are offered only the answer: an edited input is a
+    start."""
+    (asked,) = forge.start("transfer", {"amount": 5000, "to": "Initech"})
+    before = forge.api("GET", "/api/runs?limit=200")["count"]
+    page = login("reviewer", f"/runs/{asked['run_id']}/")
+    fork = page.locator("details.fork-edit").first
+    fork.locator("summary").focus()
+    page.keyboard.press("Enter")
+    expect(fork.locator('input[name="change"][value="input"]')).to_have_count(0)
+    fork.get_by_label("Answer (JSON)").focus()
+    page.keyboard.type("false")
+    forge.api("POST", f"/api/interrupts/{asked['id']}/assign", {"users": ["supervisor"]})
+    expect(page.locator(".pending-interrupt")).to_contain_text("assigned to supervisor",
+                                                               timeout=LIVE_MS * 4)
+    fork.get_by_role("button", name="Fork with this change").focus()
+    page.keyboard.press("Enter")
+    refused = page.locator("details.fork-edit").first
+    expect(refused.locator(".error")).to_contain_text(
+        "You may not answer this interrupt: assigned to supervisor")
+    expect(refused.locator("textarea")).to_have_value("false")
+    assert page.url.endswith(f"/runs/{asked['run_id']}/")
+    assert no_sideways_scroll(page)
+    shots = Path("/tmp/forks-e2e")
+    shots.mkdir(exist_ok=True)
+    page.screenshot(path=str(shots / "refused-fork.png"), full_page=True)
+    assert forge.api("GET", "/api/runs?limit=200")["count"] == before

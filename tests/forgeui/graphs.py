@@ -148,3 +148,40 @@ def ship(built: dict[str, Any]) -> dict[str, Any]:
 
 guarded = DurableExecutor(nodes=[("package", package), ("ship", ship)],
                           interrupt_before=["ship"], name="guarded")
+
+
+def review_payment(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Large payments wait for finance; the graph approves small ones itself."""
+    if order["amount"] < 1000:
+        return {**order, "approved": True}
+    answer = ctx.interrupt({"question": "Pay?", "amount": order["amount"]},
+                           assignees={"groups": ["finance"]})
+    return {**order, "approved": answer}
+
+
+def pay_if_approved(order: dict[str, Any]) -> dict[str, Any]:
+    if order["approved"] is True:
+        append_line(order["ledger"], f"paid {order['amount']}")
+    return order
+
+
+payment = DurableExecutor(
+    nodes=[("review", review_payment), ("pay", pay_if_approved)], name="payment",
+    input_schema={"type": "object", "required": ["amount", "ledger"],
+                  "properties": {"amount": {"type": "integer", "minimum": 1},
+                                 "ledger": {"type": "string"}}})
+
+
+def sign(order: Any, ctx: NodeContext) -> dict[str, Any]:
+    """One sign-off, with the notes this task was given."""
+    return {"answer": ctx.interrupt({"question": f"{ctx.node} sign-off?"}),
+            "steering": ctx.steering}
+
+
+signoffs = DurableExecutor(
+    nodes=[("start", lambda order: order), ("legal", sign), ("finance", sign),
+           ("record", record)],
+    edges={"start": lambda _: ["legal", "finance"], "legal": lambda _: "record",
+           "finance": lambda _: "record"},
+    name="signoffs",
+)

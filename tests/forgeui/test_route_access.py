@@ -23,6 +23,7 @@ from forgeui.models import Checkpoint, Interrupt
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import services
+from forgeui.team import decision_links
 from forgeui.team.roles import PERMISSIONS, Action, Role
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,6 +32,7 @@ PUBLIC = "public"          # anyone, signed in or not
 SIGNED_IN = "signed in"    # any account, with or without a forge role
 STAFF = "staff"            # the admin site: staff accounts only
 AGENT_OR_ROLE = "asking"   # an agent token, or a person with any forge role
+RECIPIENT = "recipient"    # the one person a decision link was e-mailed to (a reviewer)
 Rule = tuple[str, Action | str]  # (method, who may)
 
 RULES: dict[str, Rule] = {
@@ -41,6 +43,10 @@ RULES: dict[str, Rule] = {
     "password_change": ("GET", SIGNED_IN),
     "password_change_done": ("GET", SIGNED_IN),
     "admin-password-change": ("GET", PUBLIC),  # a redirect to password_change
+    "forgeui:decision-link": ("GET", RECIPIENT),
+    # Not found unless single sign-on is configured, and then the provider's round trip.
+    "oidc_authentication_init": ("GET", PUBLIC),
+    "oidc_authentication_callback": ("GET", PUBLIC),
     # The API
     "api:openapi-json": ("GET", Action.READ),
     "api:openapi-view": ("GET", Action.READ),
@@ -184,7 +190,8 @@ def ids(users: dict[str, User]) -> dict[str, str]:
             "checkpoint_id": checkpoint.pk, "name": "transfer", "request_id": asked.row.id,
             "rest": "no/such/route", "object_id": str(users["reviewer"].pk),
             "content_type_id": "1", "id": str(users["reviewer"].pk), "app_label": "forgeui",
-            "url": "no-such-page/"}
+            "url": "no-such-page/",
+            "token": decision_links.token_for(users["reviewer"], interrupt.pk)}
 
 
 def client_for(who: str, users: dict[str, User]) -> Client:
@@ -221,6 +228,8 @@ def may(who: str, rule: Rule) -> bool:
         return False
     if needs == SIGNED_IN:
         return True
+    if needs == RECIPIENT:
+        return who == Role.REVIEWER.value
     if who == "nobody":
         return False
     return needs == AGENT_OR_ROLE or Role(who) in PERMISSIONS[Action(needs)]

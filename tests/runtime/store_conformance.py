@@ -252,6 +252,24 @@ class LongThreadConformance:
         again = await executor.run({"messages": []}, thread_id=original)
         assert again.status == "interrupted"
 
+    async def test_deleting_the_original_keeps_a_fork_not_yet_resumed(
+        self, store: CheckpointStore,
+    ) -> None:
+        executor = chat_graph(store)
+        original = await talk(executor, 5)
+        fork = await executor.fork(original)
+        copied = await store.load(fork)
+        assert copied is not None
+        await store.delete(original)
+        kept = await store.load(fork)
+        assert kept is not None and kept.id == copied.id
+        assert kept.state == copied.state and kept.history == copied.history
+        assert [cp.id for cp in await store.list(fork)] == [copied.id]
+        await talk(executor, 1, fork)
+        resumed = await store.load(fork)
+        assert resumed is not None
+        assert resumed.state["ask"]["messages"] == expected_messages(5) + expected_messages(1)
+
     async def test_history_is_built_only_when_read(self, store: CheckpointStore) -> None:
         executor = chat_graph(store)
         thread = await talk(executor, 20)

@@ -325,6 +325,28 @@ async def test_steering_on_the_root_run_reaches_root_nodes() -> None:
     assert [n["text"] for n in cp.steering] == ["be careful"]
 
 
+async def test_a_note_for_one_task_of_several_reaches_that_task_only() -> None:
+    def sign(x: Any, ctx: NodeContext) -> Any:
+        return {"answer": ctx.interrupt(ctx.node), "steering": ctx.steering}
+
+    ex = DurableExecutor(
+        nodes=[("start", lambda x: x), ("legal", sign), ("finance", sign),
+               ("record", lambda parts: parts)],
+        edges={"start": lambda _: ["legal", "finance"], "legal": lambda _: "record",
+               "finance": lambda _: "record"}, name="signoffs")
+    paused = await ex.run(None)
+    asked = {i.node: i for i in paused.interrupts}
+    legal, finance = asked["legal"], asked["finance"]
+    await ex.steer(ResumeTarget(paused.run_id, task_id=legal.task_id), "by task")
+    await ex.steer(ResumeTarget(paused.run_id, interrupt_id=legal.id), "by interrupt")
+    await ex.steer(ResumeTarget(paused.run_id), "to the run")
+    root = await latest(ex.store, paused.thread_id)
+    assert [n["task_id"] for n in root.steering] == [legal.task_id, legal.task_id, None]
+    done = await ex.resume(paused.thread_id, Command(resume_map={legal.id: 1, finance.id: 2}))
+    assert done.output["legal"]["steering"] == ["by task", "by interrupt", "to the run"]
+    assert done.output["finance"]["steering"] == ["to the run"]
+
+
 # -- stale targets ----------------------------------------------------------------------
 
 async def test_run_id_not_in_the_tree_is_stale() -> None:

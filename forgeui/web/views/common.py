@@ -69,6 +69,7 @@ def permissions(request: HttpRequest) -> dict[str, Any]:
             "can_assign": allowed(user, Action.ASSIGN),
             "can_fork": allowed(user, Action.FORK), "can_cancel": allowed(user, Action.CANCEL),
             "can_recover": allowed(user, Action.RECOVER),
+            "can_start": allowed(user, Action.START_RUN),
             "roles": sorted(roles_of(user)) or (["admin"] if user.is_superuser else [])}
 
 

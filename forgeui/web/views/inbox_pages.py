@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qs
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -25,7 +26,7 @@ from forgeui.inbox.rows import (
 from forgeui.models import Answer, Event, Interrupt, InterruptStatus
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
-from forgeui.runs import decision_context, forks, registry, services
+from forgeui.runs import decision_context, forks, registry, services, storable
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
     ForgeUIError,
@@ -275,7 +276,10 @@ def bulk(request: HttpRequest) -> HttpResponse:
         return refusal(request, InvalidRequest("choose Approve, Reject, Continue or Accept"))
     chosen: bulk_answers.BulkAction = action  # type: ignore[assignment]
     if request.POST.get("all"):
-        filters = InboxFilters.from_query(request.POST.get("query", ""))
+        query = request.POST.get("query", "")
+        if problem := storable.text_problem(parse_qs(query)):  # a %00 inside the query
+            return refusal(request, InvalidRequest(f"the inbox filter cannot be used: {problem}"))
+        filters = InboxFilters.from_query(query)
         found = filters.apply(Interrupt.objects.all(), assignment.Viewer.of(request.user))
         ids = bulk_answers.settleable(chosen, found.pending().iterator(chunk_size=200))
     else:

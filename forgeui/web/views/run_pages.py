@@ -17,8 +17,10 @@ from forgeui.inbox.rows import (
 from forgeui.models import AuditEntry, Event, Run, RunStatus
 from forgeui.runs import decision_context, forks, registry, services
 from forgeui.runs.exceptions import (
+    Forbidden,
     ForgeUIError,
     InvalidRequest,
+    UnknownGraph,
 )
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
@@ -101,6 +103,8 @@ def start(request: HttpRequest) -> HttpResponse:
     data = request.POST
     context = start_context(data.get("graph", ""), data)
     try:
+        if data.get("graph", "") != context["graph"]:  # start_context fell back to another
+            raise UnknownGraph(data.get("graph", ""), context["graphs"])
         value = start_input(context, data)
         started = services.start_run(request.user, context["graph"], value)
     except (AnswerRejected, ForgeUIError) as exc:
@@ -182,12 +186,12 @@ def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
         value = parse_json(text, "new input" if change == "inputs" else "answer")
         new_thread = services.fork_thread(request.user, run.root_thread_id,
                                           **{change: {interrupt_id: value}})
-    except (AnswerRejected, InvalidRequest) as exc:  # bad JSON, or a value refused
+    except (AnswerRejected, InvalidRequest, Forbidden) as exc:  # shown beside what was typed
         error = {"interrupt_id": interrupt_id, "change": change, "text": text,
                  "message": str(exc)}
         return page(request, "forgeui/run.html", "tree",
                     tree_context(run, assignment.Viewer.of(request.user), fork_error=error),
-                    status=422)
+                    status=403 if isinstance(exc, Forbidden) else 422)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     target = reverse("forgeui:run", kwargs={"run_id": Run.objects.get(thread_id=new_thread).pk})

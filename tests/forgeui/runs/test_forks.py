@@ -126,7 +126,7 @@ def test_the_run_page_shows_the_error_and_a_recover_button_for_supervisors(
 def test_a_fork_with_an_edited_input_reaches_the_node_with_it(users: dict[str, User]) -> None:
     run = started(users["supervisor"], "supervisor", {"topic": "q3"})
     writer = Interrupt.objects.of_tree(run.thread_id).pending().get(sub_agent_id="writer_agent")
-    new_thread = services.fork_thread(users["reviewer"], run.thread_id,
+    new_thread = services.fork_thread(users["supervisor"], run.thread_id,
                                       inputs={writer.pk: {"topic": "edited"}})
     fork = Run.objects.get(thread_id=new_thread)
     asked = {i.sub_agent_id: i for i in Interrupt.objects.of_tree(new_thread).pending()}
@@ -139,7 +139,7 @@ def test_a_fork_with_an_edited_input_reaches_the_node_with_it(users: dict[str, U
     assert fork.status == "completed"
     assert fork.output["report"]["writer_agent"]["draft"] == "Draft about edited."
     edit = AuditEntry.objects.get(action="fork.edit")
-    assert edit.actor == users["reviewer"] and edit.thread_id == new_thread
+    assert edit.actor == users["supervisor"] and edit.thread_id == new_thread
     assert edit.detail["edits"][0] | {"value": None} == {
         "kind": "input", "interrupt_id": writer.pk, "node": "draft", "value": None,
         "namespace": ["supervisor", "writer_agent"], "task_id": writer.task_id, "order": 0}
@@ -168,9 +168,10 @@ def test_fork_changes_are_checked_before_anything_is_forked(users: dict[str, Use
     wrong = api.post("reviewer", url, {"answers": {finance.pk: {"approved": "yes"}}})
     assert wrong.status_code == 422
     assert wrong.json()["detail"][0]["loc"] == ["body", "answers", finance.pk, "approved"]
-    unknown = api.post("reviewer", url, {"inputs": {"nope": 1}})
+    unknown = api.post("supervisor", url, {"inputs": {"nope": 1}})
     assert unknown.status_code == 422 and "not pending" in unknown.json()["detail"][0]["msg"]
-    both = api.post("reviewer", url, {"inputs": {finance.pk: 1}, "answers": {finance.pk: 1}})
+    both = api.post("supervisor", url,
+                    {"inputs": {finance.pk: 1}, "answers": {finance.pk: 1}})
     assert both.status_code == 422
     assert Run.objects.roots().count() == 1
     assert api.post("auditor", url, {"inputs": {finance.pk: 1}}).status_code == 403
@@ -216,7 +217,7 @@ def test_the_run_page_forks_with_an_edited_input_and_keeps_bad_json(
         users: dict[str, User]) -> None:
     run = started(users["supervisor"], "transfer", {"amount": 1})
     (asked,) = Interrupt.objects.of_tree(run.thread_id).pending()
-    client = logged_in(users["reviewer"])
+    client = logged_in(users["supervisor"])
     page = client.get(f"/runs/{run.run_id}/").content.decode()
     assert "Fork with changes" in page and "&quot;amount&quot;: 1" in page
     url = f"/runs/{run.run_id}/fork/"

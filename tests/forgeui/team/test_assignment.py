@@ -85,6 +85,42 @@ def test_a_claim_keeps_others_out_until_released(team: dict[str, User]) -> None:
         ("interrupt.claim", "bob"), ("interrupt.release", "supervisor")]
 
 
+def test_nobody_outside_the_assignees_claims_an_interrupt(team: dict[str, User]) -> None:
+    interrupt = pause(team, assignees={"groups": ["finance"]})
+    with pytest.raises(Forbidden, match="assigned to group finance"):
+        services.claim_interrupt(team["bob"], interrupt.pk)
+    with pytest.raises(Forbidden, match="assigned to group finance"):
+        services.answer_interrupt(team["bob"], interrupt.pk, True)
+    row = Interrupt.objects.get(pk=interrupt.pk)
+    assert row.claimed_by is None and row.status == InterruptStatus.PENDING
+    assert not AuditEntry.objects.filter(action="interrupt.claim").exists()
+    services.claim_interrupt(team["alice"], interrupt.pk)
+    services.answer_interrupt(team["alice"], interrupt.pk, True)
+
+
+def test_a_note_beside_an_open_sibling_never_reaches_a_task_assigned_to_others(
+        team: dict[str, User]) -> None:
+    started = services.start_run(team["supervisor"], "signoffs", {})
+    asked = {i.node: i for i in Interrupt.objects.of_tree(started.thread_id).pending()}
+    legal, finance = asked["legal"], asked["finance"]
+    services.assign_interrupt(team["supervisor"], finance.pk, [], ["finance"])
+    with pytest.raises(Forbidden, match="assigned to group finance"):
+        services.add_steering_note(team["bob"], legal.run_id, "to the whole run")
+    with pytest.raises(Forbidden, match="assigned to group finance"):
+        services.add_steering_note(team["bob"], legal.run_id, "to finance",
+                                   task_id=finance.task_id)
+    note = services.add_steering_note(team["bob"], legal.run_id, "legal only",
+                                      interrupt_id=legal.pk)
+    note.refresh_from_db()
+    assert note.outcome == "applied" and note.task_id == legal.task_id
+    services.answer_interrupt(team["alice"], finance.pk, True)
+    services.answer_interrupt(team["bob"], legal.pk, True)
+    run = legal.run
+    run.refresh_from_db()
+    assert run.output["signoffs"]["legal"]["steering"] == ["legal only"]
+    assert run.output["signoffs"]["finance"]["steering"] == []
+
+
 def test_supervisors_assign_and_a_claim_outside_the_assignees_ends(
         team: dict[str, User]) -> None:
     interrupt = pause(team)

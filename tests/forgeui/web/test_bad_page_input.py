@@ -48,6 +48,14 @@ def test_nul_in_the_address_is_a_400_page(client: Client, path: str) -> None:
     assert client.get(path).status_code == 400
 
 
+@pytest.mark.parametrize("query", ["q=pay%00", "graph=%00&tab=all", "q%00=1"])
+def test_nul_inside_the_bulk_forms_filter_is_refused(client: Client, query: str) -> None:
+    response = client.post("/interrupts/bulk/", {"action": "approve", "all": "1",
+                                                 "query": query}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 422
+    assert "inbox filter cannot be used: it holds a NUL character" in response.content.decode()
+
+
 def test_the_admin_and_login_pages_refuse_it_too(client: Client) -> None:
     assert client.get("/admin/auth/user/", {"q": "\x00"}).status_code == 400
     assert Client().post("/accounts/login/", {"username": "a\x00", "password": "x"}) \

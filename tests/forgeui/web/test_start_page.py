@@ -68,6 +68,28 @@ def test_mistakes_come_back_with_what_was_typed(users: dict[str, User]) -> None:
     assert done.status_code == 204 and done["HX-Redirect"].startswith("/runs/")
 
 
+def test_an_unknown_graph_is_refused_not_replaced(users: dict[str, User]) -> None:
+    client = logged_in(users["supervisor"])
+    refused = client.post("/runs/start/", {"graph": "no-such-graph",
+                                           "json_input": '{"amount": 5}'}, HTTP_HX_REQUEST="true")
+    html = refused.content.decode()
+    assert refused.status_code == 422 and "unknown graph &#x27;no-such-graph&#x27;" in html
+    assert '{&quot;amount&quot;: 5}</textarea>' in html
+    assert not Run.objects.exists() and not AuditEntry.objects.filter(action="run.start")
+
+
+@pytest.mark.parametrize("typed", ['{"note": "\\u0000"}', '{"note": "\\ud800"}'])
+def test_text_that_cannot_be_stored_comes_back_with_what_was_typed(
+        users: dict[str, User], typed: str) -> None:
+    client = logged_in(users["supervisor"])
+    refused = client.post("/runs/start/", {"graph": "transfer", "json_input": typed},
+                          HTTP_HX_REQUEST="true")
+    html = refused.content.decode()
+    assert refused.status_code == 422 and "cannot be stored" in html
+    assert f"{typed.replace(chr(34), '&quot;')}</textarea>" in html
+    assert not Run.objects.exists() and not AuditEntry.objects.filter(action="run.start")
+
+
 def test_the_api_checks_the_input_schema_too(users: dict[str, User]) -> None:
     api = Api(users)
     response = api.post("supervisor", "/api/runs", {"graph": "deploy", "input": {"version": 5}})
