@@ -53,5 +53,12 @@ FORGE_GRAPHS = {
     "custom": "tests.forgeui.graphs:custom",
     "flaky": "tests.forgeui.graphs:flaky",
     "guarded": "tests.forgeui.graphs:guarded",
+    # LangGraph graphs, registered the three ways a team may: builder, compiled, factory.
+    "lg_two": "tests.forgeui.langgraph.graphs:two_interrupts",
+    "lg_parallel": "tests.forgeui.langgraph.graphs:compiled_parallel",
+    "lg_subgraph": "tests.forgeui.langgraph.graphs:subgraph",
+    "lg_breakpoint": "tests.forgeui.langgraph.graphs:breakpoint_compiled",
+    "lg_inbox": "tests.forgeui.langgraph.graphs:agent_inbox",
+    "lg_middleware": "tests.forgeui.langgraph.graphs:middleware",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -52,8 +52,8 @@ def test_unknown_names_list_the_registered_ones() -> None:
         ("forgeui.demo.graphs", "use 'module:attribute'"),
         ("no_such_module:graph", "No module named"),
         ("forgeui.demo.graphs:missing", "has no attribute"),
-        ("forgeui.demo.graphs:ACTIONS", "neither a DurableExecutor nor a zero-argument factory"),
-        ("forgeui.demo.graphs:plan", "neither a DurableExecutor nor a zero-argument factory"),
+        ("forgeui.demo.graphs:ACTIONS", "neither a DurableExecutor, a LangGraph graph nor a zero-argument factory"),
+        ("forgeui.demo.graphs:plan", "neither a DurableExecutor, a LangGraph graph nor a zero-argument factory"),
         ("tests.forgeui.graphs:broken_factory", "RuntimeError: no credentials"),
     ],
 )

@@ -1,0 +1,161 @@
+"""Where a LangGraph thread stands, as the forge checkpoint the dashboard reads.
+
+After each ``invoke`` the graph's state (``get_state(subgraphs=True)``) is saved as one
+forge checkpoint of the same thread: its status, values, pending interrupts (each with
+its checkpoint namespace, node, task id, LangGraph interrupt id and checkpoint id) and the
+ones that ended. ``DjangoCheckpointStore.save`` writes it with the ``Run`` and
+``Interrupt`` rows and the inbox events in one transaction, as for a forge graph, so the
+inbox, the timeline, claims, audit and the API need nothing of their own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import StateSnapshot
+
+from runtime import Checkpoint
+from runtime.types import RunStatus
+
+# The forge checkpoint's metadata key holding the LangGraph checkpoint it mirrors.
+LANGGRAPH_CHECKPOINT = "langgraph_checkpoint_id"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an ``invoke`` ended, beside the state it left."""
+
+    error: dict[str, Any] | None = None
+    cancelled: bool = False
+
+
+def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph: str,
+                       run_id: str, breakpoints: frozenset[str]) -> list[dict[str, Any]]:
+    """Every interrupt the thread waits on, subgraphs' included, as interrupt records."""
+    checkpoint_id = snapshot.config["configurable"]["checkpoint_id"]
+    found = _task_interrupts(snapshot, graph, run_id, checkpoint_id, "")
+    if not found and snapshot.next and not _failed(snapshot):
+        found.append(_breakpoint(snapshot, graph, run_id, checkpoint_id, breakpoints))
+    answered = _answered_counts(before)
+    for record in found:
+        if record["kind"] == "node":
+            record["order"] = answered.get(record["id"], 0)
+            record["id"] = forge_id(record["id"], record["order"])
+    return found
+
+
+def forge_id(langgraph_id: str, order: int) -> str:
+    """LangGraph gives every ``interrupt()`` of one task the same id; forge's rows need one
+    per pause, so the task's later ones are numbered after it."""
+    return langgraph_id if order == 0 else f"{langgraph_id}.{order}"
+
+
+def langgraph_id(interrupt_id: str) -> str:
+    """The LangGraph interrupt id a forge interrupt id stands for."""
+    return interrupt_id.split(".", 1)[0]
+
+
+def _answered_counts(before: Checkpoint | None) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in before.resolved if before is not None else []:
+        if record.get("kind", "node") == "node":
+            key = langgraph_id(record["id"])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _task_interrupts(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id: str,
+                     ns: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for task in snapshot.tasks:
+        if isinstance(task.state, StateSnapshot):  # a subgraph: its own tasks interrupt
+            inner_ns = task.state.config["configurable"].get("checkpoint_ns", "")
+            found += _task_interrupts(task.state, graph, run_id, checkpoint_id, inner_ns)
+            continue
+        for order, pending in enumerate(task.interrupts):
+            found.append(_record(pending.id, task.name, task.id, pending.value, order,
+                                 graph, run_id, checkpoint_id, ns))
+    return found
+
+
+def _breakpoint(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id: str,
+                breakpoints: frozenset[str]) -> dict[str, Any]:
+    """A static breakpoint (``interrupt_before`` / ``_after``): one interrupt for the step."""
+    node = snapshot.next[0]
+    kind = "before" if node in breakpoints else "after"
+    task_id = snapshot.tasks[0].id if snapshot.tasks else ""
+    payload = {"kind": kind, "node": node, "input": snapshot.values}
+    record = _record(f"{checkpoint_id}.{kind}", node, task_id, payload, 0, graph, run_id,
+                     checkpoint_id, "")
+    record["kind"] = kind
+    return record
+
+
+def _record(interrupt_id: str, node: str, task_id: str, payload: Any, order: int,
+            graph: str, run_id: str, checkpoint_id: str, ns: str) -> dict[str, Any]:
+    return {"id": interrupt_id, "node": node, "task_id": task_id, "payload": payload,
+            "order": order, "namespace": namespace_of(graph, ns), "run_id": run_id,
+            "sub_agent_id": None, "checkpoint_id": checkpoint_id, "kind": "node",
+            "created_at": int(time.time() * 1000)}
+
+
+def namespace_of(graph: str, checkpoint_ns: str) -> list[str]:
+    """The run-tree path: the graph, then each part of the LangGraph checkpoint namespace."""
+    return [graph, *checkpoint_ns.split("|")] if checkpoint_ns else [graph]
+
+
+def _failed(snapshot: StateSnapshot) -> bool:
+    return any(task.error for task in snapshot.tasks)
+
+
+def status_of(snapshot: StateSnapshot, pending: list[dict[str, Any]],
+              outcome: Outcome) -> RunStatus:
+    if outcome.cancelled:
+        return "cancelled"
+    if outcome.error is not None:
+        return "failed"
+    if pending:
+        return "interrupted"
+    return "running" if snapshot.next else "completed"
+
+
+def checkpoint(snapshot: StateSnapshot, before: Checkpoint | None, *, graph: str, run_id: str,
+               pending: list[dict[str, Any]], outcome: Outcome,
+               metadata: dict[str, Any]) -> Checkpoint:
+    """The forge checkpoint that follows ``before`` (None: the thread's first)."""
+    lg_id = snapshot.config["configurable"]["checkpoint_id"] if snapshot.config else ""
+    status = status_of(snapshot, pending, outcome)
+    still = {record["id"] for record in pending}
+    ended = [] if before is None else [
+        {**record, "status": "cancelled" if outcome.cancelled else "answered",
+         "answered_at": int(time.time() * 1000)}
+        for record in before.interrupts if record["id"] not in still]
+    thread_id = snapshot.config["configurable"]["thread_id"] if snapshot.config else ""
+    return Checkpoint(
+        id=_new_id(lg_id, before), thread_id=thread_id,
+        node=pending[0]["node"] if pending else None,
+        interrupt_payload=pending[0]["payload"] if pending else None,
+        state=dict(snapshot.values) if isinstance(snapshot.values, dict) else {},
+        history=[], pending_input=None, created_at=int(time.time() * 1000), run_id=run_id,
+        parent_id=before.id if before is not None else None, namespace=[graph],
+        status=status, step=(before.step + 1) if before is not None else 0, graph=graph,
+        root_thread_id=thread_id, interrupts=[] if outcome.cancelled else pending,
+        resolved=[*(before.resolved if before is not None else []), *ended],
+        steering=list(before.steering) if before is not None else [],
+        output=dict(snapshot.values) if status == "completed" else None,
+        error=outcome.error,
+        forked_from=before.forked_from if before is not None else None,
+        metadata={**metadata, LANGGRAPH_CHECKPOINT: lg_id},
+    )
+
+
+def _new_id(lg_id: str, before: Checkpoint | None) -> str:
+    """The LangGraph checkpoint's id, unless the thread mirrored that one already (a
+    resume that left the step paused writes no new LangGraph checkpoint)."""
+    if before is None or not lg_id:
+        return lg_id or f"forge-{time.time_ns()}"
+    if before.metadata.get(LANGGRAPH_CHECKPOINT) != lg_id:
+        return lg_id
+    return f"{lg_id}.{before.step + 1}"
