@@ -5,10 +5,11 @@ from __future__ import annotations
 from functools import cache
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
+
+from .saver import ForgeSaver
 
 
 @cache
 def checkpointer() -> BaseCheckpointSaver:
-    """The saver the dashboard runs LangGraph graphs on, one per process."""
-    return InMemorySaver()
+    """``ForgeSaver`` on the default database: every worker process sees every thread."""
+    return ForgeSaver()
