@@ -38,18 +38,18 @@ def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph
     found = _task_interrupts(snapshot, graph, run_id, checkpoint_id, "")
     if not found and snapshot.next and not _failed(snapshot):
         found.append(_breakpoint(snapshot, graph, run_id, checkpoint_id, breakpoints))
-    answered = _answered_counts(before)
+    by_id, by_task = _answered_counts(before, {r["id"] for r in found})
     for record in found:
         if record["kind"] == "node":
-            record["order"] = answered.get(record["id"], 0)
-            record["id"] = forge_id(record["id"], record["order"])
+            record["order"] = by_task.get(record["task_id"], 0)
+            record["id"] = forge_id(record["id"], by_id.get(record["id"], 0))
     return found
 
 
-def forge_id(langgraph_id: str, order: int) -> str:
-    """LangGraph gives every ``interrupt()`` of one task the same id; forge's rows need one
-    per pause, so the task's later ones are numbered after it."""
-    return langgraph_id if order == 0 else f"{langgraph_id}.{order}"
+def forge_id(langgraph_id: str, answered: int) -> str:
+    """The interrupt's LangGraph id; should LangGraph hand out an id that was answered
+    already, forge's row (one per pause) gets it numbered after the earlier ones."""
+    return langgraph_id if answered == 0 else f"{langgraph_id}.{answered}"
 
 
 def langgraph_id(interrupt_id: str) -> str:
@@ -57,13 +57,21 @@ def langgraph_id(interrupt_id: str) -> str:
     return interrupt_id.split(".", 1)[0]
 
 
-def _answered_counts(before: Checkpoint | None) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for record in before.resolved if before is not None else []:
+def _answered_counts(before: Checkpoint | None,
+                     still: set[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """How many interrupts ended (before, or now: pending before, not ``still``) had each
+    LangGraph id, and each task id."""
+    by_id: dict[str, int] = {}
+    by_task: dict[str, int] = {}
+    if before is None:
+        return by_id, by_task
+    ending = [r for r in before.interrupts if langgraph_id(r["id"]) not in still]
+    for record in [*before.resolved, *ending]:
         if record.get("kind", "node") == "node":
             key = langgraph_id(record["id"])
-            counts[key] = counts.get(key, 0) + 1
-    return counts
+            by_id[key] = by_id.get(key, 0) + 1
+            by_task[record["task_id"]] = by_task.get(record["task_id"], 0) + 1
+    return by_id, by_task
 
 
 def _task_interrupts(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id: str,

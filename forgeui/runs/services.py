@@ -219,10 +219,13 @@ def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = N
     require_role(user, Action.RESUME_TARGETED, object_type="run", object_id=run_id,
                  run_id=run_id)
     run = _run(run_id)
-    if namespace is not None and list(namespace) != run.namespace:
-        raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
-                                f"{list(namespace)}", latest_metadata(run))
     found = Interrupt.objects.filter(run=run).pending().by_age()
+    if namespace is not None and list(namespace) != run.namespace:
+        # A LangGraph run keeps its subgraphs' interrupts, each under its namespace.
+        found = found.filter(namespace=list(namespace))
+        if not found.exists():
+            raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
+                                    f"{list(namespace)}", latest_metadata(run))
     if task_id is not None:
         found = found.filter(task_id=task_id)
     if interrupt_id is not None:
