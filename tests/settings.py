@@ -60,5 +60,6 @@ FORGE_GRAPHS = {
     "lg_breakpoint": "tests.forgeui.langgraph.graphs:breakpoint_compiled",
     "lg_inbox": "tests.forgeui.langgraph.graphs:agent_inbox",
     "lg_middleware": "tests.forgeui.langgraph.graphs:middleware",
+    "lg_chat": "tests.forgeui.langgraph.graphs:chat",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
 from langgraph.types import Command as LangGraphCommand
+from langgraph.types import StateSnapshot
 
 from forgeui.langgraph import mirror
 from forgeui.langgraph.locks import thread_lock
@@ -28,6 +29,9 @@ from runtime.errors import ResumeError, StaleResumeTarget
 from runtime.executor import GraphShape
 
 LIVE = ("running", "interrupted")
+# What a thread shows when LangGraph cannot read it back after a failure.
+EMPTY = StateSnapshot(values={}, next=(), config=None, metadata=None, created_at=None,
+                      parent_config=None, tasks=(), interrupts=())
 
 
 class LangGraphExecutor:
@@ -147,7 +151,7 @@ class LangGraphExecutor:
         except Exception as exc:  # the node's own error: the run is saved as failed
             outcome = mirror.Outcome(error={"type": type(exc).__name__, "message": str(exc),
                                             **self._failed_node(config)})
-        snapshot = self.graph.get_state(config, subgraphs=True)
+        snapshot = self._state(config, outcome)
         pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
                                             self.breakpoints)
         cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=before.run_id,
@@ -155,8 +159,20 @@ class LangGraphExecutor:
         self.store.save_sync(cp)
         return result_of(cp)
 
+    def _state(self, config: dict[str, Any], outcome: mirror.Outcome) -> StateSnapshot:
+        try:
+            return self.graph.get_state(config, subgraphs=True)
+        except Exception:  # a failed run's writes may not even apply (a bad input)
+            if outcome.error is None:
+                raise
+            return EMPTY
+
     def _failed_node(self, config: dict[str, Any]) -> dict[str, Any]:
-        for task in self.graph.get_state(config).tasks:
+        try:
+            tasks = self.graph.get_state(config).tasks
+        except Exception:  # the failure left writes that do not apply: no node to name
+            return {}
+        for task in tasks:
             if task.error:
                 return {"node": task.name, "task_id": task.id}
         return {}

@@ -10,6 +10,8 @@ inbox, the timeline, claims, audit and the API need nothing of their own.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +33,33 @@ class Outcome:
     cancelled: bool = False
 
 
+def plain(value: Any) -> Any:
+    """``value`` as JSON data: a graph's state may hold messages and other objects, which
+    forge's records show as their ``model_dump()`` (or fields, or text)."""
+    return json.loads(json.dumps(value, default=_plain_part, allow_nan=False))
+
+
+def _plain_part(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    return repr(obj)
+
+
+def checkpoint_id_of(snapshot: StateSnapshot) -> str:
+    """The LangGraph checkpoint the snapshot shows ("" before the thread has one)."""
+    return str((snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or "")
+
+
 def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph: str,
                        run_id: str, breakpoints: frozenset[str]) -> list[dict[str, Any]]:
     """Every interrupt the thread waits on, subgraphs' included, as interrupt records."""
-    checkpoint_id = snapshot.config["configurable"]["checkpoint_id"]
+    checkpoint_id = checkpoint_id_of(snapshot)
+    if not checkpoint_id:
+        return []
     found = _task_interrupts(snapshot, graph, run_id, checkpoint_id, "")
     if not found and snapshot.next and not _failed(snapshot):
         found.append(_breakpoint(snapshot, graph, run_id, checkpoint_id, breakpoints))
@@ -94,7 +119,7 @@ def _breakpoint(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id:
     node = snapshot.next[0]
     kind = "before" if node in breakpoints else "after"
     task_id = snapshot.tasks[0].id if snapshot.tasks else ""
-    payload = {"kind": kind, "node": node, "input": snapshot.values}
+    payload = {"kind": kind, "node": node, "input": plain(snapshot.values)}
     record = _record(f"{checkpoint_id}.{kind}", node, task_id, payload, 0, graph, run_id,
                      checkpoint_id, "")
     record["kind"] = kind
@@ -103,7 +128,7 @@ def _breakpoint(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id:
 
 def _record(interrupt_id: str, node: str, task_id: str, payload: Any, order: int,
             graph: str, run_id: str, checkpoint_id: str, ns: str) -> dict[str, Any]:
-    return {"id": interrupt_id, "node": node, "task_id": task_id, "payload": payload,
+    return {"id": interrupt_id, "node": node, "task_id": task_id, "payload": plain(payload),
             "order": order, "namespace": namespace_of(graph, ns), "run_id": run_id,
             "sub_agent_id": None, "checkpoint_id": checkpoint_id, "kind": "node",
             "created_at": int(time.time() * 1000)}
@@ -133,26 +158,28 @@ def checkpoint(snapshot: StateSnapshot, before: Checkpoint | None, *, graph: str
                pending: list[dict[str, Any]], outcome: Outcome,
                metadata: dict[str, Any]) -> Checkpoint:
     """The forge checkpoint that follows ``before`` (None: the thread's first)."""
-    lg_id = snapshot.config["configurable"]["checkpoint_id"] if snapshot.config else ""
+    lg_id = checkpoint_id_of(snapshot)
     status = status_of(snapshot, pending, outcome)
     still = {record["id"] for record in pending}
     ended = [] if before is None else [
         {**record, "status": "cancelled" if outcome.cancelled else "answered",
          "answered_at": int(time.time() * 1000)}
         for record in before.interrupts if record["id"] not in still]
-    thread_id = snapshot.config["configurable"]["thread_id"] if snapshot.config else ""
+    thread_id = before.thread_id if before is not None else str(
+        (snapshot.config or {}).get("configurable", {}).get("thread_id", ""))
+    values = plain(snapshot.values) if isinstance(snapshot.values, dict) else {}
     return Checkpoint(
         id=_new_id(lg_id, before), thread_id=thread_id,
         node=pending[0]["node"] if pending else None,
         interrupt_payload=pending[0]["payload"] if pending else None,
-        state=dict(snapshot.values) if isinstance(snapshot.values, dict) else {},
+        state=values,
         history=[], pending_input=None, created_at=int(time.time() * 1000), run_id=run_id,
         parent_id=before.id if before is not None else None, namespace=[graph],
         status=status, step=(before.step + 1) if before is not None else 0, graph=graph,
         root_thread_id=thread_id, interrupts=[] if outcome.cancelled else pending,
         resolved=[*(before.resolved if before is not None else []), *ended],
         steering=list(before.steering) if before is not None else [],
-        output=dict(snapshot.values) if status == "completed" else None,
+        output=values if status == "completed" else None,
         error=outcome.error,
         forked_from=before.forked_from if before is not None else None,
         metadata={**metadata, LANGGRAPH_CHECKPOINT: lg_id},

@@ -6,7 +6,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
 
@@ -141,3 +142,17 @@ def middleware() -> StateGraph:
 
 
 compiled_parallel = parallel().compile()
+
+
+def _reply(state: MessagesState) -> dict[str, Any]:
+    draft = AIMessage(content=f"Re: {state['messages'][-1].content}", id="draft")
+    verdict = interrupt({"question": "send the reply?", "draft": draft.content})
+    return {"messages": [draft, HumanMessage(content=str(verdict), id="verdict")]}
+
+
+def chat() -> StateGraph:
+    """A messages graph: its state holds LangChain message objects, not JSON."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("reply", _reply)
+    graph.add_edge(START, "reply")
+    return graph

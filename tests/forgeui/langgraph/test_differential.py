@@ -11,10 +11,12 @@ from django.contrib.auth.models import User
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from forgeui.langgraph.mirror import plain
 from tests.forgeui.apiclient import Api
 from tests.forgeui.langgraph import graphs
 
 Answer = Callable[[Any], Any]
+CHAT = {"messages": [{"role": "user", "content": "where is my parcel?", "id": "ask"}]}
 
 
 @pytest.fixture
@@ -26,18 +28,19 @@ def by_question(payload: Any) -> Any:
     """The answer a reviewer gives, decided by the question alone (so both runs agree)."""
     if isinstance(payload, dict) and payload.get("kind") == "before":
         return True
-    return {"amount?": "500", "pay 500?": "yes"}.get(payload["question"],
-                                                     payload["question"].upper())
+    answers = {"amount?": "500", "pay 500?": "yes", "send the reply?": "send"}
+    return answers.get(payload["question"], payload["question"].upper())
 
 
 def direct(graph: Any, input: Any, answer: Answer, one_at_a_time: bool = False) -> Any:
-    """Run on LangGraph alone: answer every pending interrupt (or pass the breakpoint)."""
+    """Run on LangGraph alone: answer every pending interrupt (or pass the breakpoint);
+    the final values as JSON data (a chat's messages as their ``model_dump()``)."""
     config = {"configurable": {"thread_id": "direct"}}
     graph.invoke(input, config)
     for _ in range(20):
         state = graph.get_state(config)
         if not state.next:
-            return state.values
+            return plain(state.values)
         pending = list(state.interrupts)[:1] if one_at_a_time else state.interrupts
         graph.invoke(Command(resume={i.id: answer(i.value) for i in pending})
                      if pending else None, config)
@@ -71,18 +74,27 @@ CASES = [
     ("lg_parallel", graphs.parallel().compile, True),
     ("lg_subgraph", graphs.subgraph().compile, False),
     ("lg_breakpoint", graphs.breakpoint_compiled, False),
+    ("lg_chat", graphs.chat().compile, False),
 ]
 
 
 @pytest.mark.parametrize(("name", "compile", "one_at_a_time"), CASES,
-                         ids=["two", "parallel-map", "parallel-each", "subgraph", "before"])
+                         ids=["two", "parallel-map", "parallel-each", "subgraph", "before", "chat"])
 def test_forge_ends_where_langgraph_ends(api: Api, name: str, compile: Callable[..., Any],
                                          one_at_a_time: bool) -> None:
-    expected = direct(compile(checkpointer=InMemorySaver()), {"log": []}, by_question,
-                      one_at_a_time)
-    run = through_forge(api, name, {"log": []}, by_question, one_at_a_time)
+    input = CHAT if name == "lg_chat" else {"log": []}
+    expected = direct(compile(checkpointer=InMemorySaver()), input, by_question, one_at_a_time)
+    run = through_forge(api, name, input, by_question, one_at_a_time)
     assert run["output"] == expected
-    assert expected["log"]  # every graph logs what it was told
+    assert expected.get("log") or len(expected["messages"]) == 3  # each took its answers
+
+
+def test_a_bad_input_fails_the_run_and_says_why(api: Api) -> None:
+    started = api.start("lg_two", {"log": 5})
+    run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
+    assert run["status"] == "failed"
+    assert run["error"]["type"] and run["error"]["message"]
+    assert api.pending_of(started) == []
 
 
 def test_an_interrupt_shows_where_it_lives(api: Api) -> None:
