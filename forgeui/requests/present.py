@@ -19,8 +19,9 @@ from django.utils.safestring import SafeString
 from forgeui.inbox.markdown import render_markdown
 from forgeui.inbox.payloads import Field, fields_of
 from forgeui.models import Interrupt
-from forgeui.requests import foreign, shapes
+from forgeui.requests import shapes
 from forgeui.requests.graph import GRAPH
+from forgeui.runs import foreign
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 MAX_DIFF_LINES = 400

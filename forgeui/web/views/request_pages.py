@@ -7,8 +7,8 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from forgeui.models import Interrupt
-from forgeui.requests import foreign, present, service
-from forgeui.runs import decision_context, services
+from forgeui.requests import present, service
+from forgeui.runs import decision_context, foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.team import assignment
 from forgeui.team.roles import Action

@@ -89,3 +89,28 @@ def test_a_decision_the_call_does_not_offer_keeps_the_form(api: Api) -> None:
     assert response.status_code == 422
     assert "delete_draft takes one of approve, reject" in response.content.decode()
     assert api.pending_of(started)  # nothing was answered
+
+
+def test_the_api_takes_answers_in_the_graphs_own_shape_only(api: Api) -> None:
+    started = api.start("lg_inbox", MAIL)
+    [pending] = api.pending_of(started)
+    path = f"/api/interrupts/{pending['id']}/resume"
+    for wrong in (True, [{"type": "approve"}], [{"type": "accept"}, {"type": "accept"}]):
+        refused = api.post("reviewer", path, {"value": wrong})
+        assert refused.status_code == 422, wrong
+    assert api.post("reviewer", path, {"value": [{"type": "response", "args": "later"}]}
+                    ).status_code == 202
+    run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
+    assert run["output"]["outcome"] == "told: later"
+
+
+def test_bulk_approve_answers_a_middleware_request_in_its_shape(api: Api) -> None:
+    started = api.start("lg_middleware", MAIL)
+    [pending] = api.pending_of(started)
+    client = reviewer(api)
+    row = client.get("/").content.decode()
+    assert f'id="int-{pending["id"]}"' in row
+    response = client.post("/interrupts/bulk/", {"action": "approve", "ids": [pending["id"]]})
+    assert response.status_code in (200, 302)
+    run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
+    assert run["output"]["outcome"] == "send_email; delete_draft"

@@ -110,3 +110,36 @@ def _middleware_decision(request: dict[str, Any], decision: dict[str, Any]) -> d
     if kind in ("reject", "respond") and decision.get("message"):
         return {"type": kind, "message": decision["message"]}
     return {"type": kind}
+
+
+# -- answers sent as values (the API, bulk) -------------------------------------------------
+
+
+def answer_problem(payload: Any, value: Any) -> str | None:
+    """Why ``value`` is not an answer in the payload's own shape (None: it is one, or the
+    payload is no foreign request)."""
+    actions = actions_of(payload)
+    if actions is None:
+        return None
+    if _is_agent_inbox(payload):
+        responses = value if isinstance(payload, list) else [value]
+        if not isinstance(responses, list) or len(responses) != len(actions):
+            return (f"answer with a list of {len(actions)} HumanResponse" if
+                    isinstance(payload, list) else "answer with one HumanResponse")
+        allowed = [[t for _, t, ours in AGENT_INBOX if ours in a["decisions"]] for a in actions]
+    else:
+        responses = value.get("decisions") if isinstance(value, dict) else None
+        if not isinstance(responses, list) or len(responses) != len(actions):
+            return f'answer with {{"decisions": [...]}}, one per action ({len(actions)})'
+        allowed = [a["decisions"] for a in actions]
+    for index, (response, kinds) in enumerate(zip(responses, allowed, strict=True)):
+        kind = response.get("type") if isinstance(response, dict) else None
+        if kind not in kinds:
+            return f"response {index}: type must be one of {', '.join(kinds)}, not {kind!r}"
+    return None
+
+
+def settles_all(payload: Any, decision: str) -> bool:
+    """Whether every action of a foreign request may be decided ``decision`` at once."""
+    actions = actions_of(payload)
+    return bool(actions) and all(decision in a["decisions"] for a in actions or [])
