@@ -61,5 +61,6 @@ FORGE_GRAPHS = {
     "lg_inbox": "tests.forgeui.langgraph.graphs:agent_inbox",
     "lg_middleware": "tests.forgeui.langgraph.graphs:middleware",
     "lg_chat": "tests.forgeui.langgraph.graphs:chat",
+    "lg_deadline": "tests.forgeui.langgraph.graphs:with_deadline",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

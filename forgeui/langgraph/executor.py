@@ -45,6 +45,7 @@ class LangGraphExecutor:
         self.store = DjangoCheckpointStore()
         before = graph.interrupt_before_nodes
         self.breakpoints = frozenset(graph.nodes if before == "*" else before)
+        self.controls = mirror.Controls.of(graph.config)
 
     @property
     def saver(self) -> BaseCheckpointSaver:
@@ -153,7 +154,7 @@ class LangGraphExecutor:
                                             **self._failed_node(config)})
         snapshot = self._state(config, outcome)
         pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
-                                            self.breakpoints)
+                                            self.breakpoints, self.controls)
         cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=before.run_id,
                                pending=pending, outcome=outcome, metadata=before.metadata)
         self.store.save_sync(cp)

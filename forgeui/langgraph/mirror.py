@@ -26,6 +26,30 @@ LANGGRAPH_CHECKPOINT = "langgraph_checkpoint_id"
 
 
 @dataclass(frozen=True, slots=True)
+class Controls:
+    """What the graph's registration, never a payload, says of each interrupt: a
+    deadline, and the answer given when it passes (``has_default``)."""
+
+    deadline_s: float | None = None
+    has_default: bool = False
+    default: Any = None
+
+    @classmethod
+    def of(cls, config: dict[str, Any] | None) -> Controls:
+        """From ``graph.with_config(metadata={"forge": {"deadline_s": ..., "default":
+        ...}})``: graph-level settings, as LangGraph's ``interrupt()`` takes none."""
+        forge = ((config or {}).get("metadata") or {}).get("forge") or {}
+        deadline = forge.get("deadline_s")
+        return cls(float(deadline) if isinstance(deadline, int | float) else None,
+                   "default" in forge, forge.get("default"))
+
+    def apply(self, record: dict[str, Any]) -> None:
+        if self.deadline_s is not None:
+            record["deadline_at"] = record["created_at"] + int(self.deadline_s * 1000)
+            record["has_default"], record["default"] = self.has_default, self.default
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How an ``invoke`` ended, beside the state it left."""
 
@@ -55,8 +79,10 @@ def checkpoint_id_of(snapshot: StateSnapshot) -> str:
 
 
 def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph: str,
-                       run_id: str, breakpoints: frozenset[str]) -> list[dict[str, Any]]:
-    """Every interrupt the thread waits on, subgraphs' included, as interrupt records."""
+                       run_id: str, breakpoints: frozenset[str],
+                       controls: Controls = Controls()) -> list[dict[str, Any]]:
+    """Every interrupt the thread waits on, subgraphs' included, as interrupt records.
+    One still pending from ``before`` keeps its record (its age and deadline)."""
     checkpoint_id = checkpoint_id_of(snapshot)
     if not checkpoint_id:
         return []
@@ -64,10 +90,14 @@ def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph
     if not found and snapshot.next and not _failed(snapshot):
         found.append(_breakpoint(snapshot, graph, run_id, checkpoint_id, breakpoints))
     by_id, by_task = _answered_counts(before, {r["id"] for r in found})
+    kept = {r["id"]: r for r in before.interrupts} if before is not None else {}
     for record in found:
         if record["kind"] == "node":
             record["order"] = by_task.get(record["task_id"], 0)
             record["id"] = forge_id(record["id"], by_id.get(record["id"], 0))
+        if record["id"] in kept:
+            record["created_at"] = kept[record["id"]].get("created_at", record["created_at"])
+        controls.apply(record)
     return found
 
 

@@ -156,3 +156,8 @@ def chat() -> StateGraph:
     graph.add_node("reply", _reply)
     graph.add_edge(START, "reply")
     return graph
+
+
+# Registered with a deadline and a default: graph-level settings, as interrupt() takes none.
+with_deadline = two_interrupts().compile().with_config(
+    metadata={"forge": {"deadline_s": 60, "default": "1"}})

@@ -1,13 +1,18 @@
 """What the dashboard does to any run, done to a LangGraph run: stale answers, steering,
-cancel, fork, claims, targeting a subgraph by namespace, the timeline and the records."""
+cancel, fork, claims, deadlines, targeting a subgraph by namespace, the timeline and the
+records."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
+from django.utils import timezone
 
 from forgeui.models import ApiToken, AuditEntry, Interrupt, SteeringNote
+from forgeui.runs.deadlines import expire_interrupts
 from tests.forgeui.apiclient import Api
 
 
@@ -132,3 +137,22 @@ def test_the_pages_and_records_show_a_langgraph_run(api: Api) -> None:
         assert client.get(path).status_code == 200, path
     assert "500" in client.get("/audit/decisions/").content.decode()
     assert AuditEntry.objects.filter(action="answer.applied", object_id=first["id"]).exists()
+
+
+def test_a_deadline_answers_with_the_registered_default(api: Api) -> None:
+    started = api.start("lg_deadline", {"log": []})
+    [first] = api.pending_of(started)
+    assert first["deadline_at"] is not None
+    assert expire_interrupts(timezone.now() + timedelta(seconds=30)) == []  # not yet
+    [expired] = expire_interrupts(timezone.now() + timedelta(seconds=61))
+    assert (expired.interrupt_id, expired.outcome) == (first["id"], "defaulted")
+    [second] = api.pending_of(started)
+    assert second["payload"] == {"question": "pay 1?"}  # interrupt() returned the default
+    assert AuditEntry.objects.filter(action="interrupt.expired", object_id=first["id"]).exists()
+
+
+def test_without_a_registered_deadline_nothing_expires(api: Api) -> None:
+    started = api.start("lg_two", {"log": []})
+    [first] = api.pending_of(started)
+    assert first["deadline_at"] is None
+    assert expire_interrupts(timezone.now() + timedelta(days=400)) == []
