@@ -156,3 +156,17 @@ def test_without_a_registered_deadline_nothing_expires(api: Api) -> None:
     [first] = api.pending_of(started)
     assert first["deadline_at"] is None
     assert expire_interrupts(timezone.now() + timedelta(days=400)) == []
+
+
+def test_a_breakpoint_is_continued_or_cancelled_with_a_reason(api: Api) -> None:
+    started = api.start("lg_breakpoint", {"log": []})
+    [paused] = api.pending_of(started)
+    assert (paused["kind"], paused["node"]) == ("before", "send")
+    assert paused["payload"] == {"kind": "before", "node": "send",
+                                 "input": {"log": ["drafted"]}}
+    response = api.post("reviewer", f"/api/interrupts/{paused['id']}/cancel",
+                        {"reason": "wrong recipient"})
+    assert response.status_code == 202, response.content
+    run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
+    assert run["status"] == "cancelled"
+    assert "sent" not in str(run)  # the guarded node never ran
