@@ -10,13 +10,16 @@ thread-sensitive executor, as Django's own async ORM methods do.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -38,6 +41,33 @@ from .blobs import BlobCodec
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Checkpoints read per batch by ``list``: their blobs and writes come in one query each.
 LIST_BATCH = 100
+
+
+class _ClosesAtThreadExit:
+    """Closes a thread's connection when the thread ends (its thread-locals go then).
+
+    LangGraph saves from threads of its own that end with each ``invoke``; nothing else
+    would close the connections Django opens in them."""
+
+    def __init__(self, wrapper: BaseDatabaseWrapper) -> None:
+        self.wrapper = wrapper
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.wrapper.close()
+
+
+_THREAD = threading.local()
+
+
+def _close_at_thread_exit(using: str) -> None:
+    if threading.current_thread() is threading.main_thread():
+        return
+    guards = getattr(_THREAD, "guards", None)
+    if guards is None:
+        guards = _THREAD.guards = {}
+    if using not in guards:
+        guards[using] = _ClosesAtThreadExit(connections[using])
 
 
 def _is_inline(value: Any) -> bool:
@@ -71,6 +101,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
         rows = LangGraphCheckpoint.objects.using(self.using).filter(
             thread_id=str(conf["thread_id"]), checkpoint_ns=conf.get("checkpoint_ns", ""))
@@ -87,6 +118,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
              before: RunnableConfig | None = None,
              limit: int | None = None) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, by thread / namespace / metadata / ``before``."""
+        _close_at_thread_exit(self.using)
         rows = LangGraphCheckpoint.objects.using(self.using).order_by("-checkpoint_id")
         if config is not None:
             conf = config["configurable"]
@@ -184,6 +216,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
         """Save ``checkpoint`` as the child of the one ``config`` names, with blobs for the
         channels in ``new_versions`` only."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
         thread_id = str(conf["thread_id"])
         checkpoint_ns = conf.get("checkpoint_ns", "")
@@ -219,6 +252,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
         """Save a task's writes; a special channel's write replaces the one before."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
         rows = []
         for idx, (channel, value) in enumerate(writes):
@@ -251,6 +285,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         self._delete_threads([str(thread_id)])
 
     def _delete_threads(self, thread_ids: Sequence[str]) -> None:
+        _close_at_thread_exit(self.using)
         self.codec.forget(thread_ids)
         with transaction.atomic(using=self.using):
             for model in (LangGraphCheckpoint, LangGraphBlob, LangGraphWrite):
@@ -259,6 +294,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget the checkpoints saved by these runs, their writes and the blobs no other
         checkpoint still needs."""
+        _close_at_thread_exit(self.using)
         run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return
@@ -303,6 +339,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, blob and write of one thread to another."""
+        _close_at_thread_exit(self.using)
         source, target = str(source_thread_id), str(target_thread_id)
         with transaction.atomic(using=self.using):
             for model in (LangGraphBlob, LangGraphWrite, LangGraphCheckpoint):
@@ -317,6 +354,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"delete"``: forget the threads. ``"keep_latest"``: keep each namespace's latest
         checkpoint, its writes and the blobs it reads; forget the rest."""
+        _close_at_thread_exit(self.using)
         thread_ids = _thread_ids(thread_ids)
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"Unknown prune strategy: {strategy!r}")
