@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     SerializerProtocol,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
@@ -37,6 +38,7 @@ from langgraph.checkpoint.base import (
 
 from ..models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 from .blobs import BlobCodec
+from .delta import history
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Checkpoints read per batch by ``list``: their blobs and writes come in one query each.
@@ -210,6 +212,23 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             for key, ws in found.items()
         }
 
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                  ) -> Mapping[str, DeltaChannelHistory]:
+        """``DeltaChannel``'s writes since each channel's nearest stored value, reading
+        only the checkpoints on the way there (see ``delta.history``)."""
+        _close_at_thread_exit(self.using)
+        if not channels:
+            return {}
+        checkpoint_id = get_checkpoint_id(config)
+        if not checkpoint_id:
+            target = self.get_tuple(config)
+            if target is None:
+                return {channel: {"writes": []} for channel in channels}
+            checkpoint_id = target.config["configurable"]["checkpoint_id"]
+        conf = config["configurable"]
+        return history(self.using, self.codec, str(conf["thread_id"]),
+                       conf.get("checkpoint_ns", ""), checkpoint_id, list(channels))
+
     # -- writing ----------------------------------------------------------------------
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint,
@@ -380,6 +399,12 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await sync_to_async(self.get_tuple)(config)
+
+    async def aget_delta_channel_history(
+            self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await sync_to_async(self.get_delta_channel_history)(
+            config=config, channels=channels)
 
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
