@@ -37,10 +37,14 @@ from langgraph.checkpoint.base import (
 )
 
 from ..models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+from . import statements
 from .blobs import BlobCodec
 from .delta import history
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# A checkpoint row as read: a named tuple (model instances cost more than the query).
+ROW = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
+       "checkpoint", "metadata")
 # Checkpoints read per batch by ``list``: their blobs and writes come in one query each.
 LIST_BATCH = 100
 
@@ -105,13 +109,8 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
         _close_at_thread_exit(self.using)
         conf = config["configurable"]
-        rows = LangGraphCheckpoint.objects.using(self.using).filter(
-            thread_id=str(conf["thread_id"]), checkpoint_ns=conf.get("checkpoint_ns", ""))
-        if checkpoint_id := get_checkpoint_id(config):
-            rows = rows.filter(checkpoint_id=checkpoint_id)
-        else:
-            rows = rows.order_by("-checkpoint_id")
-        row = rows.first()
+        row = statements.checkpoint(self.using, str(conf["thread_id"]),
+                                    conf.get("checkpoint_ns", ""), get_checkpoint_id(config))
         if row is None:
             return None
         return self._tuples([row])[0]
@@ -142,8 +141,8 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         left = limit if limit is not None and limit >= 0 else None
         if left == 0:
             return
-        batch: list[LangGraphCheckpoint] = []
-        for row in rows.iterator(chunk_size=LIST_BATCH):
+        batch: list[Any] = []
+        for row in rows.values_list(*ROW, named=True).iterator(chunk_size=LIST_BATCH):
             if in_python and any(row.metadata.get(k, _MISSING) != v
                                  for k, v in in_python.items()):
                 continue
@@ -158,7 +157,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         if batch:
             yield from self._tuples(batch)
 
-    def _tuples(self, rows: Sequence[LangGraphCheckpoint]) -> list[CheckpointTuple]:
+    def _tuples(self, rows: Sequence[Any]) -> list[CheckpointTuple]:
         """Rows to tuples: one query for all their blobs, one for all their writes."""
         checkpoints = [self.serde.loads_typed((row.type, bytes(row.checkpoint)))
                        for row in rows]
@@ -191,20 +190,15 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             ))
         return tuples
 
-    def _writes(self, rows: Sequence[LangGraphCheckpoint]
+    def _writes(self, rows: Sequence[Any]
                 ) -> dict[tuple[str, str, str], list[tuple[str, str, Any]]]:
         keys = {(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows}
-        query = Q()
-        for thread_id in {k[0] for k in keys}:
-            query |= Q(thread_id=thread_id,
-                       checkpoint_id__in=[k[2] for k in keys if k[0] == thread_id])
         found: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
-        for w in LangGraphWrite.objects.using(self.using).filter(query).values_list(
-                "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx",
-                "channel", "type", "blob"):
-            key = (w[0], w[1], w[2])
-            if key in keys:
-                found.setdefault(key, []).append((w[3], w[4], w[5], w[6], w[7], bytes(w[8])))
+        for thread_id, ns in {k[:2] for k in keys}:
+            ids = sorted(k[2] for k in keys if k[:2] == (thread_id, ns))
+            for cid, *w in statements.writes(self.using, thread_id, ns, ids):
+                found.setdefault((thread_id, ns, cid), []).append(
+                    (w[0], w[1], w[2], w[3], w[4], bytes(w[5])))
         return {
             key: [(task_id, channel, self.serde.loads_typed((type_, blob)))
                   for task_id, _, _, channel, type_, blob in sorted(
@@ -252,20 +246,14 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             for channel, version in new_versions.items() if channel in large})
         type_, payload = self.serde.dumps_typed(stored)
         meta = get_serializable_checkpoint_metadata(config, metadata)
-        row = LangGraphCheckpoint(
-            thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=parent_id, run_id=str(meta.get("run_id") or ""),
-            type=type_, checkpoint=payload, metadata=meta)
-        with transaction.atomic(using=self.using):
-            if learnt:
-                transaction.on_commit(partial(self.codec.remember, learnt), using=self.using)
-            if blobs:
-                LangGraphBlob.objects.using(self.using).bulk_create(
-                    blobs, ignore_conflicts=True)
-            LangGraphCheckpoint.objects.using(self.using).bulk_create(
-                [row], update_conflicts=True,
-                unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
-                update_fields=["checkpoint", "type", "metadata", "run_id"])
+        row = (thread_id, checkpoint_ns, checkpoint["id"], parent_id,
+               str(meta.get("run_id") or ""), type_, payload, meta)
+        with transaction.atomic(using=self.using, savepoint=False) if (
+                blobs and connections[self.using].vendor != "postgresql"
+        ) else contextlib.nullcontext():
+            statements.save(self.using, row, blobs)
+        if learnt:
+            transaction.on_commit(partial(self.codec.remember, learnt), using=self.using)
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
@@ -276,20 +264,12 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         rows = []
         for idx, (channel, value) in enumerate(writes):
             type_, blob = self.serde.dumps_typed(value)
-            rows.append(LangGraphWrite(
-                thread_id=str(conf["thread_id"]), checkpoint_ns=conf.get("checkpoint_ns", ""),
-                checkpoint_id=conf["checkpoint_id"], task_id=task_id, task_path=task_path,
-                idx=WRITES_IDX_MAP.get(channel, idx), channel=channel, type=type_, blob=blob))
-        if not rows:
-            return
-        manager = LangGraphWrite.objects.using(self.using)
-        if all(channel in WRITES_IDX_MAP for channel, _ in writes):
-            manager.bulk_create(
-                rows, update_conflicts=True,
-                unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                update_fields=["channel", "type", "blob", "task_path"])
-        else:
-            manager.bulk_create(rows, ignore_conflicts=True)
+            rows.append((str(conf["thread_id"]), conf.get("checkpoint_ns", ""),
+                         conf["checkpoint_id"], task_id, task_path,
+                         WRITES_IDX_MAP.get(channel, idx), channel, type_, blob))
+        if rows:
+            statements.save_writes(self.using, rows,
+                                   replace=all(ch in WRITES_IDX_MAP for ch, _ in writes))
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """``"<n>.<random>"``, increasing as strings do; the random part keeps two branches
