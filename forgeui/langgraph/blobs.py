@@ -6,8 +6,8 @@ reducer such as ``add_messages`` or ``operator.add`` hands them on), it stores o
 appended items and the version they extend. Every ``APPEND_CHAIN`` parts the list is stored
 whole again, so reading any version back is one query for at most that many rows.
 
-Which versions it knows: the last it wrote or read of each (thread, namespace, channel),
-kept for the ``KNOWN`` most recently used. A known version's value is not read again.
+Which versions it knows: the ``KNOWN`` it last wrote or read (a list's items are shared
+with the value the graph holds, not copied). A known version's value is not read again.
 Like ``DeltaChannel``, this relies on nodes returning new values rather than mutating
 the items of a list in place.
 """
@@ -20,16 +20,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
-from django.db.models import Q
 from langgraph.checkpoint.base import SerializerProtocol
 
-from ..models import LangGraphBlob
+from . import statements
 
 APPEND_CHAIN = 256
-KNOWN = 256
+KNOWN = 1024
 # Versions ForgeSaver makes (see ``ForgeSaver.get_next_version``): their random part means
 # a version names one value, even across a thread deleted and saved again elsewhere. Values
 # under other versions (say, plain integers) are always read from the database.
@@ -54,38 +52,49 @@ class Known:
 class BlobCodec:
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
-        self._known: OrderedDict[tuple[str, str, str], Known] = OrderedDict()
+        self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
+        self._latest: dict[tuple[str, str, str], str] = {}
         self._lock = threading.Lock()
 
     # -- the known versions -----------------------------------------------------------
 
-    def _get(self, key: tuple[str, str, str]) -> Known | None:
+    def _get(self, key: tuple[str, str, str], version: str | None = None) -> Known | None:
+        """The value known of ``version`` of a channel, or of its latest known version."""
         with self._lock:
-            known = self._known.get(key)
+            if version is None:
+                version = self._latest.get(key)
+                if version is None:
+                    return None
+            known = self._known.get((*key, version))
             if known is not None:
-                self._known.move_to_end(key)
+                self._known.move_to_end((*key, version))
             return known
 
     def remember(self, entries: Iterable[tuple[tuple[str, str, str], Known]]) -> None:
         with self._lock:
             for key, known in entries:
-                self._known[key] = known
-                self._known.move_to_end(key)
+                self._known[(*key, known.version)] = known
+                self._known.move_to_end((*key, known.version))
+                self._latest[key] = known.version
             while len(self._known) > KNOWN:
-                self._known.popitem(last=False)
+                (*key, version), _ = self._known.popitem(last=False)
+                if self._latest.get(tuple(key)) == version:
+                    del self._latest[tuple(key)]
 
     def forget(self, thread_ids: Iterable[str]) -> None:
         gone = set(thread_ids)
         with self._lock:
             for key in [k for k in self._known if k[0] in gone]:
                 del self._known[key]
+            for key in [k for k in self._latest if k[0] in gone]:
+                del self._latest[key]
 
     # -- writing ----------------------------------------------------------------------
 
     def dump(self, thread_id: str, ns: str, values: Mapping[str, tuple[Any, str]]
-             ) -> tuple[list[LangGraphBlob], list[tuple[tuple[str, str, str], Known]]]:
-        """Rows for ``{channel: (value, version)}``, and what to remember once they are
-        committed."""
+             ) -> tuple[list[tuple[Any, ...]], list[tuple[tuple[str, str, str], Known]]]:
+        """Rows (``statements.BlobRow`` fields) for ``{channel: (value, version)}``, and
+        what to remember once they are committed."""
         rows, learnt = [], []
         for channel, (value, version) in values.items():
             key = (thread_id, ns, channel)
@@ -95,15 +104,12 @@ class BlobCodec:
                     and len(value) >= len(known.items) and known.depth + 1 < APPEND_CHAIN
                     and all(map(operator.is_, known.items, value))):
                 type_, blob = self.serde.dumps_typed(value[len(known.items):])
-                rows.append(LangGraphBlob(
-                    thread_id=thread_id, checkpoint_ns=ns, channel=channel, version=version,
-                    type=type_, blob=blob, base_version=known.version,
-                    root_version=known.root, depth=known.depth + 1))
+                rows.append((thread_id, ns, channel, version, type_, blob, known.version,
+                             known.root, known.depth + 1))
                 learnt.append((key, Known(version, tuple(value), known.depth + 1, known.root)))
                 continue
             type_, blob = self.serde.dumps_typed(value)
-            rows.append(LangGraphBlob(thread_id=thread_id, checkpoint_ns=ns, channel=channel,
-                                      version=version, type=type_, blob=blob))
+            rows.append((thread_id, ns, channel, version, type_, blob, "", "", 0))
             if is_list:
                 learnt.append((key, Known(version, tuple(value), 0, version)))
         return rows, learnt
@@ -114,23 +120,23 @@ class BlobCodec:
              ) -> dict[Space, dict[Key, Any]]:
         """The values stored under these versions (a missing one is left out)."""
         found: dict[Space, dict[Key, Any]] = {}
-        query: list[Q] = []
+        query: list[tuple[str, list[Any]]] = []
         for (thread_id, ns), keys in wanted.items():
             missing = []
             for channel, version in keys:
-                known = self._get((thread_id, ns, channel))
-                if known is not None and known.version == version:
+                known = self._get((thread_id, ns, channel), version)
+                if known is not None:
                     found.setdefault((thread_id, ns), {})[(channel, version)] = list(
                         known.items)
                 else:
                     missing.append((channel, version))
             if missing:
-                query.append(Q(thread_id=thread_id, checkpoint_ns=ns,
-                               channel__in={c for c, _ in missing},
-                               version__in={v for _, v in missing}))
+                query.append(statements.exact_blobs(thread_id, ns,
+                                                    sorted({c for c, _ in missing}),
+                                                    sorted({v for _, v in missing})))
         if not query:
             return found
-        rows = self._rows(using, reduce(operator.or_, query))
+        rows = self._rows(using, query)
         chains: dict[tuple[str, str, str, str], int] = {}
         for space, keys in wanted.items():
             for key in keys:
@@ -139,10 +145,9 @@ class BlobCodec:
                     chain = (*space, key[0], row.root_version)
                     chains[chain] = max(chains.get(chain, 0), row.depth)
         if chains:
-            rows.update(self._rows(using, reduce(operator.or_, (
-                Q(thread_id=t, checkpoint_ns=ns, channel=channel)
-                & (Q(version=root) | Q(root_version=root, depth__lt=depth))
-                for (t, ns, channel, root), depth in chains.items()))))
+            rows.update(self._rows(using, [
+                statements.chain_blobs(t, ns, channel, root, depth)
+                for (t, ns, channel, root), depth in chains.items()]))
         learnt = []
         for space, keys in wanted.items():
             for channel, version in keys:
@@ -160,26 +165,27 @@ class BlobCodec:
         return found
 
     @staticmethod
-    def _rows(using: str, query: Q) -> dict[tuple[str, str, str, str], LangGraphBlob]:
+    def _rows(using: str, where: list[tuple[str, list[Any]]]
+              ) -> dict[tuple[str, str, str, str], statements.BlobRow]:
         return {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
-                for r in LangGraphBlob.objects.using(using).filter(query)}
+                for r in statements.blobs(using, where)}
 
-    def _value(self, rows: Mapping[tuple[str, str, str, str], LangGraphBlob],
-               row: LangGraphBlob) -> Any:
+    def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any) -> Any:
         parts = []
         while row.base_version:
             parts.append(row)
             base = rows.get((row.thread_id, row.checkpoint_ns, row.channel, row.base_version))
             if base is None:
                 raise BrokenAppendChain(
-                    f"{row}: the version it extends, {row.base_version}, is not stored")
+                    f"{row.thread_id}/{row.checkpoint_ns}/{row.channel}@{row.version}: the "
+                    f"version it extends, {row.base_version}, is not stored")
             row = base
-        value = self.serde.loads_typed((row.type, bytes(row.blob or b"")))
+        value = self.serde.loads_typed((row.type, row.blob or b""))
         if not parts:
             return value
         items = list(value)
         for part in reversed(parts):
-            items.extend(self.serde.loads_typed((part.type, bytes(part.blob or b""))))
+            items.extend(self.serde.loads_typed((part.type, part.blob or b"")))
         return items
 
     # -- collecting -------------------------------------------------------------------

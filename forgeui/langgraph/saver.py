@@ -10,13 +10,16 @@ thread-sensitive executor, as Django's own async ORM methods do.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -26,6 +29,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     SerializerProtocol,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
@@ -33,11 +37,43 @@ from langgraph.checkpoint.base import (
 )
 
 from ..models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+from . import statements
 from .blobs import BlobCodec
+from .delta import history
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# A checkpoint row as read: a named tuple (model instances cost more than the query).
+ROW = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
+       "checkpoint", "metadata")
 # Checkpoints read per batch by ``list``: their blobs and writes come in one query each.
 LIST_BATCH = 100
+
+
+class _ClosesAtThreadExit:
+    """Closes a thread's connection when the thread ends (its thread-locals go then).
+
+    LangGraph saves from threads of its own that end with each ``invoke``; nothing else
+    would close the connections Django opens in them."""
+
+    def __init__(self, wrapper: BaseDatabaseWrapper) -> None:
+        self.wrapper = wrapper
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.wrapper.close()
+
+
+_THREAD = threading.local()
+
+
+def _close_at_thread_exit(using: str) -> None:
+    if threading.current_thread() is threading.main_thread():
+        return
+    guards = getattr(_THREAD, "guards", None)
+    if guards is None:
+        guards = _THREAD.guards = {}
+    if using not in guards:
+        guards[using] = _ClosesAtThreadExit(connections[using])
 
 
 def _is_inline(value: Any) -> bool:
@@ -71,14 +107,10 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
-        rows = LangGraphCheckpoint.objects.using(self.using).filter(
-            thread_id=str(conf["thread_id"]), checkpoint_ns=conf.get("checkpoint_ns", ""))
-        if checkpoint_id := get_checkpoint_id(config):
-            rows = rows.filter(checkpoint_id=checkpoint_id)
-        else:
-            rows = rows.order_by("-checkpoint_id")
-        row = rows.first()
+        row = statements.checkpoint(self.using, str(conf["thread_id"]),
+                                    conf.get("checkpoint_ns", ""), get_checkpoint_id(config))
         if row is None:
             return None
         return self._tuples([row])[0]
@@ -87,6 +119,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
              before: RunnableConfig | None = None,
              limit: int | None = None) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, by thread / namespace / metadata / ``before``."""
+        _close_at_thread_exit(self.using)
         rows = LangGraphCheckpoint.objects.using(self.using).order_by("-checkpoint_id")
         if config is not None:
             conf = config["configurable"]
@@ -108,8 +141,8 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         left = limit if limit is not None and limit >= 0 else None
         if left == 0:
             return
-        batch: list[LangGraphCheckpoint] = []
-        for row in rows.iterator(chunk_size=LIST_BATCH):
+        batch: list[Any] = []
+        for row in rows.values_list(*ROW, named=True).iterator(chunk_size=LIST_BATCH):
             if in_python and any(row.metadata.get(k, _MISSING) != v
                                  for k, v in in_python.items()):
                 continue
@@ -124,7 +157,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         if batch:
             yield from self._tuples(batch)
 
-    def _tuples(self, rows: Sequence[LangGraphCheckpoint]) -> list[CheckpointTuple]:
+    def _tuples(self, rows: Sequence[Any]) -> list[CheckpointTuple]:
         """Rows to tuples: one query for all their blobs, one for all their writes."""
         checkpoints = [self.serde.loads_typed((row.type, bytes(row.checkpoint)))
                        for row in rows]
@@ -157,20 +190,15 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             ))
         return tuples
 
-    def _writes(self, rows: Sequence[LangGraphCheckpoint]
+    def _writes(self, rows: Sequence[Any]
                 ) -> dict[tuple[str, str, str], list[tuple[str, str, Any]]]:
         keys = {(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows}
-        query = Q()
-        for thread_id in {k[0] for k in keys}:
-            query |= Q(thread_id=thread_id,
-                       checkpoint_id__in=[k[2] for k in keys if k[0] == thread_id])
         found: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
-        for w in LangGraphWrite.objects.using(self.using).filter(query).values_list(
-                "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx",
-                "channel", "type", "blob"):
-            key = (w[0], w[1], w[2])
-            if key in keys:
-                found.setdefault(key, []).append((w[3], w[4], w[5], w[6], w[7], bytes(w[8])))
+        for thread_id, ns in {k[:2] for k in keys}:
+            ids = sorted(k[2] for k in keys if k[:2] == (thread_id, ns))
+            for cid, *w in statements.writes(self.using, thread_id, ns, ids):
+                found.setdefault((thread_id, ns, cid), []).append(
+                    (w[0], w[1], w[2], w[3], w[4], bytes(w[5])))
         return {
             key: [(task_id, channel, self.serde.loads_typed((type_, blob)))
                   for task_id, _, _, channel, type_, blob in sorted(
@@ -178,12 +206,30 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             for key, ws in found.items()
         }
 
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                  ) -> Mapping[str, DeltaChannelHistory]:
+        """``DeltaChannel``'s writes since each channel's nearest stored value, reading
+        only the checkpoints on the way there (see ``delta.history``)."""
+        _close_at_thread_exit(self.using)
+        if not channels:
+            return {}
+        checkpoint_id = get_checkpoint_id(config)
+        if not checkpoint_id:
+            target = self.get_tuple(config)
+            if target is None:
+                return {channel: {"writes": []} for channel in channels}
+            checkpoint_id = target.config["configurable"]["checkpoint_id"]
+        conf = config["configurable"]
+        return history(self.using, self.codec, str(conf["thread_id"]),
+                       conf.get("checkpoint_ns", ""), checkpoint_id, list(channels))
+
     # -- writing ----------------------------------------------------------------------
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint,
             metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
         """Save ``checkpoint`` as the child of the one ``config`` names, with blobs for the
         channels in ``new_versions`` only."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
         thread_id = str(conf["thread_id"])
         checkpoint_ns = conf.get("checkpoint_ns", "")
@@ -200,43 +246,30 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             for channel, version in new_versions.items() if channel in large})
         type_, payload = self.serde.dumps_typed(stored)
         meta = get_serializable_checkpoint_metadata(config, metadata)
-        row = LangGraphCheckpoint(
-            thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=parent_id, run_id=str(meta.get("run_id") or ""),
-            type=type_, checkpoint=payload, metadata=meta)
-        with transaction.atomic(using=self.using):
-            if learnt:
-                transaction.on_commit(partial(self.codec.remember, learnt), using=self.using)
-            if blobs:
-                LangGraphBlob.objects.using(self.using).bulk_create(
-                    blobs, ignore_conflicts=True)
-            LangGraphCheckpoint.objects.using(self.using).bulk_create(
-                [row], update_conflicts=True,
-                unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
-                update_fields=["checkpoint", "type", "metadata", "run_id"])
+        row = (thread_id, checkpoint_ns, checkpoint["id"], parent_id,
+               str(meta.get("run_id") or ""), type_, payload, meta)
+        with transaction.atomic(using=self.using, savepoint=False) if (
+                blobs and connections[self.using].vendor != "postgresql"
+        ) else contextlib.nullcontext():
+            statements.save(self.using, row, blobs)
+        if learnt:
+            transaction.on_commit(partial(self.codec.remember, learnt), using=self.using)
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
         """Save a task's writes; a special channel's write replaces the one before."""
+        _close_at_thread_exit(self.using)
         conf = config["configurable"]
         rows = []
         for idx, (channel, value) in enumerate(writes):
             type_, blob = self.serde.dumps_typed(value)
-            rows.append(LangGraphWrite(
-                thread_id=str(conf["thread_id"]), checkpoint_ns=conf.get("checkpoint_ns", ""),
-                checkpoint_id=conf["checkpoint_id"], task_id=task_id, task_path=task_path,
-                idx=WRITES_IDX_MAP.get(channel, idx), channel=channel, type=type_, blob=blob))
-        if not rows:
-            return
-        manager = LangGraphWrite.objects.using(self.using)
-        if all(channel in WRITES_IDX_MAP for channel, _ in writes):
-            manager.bulk_create(
-                rows, update_conflicts=True,
-                unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                update_fields=["channel", "type", "blob", "task_path"])
-        else:
-            manager.bulk_create(rows, ignore_conflicts=True)
+            rows.append((str(conf["thread_id"]), conf.get("checkpoint_ns", ""),
+                         conf["checkpoint_id"], task_id, task_path,
+                         WRITES_IDX_MAP.get(channel, idx), channel, type_, blob))
+        if rows:
+            statements.save_writes(self.using, rows,
+                                   replace=all(ch in WRITES_IDX_MAP for ch, _ in writes))
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """``"<n>.<random>"``, increasing as strings do; the random part keeps two branches
@@ -251,6 +284,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         self._delete_threads([str(thread_id)])
 
     def _delete_threads(self, thread_ids: Sequence[str]) -> None:
+        _close_at_thread_exit(self.using)
         self.codec.forget(thread_ids)
         with transaction.atomic(using=self.using):
             for model in (LangGraphCheckpoint, LangGraphBlob, LangGraphWrite):
@@ -259,6 +293,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget the checkpoints saved by these runs, their writes and the blobs no other
         checkpoint still needs."""
+        _close_at_thread_exit(self.using)
         run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return
@@ -303,6 +338,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, blob and write of one thread to another."""
+        _close_at_thread_exit(self.using)
         source, target = str(source_thread_id), str(target_thread_id)
         with transaction.atomic(using=self.using):
             for model in (LangGraphBlob, LangGraphWrite, LangGraphCheckpoint):
@@ -317,6 +353,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"delete"``: forget the threads. ``"keep_latest"``: keep each namespace's latest
         checkpoint, its writes and the blobs it reads; forget the rest."""
+        _close_at_thread_exit(self.using)
         thread_ids = _thread_ids(thread_ids)
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"Unknown prune strategy: {strategy!r}")
@@ -342,6 +379,12 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await sync_to_async(self.get_tuple)(config)
+
+    async def aget_delta_channel_history(
+            self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await sync_to_async(self.get_delta_channel_history)(
+            config=config, channels=channels)
 
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,

@@ -127,9 +127,9 @@ def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
                                         "flaky": "tests.forgeui.graphs:flaky",
                                         "guarded": "tests.forgeui.graphs:guarded",
                                         # LangGraph graphs, as a team registers them.
-                                        "lg_two": "tests.forgeui.langgraph.graphs:"
+                                        "lg_two": "tests.forgeui.langgraph.team_graphs:"
                                                   "two_interrupts",
-                                        "lg_middleware": "tests.forgeui.langgraph.graphs:"
+                                        "lg_middleware": "tests.forgeui.langgraph.team_graphs:"
                                                          "middleware"}))
     env.update(extra_env)
     return env

@@ -1,163 +1,102 @@
-"""LangGraph graphs as a team writes them, with no forge in sight: each is registered in
-the test settings' ``FORGE_GRAPHS`` and also run straight on LangGraph's own saver."""
+"""LangGraph graphs the saver tests run: as their authors would write them."""
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
 
-class Log(TypedDict):
-    log: Annotated[list[str], operator.add]
+class Review(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    decisions: Annotated[list[str], operator.add]
+    amount: int
+    confirmed: str
 
 
-def _asker(question: str) -> Any:
-    def ask(state: Log) -> dict[str, Any]:
-        return {"log": [f"{question}={interrupt({'question': question})}"]}
-    return ask
+class Confirmation(TypedDict):
+    confirmed: str
 
 
-def _twice(state: Log) -> dict[str, Any]:
-    first = interrupt({"question": "amount?"})
-    second = interrupt({"question": f"pay {first}?"})
-    return {"log": [f"amount={first}", f"approved={second}"]}
+def draft(state: Review) -> dict[str, Any]:
+    return {"messages": [AIMessage(f"pay {state['amount']}?")]}
 
 
-def two_interrupts() -> StateGraph:
-    """One node asking twice, then a second node asking once more: a builder."""
-    graph = StateGraph(Log)
-    graph.add_node("twice", _twice)
-    graph.add_node("confirm", _asker("confirm"))
-    graph.add_edge(START, "twice")
-    graph.add_edge("twice", "confirm")
-    graph.add_edge("confirm", END)
-    return graph
+def approve(state: Review) -> dict[str, Any]:
+    answer = interrupt({"question": "approve?", "amount": state["amount"]})
+    return {"decisions": [answer], "messages": [HumanMessage(answer)]}
 
 
-def parallel() -> StateGraph:
-    """Two branches of one step, each pausing: two interrupts pending at once."""
-    graph = StateGraph(Log)
-    graph.add_node("left", _asker("left"))
-    graph.add_node("right", _asker("right"))
-    graph.add_node("join", lambda state: {"log": ["joined"]})
-    graph.add_edge(START, "left")
-    graph.add_edge(START, "right")
-    graph.add_edge(["left", "right"], "join")
-    graph.add_edge("join", END)
-    return graph
+def confirm(state: Confirmation) -> dict[str, Any]:
+    return {"confirmed": interrupt("confirm?")}
 
 
-def subgraph() -> StateGraph:
-    """A compiled subgraph as a node; its interrupt lives in its own namespace."""
-    inner = StateGraph(Log)
-    inner.add_node("review", _asker("review"))
-    inner.add_edge(START, "review")
-    graph = StateGraph(Log)
-    graph.add_node("prepare", lambda state: {"log": ["prepared"]})
-    graph.add_node("team", inner.compile())
-    graph.add_node("finish", _asker("finish"))
-    graph.add_edge(START, "prepare")
-    graph.add_edge("prepare", "team")
-    graph.add_edge("team", "finish")
-    graph.add_edge("finish", END)
-    return graph
+def execute(state: Review) -> dict[str, Any]:
+    return {"messages": [AIMessage(f"done: {', '.join(state['decisions'])}; {state['confirmed']}")]}
 
 
-def breakpoint_graph() -> StateGraph:
-    graph = StateGraph(Log)
-    graph.add_node("draft", lambda state: {"log": ["drafted"]})
-    graph.add_node("send", lambda state: {"log": ["sent"]})
-    graph.add_edge(START, "draft")
-    graph.add_edge("draft", "send")
-    graph.add_edge("send", END)
-    return graph
+def review_graph(saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any]:
+    """draft -> approve (interrupt) -> confirm (a subgraph that interrupts) -> execute."""
+    sub = StateGraph(Confirmation)
+    sub.add_node("confirm", confirm)
+    sub.add_edge(START, "confirm")
+    builder = StateGraph(Review)
+    builder.add_node("draft", draft)
+    builder.add_node("approve", approve)
+    builder.add_node("confirmation", sub.compile())
+    builder.add_node("execute", execute)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "approve")
+    builder.add_edge("approve", "confirmation")
+    builder.add_edge("confirmation", "execute")
+    builder.add_edge("execute", END)
+    return builder.compile(checkpointer=saver)
 
 
-def breakpoint_compiled(checkpointer: Any = None) -> Any:
-    """Compiled with ``interrupt_before``, as registered: forge keeps the breakpoint."""
-    return breakpoint_graph().compile(checkpointer=checkpointer, interrupt_before=["send"])
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
-class Mail(TypedDict):
-    to: str
-    body: str
-    outcome: str
+def add_message_batches(state: list[AnyMessage], batches: Sequence[Any]) -> list[AnyMessage]:
+    """``add_messages`` folded over a batch of writes, as ``DeltaChannel`` calls it."""
+    for batch in batches:
+        state = add_messages(state, batch)
+    return state
 
 
-def _agent_inbox(state: Mail) -> dict[str, Any]:
-    request = {"action_request": {"action": "send_email",
-                                  "args": {"to": state["to"], "body": state["body"]}},
-               "config": {"allow_accept": True, "allow_edit": True, "allow_respond": True,
-                          "allow_ignore": True},
-               "description": "Send this mail?"}
-    response = interrupt([request])[0]
-    if response["type"] == "accept":
-        return {"outcome": f"sent to {state['to']}"}
-    if response["type"] == "edit":
-        return {"outcome": f"sent to {response['args']['args']['to']}"}
-    if response["type"] == "response":
-        return {"outcome": f"told: {response['args']}"}
-    return {"outcome": "ignored"}
+class DeltaChat(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_message_batches,
+                                                       snapshot_frequency=8)]
 
 
-def agent_inbox() -> StateGraph:
-    """Agent Inbox's ``HumanInterrupt``, answered by a list of ``HumanResponse``."""
-    graph = StateGraph(Mail)
-    graph.add_node("review", _agent_inbox)
-    graph.add_edge(START, "review")
-    return graph
+def chat_graph(saver: BaseCheckpointSaver[Any], *, delta: bool = False
+               ) -> CompiledStateGraph[Any]:
+    """A chat loop: each turn asks for the user's message, then replies to it."""
+
+    # ``Any``: LangGraph reads a node's state annotation as its input schema.
+    def ask(state: Any) -> dict[str, Any]:
+        return {"messages": [HumanMessage(interrupt({"turn": len(state["messages"]) // 2}))]}
+
+    def reply(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"re: {state['messages'][-1].content}")]}
+
+    builder = StateGraph(DeltaChat if delta else Chat)
+    builder.add_node("ask", ask)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "reply")
+    builder.add_edge("reply", "ask")
+    return builder.compile(checkpointer=saver)
 
 
-def _middleware(state: Mail) -> dict[str, Any]:
-    request = {"action_requests": [
-        {"name": "send_email", "args": {"to": state["to"], "body": state["body"]},
-         "description": "Tool execution requires approval"},
-        {"name": "delete_draft", "args": {"id": 7}}],
-        "review_configs": [
-            {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject"]},
-            {"action_name": "delete_draft", "allowed_decisions": ["approve", "reject"]}]}
-    decisions = interrupt(request)["decisions"]
-    outcome = []
-    for action, decision in zip(request["action_requests"], decisions, strict=True):
-        if decision["type"] == "edit":
-            outcome.append(f"{decision['edited_action']['name']}"
-                           f"({decision['edited_action']['args']})")
-        elif decision["type"] == "reject":
-            outcome.append(f"not {action['name']}: {decision.get('message', '')}")
-        else:
-            outcome.append(action["name"])
-    return {"outcome": "; ".join(outcome)}
-
-
-def middleware() -> StateGraph:
-    """``HumanInTheLoopMiddleware``'s ``HITLRequest``, answered by ``{"decisions": [...]}``."""
-    graph = StateGraph(Mail)
-    graph.add_node("tools", _middleware)
-    graph.add_edge(START, "tools")
-    return graph
-
-
-compiled_parallel = parallel().compile()
-
-
-def _reply(state: MessagesState) -> dict[str, Any]:
-    draft = AIMessage(content=f"Re: {state['messages'][-1].content}", id="draft")
-    verdict = interrupt({"question": "send the reply?", "draft": draft.content})
-    return {"messages": [draft, HumanMessage(content=str(verdict), id="verdict")]}
-
-
-def chat() -> StateGraph:
-    """A messages graph: its state holds LangChain message objects, not JSON."""
-    graph = StateGraph(MessagesState)
-    graph.add_node("reply", _reply)
-    graph.add_edge(START, "reply")
-    return graph
-
-
-# Registered with a deadline and a default: graph-level settings, as interrupt() takes none.
-with_deadline = two_interrupts().compile().with_config(
-    metadata={"forge": {"deadline_s": 60, "default": "1"}})
+def said(messages: Sequence[AnyMessage]) -> list[tuple[str, Any]]:
+    """Messages without their ids (which are random per run)."""
+    return [(m.type, m.content) for m in messages]

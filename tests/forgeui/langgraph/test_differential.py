@@ -13,7 +13,7 @@ from langgraph.types import Command
 
 from forgeui.langgraph.mirror import plain
 from tests.forgeui.apiclient import Api
-from tests.forgeui.langgraph import graphs
+from tests.forgeui.langgraph import team_graphs as graphs
 
 Answer = Callable[[Any], Any]
 CHAT = {"messages": [{"role": "user", "content": "where is my parcel?", "id": "ask"}]}

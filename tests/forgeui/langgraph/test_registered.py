@@ -43,4 +43,4 @@ def run_with_graphs(graphs: dict[str, str]) -> str:
 
 def test_forge_graphs_alone_never_import_langgraph() -> None:
     assert run_with_graphs({"transfer": "forgeui.demo.graphs:transfer"}) == "False"
-    assert run_with_graphs({"lg": "tests.forgeui.langgraph.graphs:two_interrupts"}) == "True"
+    assert run_with_graphs({"lg": "tests.forgeui.langgraph.team_graphs:two_interrupts"}) == "True"
