@@ -38,6 +38,8 @@ class LangGraphExecutor:
     """Runs of one compiled LangGraph graph, registered as ``name``."""
 
     input_schema = None  # LangGraph validates its own input
+    # A fork asks its interrupts anew (new task ids): no edit can name the copy's.
+    forks_with_edits = False
 
     def __init__(self, name: str, graph: Pregel) -> None:
         self.name = name

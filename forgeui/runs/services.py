@@ -517,6 +517,9 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     source = _fork_source(latest, thread_id, checkpoint_id)
     edits = _fork_edits(source, inputs or {}, answers or {})
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
+    if edits and not getattr(executor, "forks_with_edits", True):
+        raise InvalidRequest("this graph's runs are forked as they were: fork, then answer "
+                             "the copy", loc=["body", "inputs" if inputs else "answers"])
     new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
     forked = _latest(new_thread)
     goes_on = forked.status in ("running", "failed")
