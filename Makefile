@@ -12,10 +12,11 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 
 # Reinstall only when the dependencies change. The bench extra (LangGraph) too: the suite
-# runs every script in bench/ at a tiny size.
+# runs every script in bench/ at a tiny size; and the langgraph extra, whose saver it tests
+# with LangGraph's conformance suite.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e '.[dev,bench]' -c constraints.txt
+	$(PYTHON) -m pip install --quiet -e '.[dev,bench,langgraph]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed

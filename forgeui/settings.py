@@ -14,6 +14,7 @@ default exercises the same policy production sends.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from datetime import timedelta
@@ -62,6 +63,9 @@ DEFAULT_GRAPHS = {
     "nested": "forgeui.demo.graphs:nested",
     "email": "forgeui.demo.graphs:email",
 }
+# The LangGraph example, where LangGraph (the optional extra) is installed.
+if importlib.util.find_spec("langgraph") is not None:
+    DEFAULT_GRAPHS["refund_agent"] = "forgeui.demo.langgraph_agent:refund_agent"
 
 DEV_SECRET_KEY = "forge-dev-only-insecure-secret-key-change-me"
 SECRET_KEY = os.environ.get("SECRET_KEY", DEV_SECRET_KEY)

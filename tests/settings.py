@@ -55,5 +55,14 @@ FORGE_GRAPHS = {
     "guarded": "tests.forgeui.graphs:guarded",
     "payment": "tests.forgeui.graphs:payment",
     "signoffs": "tests.forgeui.graphs:signoffs",
+    # LangGraph graphs, registered the three ways a team may: builder, compiled, factory.
+    "lg_two": "tests.forgeui.langgraph.team_graphs:two_interrupts",
+    "lg_parallel": "tests.forgeui.langgraph.team_graphs:compiled_parallel",
+    "lg_subgraph": "tests.forgeui.langgraph.team_graphs:subgraph",
+    "lg_breakpoint": "tests.forgeui.langgraph.team_graphs:breakpoint_compiled",
+    "lg_inbox": "tests.forgeui.langgraph.team_graphs:agent_inbox",
+    "lg_middleware": "tests.forgeui.langgraph.team_graphs:middleware",
+    "lg_chat": "tests.forgeui.langgraph.team_graphs:chat",
+    "lg_deadline": "tests.forgeui.langgraph.team_graphs:with_deadline",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -209,3 +209,6 @@ GRAPHS: dict[str, str] = {
     name: f"forgeui.demo.graphs:{name}"
     for name in ("transfer", "supervisor", "parallel_approvals", "deploy", "nested", "email")
 }
+# Written for LangGraph alone (forgeui/demo/langgraph_agent.py), where it is installed.
+LANGGRAPH_GRAPHS: dict[str, str] = {
+    "refund_agent": "forgeui.demo.langgraph_agent:refund_agent"}

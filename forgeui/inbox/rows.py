@@ -19,7 +19,7 @@ from django.utils.html import escape
 
 from forgeui.inbox import bidi
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import bulk, forks, registry, wording
+from forgeui.runs import bulk, foreign, forks, registry, wording
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
@@ -131,8 +131,10 @@ def answer_schema(payload: Any) -> dict[str, Any] | None:
 
 
 def asks_yes_no(payload: Any) -> bool:
-    """Approve / Reject fit only an interrupt that declares no actions and no schema."""
-    return not declared_actions(payload) and declared_schema(payload) is None
+    """Approve / Reject fit only an interrupt that declares no actions and no schema (and
+    is no Agent Inbox or LangChain request, answered in its own shape)."""
+    return (not declared_actions(payload) and declared_schema(payload) is None
+            and foreign.actions_of(payload) is None)
 
 
 def tab_links(filters: InboxFilters) -> list[dict[str, Any]]:

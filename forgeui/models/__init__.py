@@ -3,7 +3,9 @@
 ``Thread`` and ``Checkpoint`` are the checkpoint store proper (``forgeui.store``); ``Run``
 and ``Interrupt`` mirror the checkpoints into rows the inbox and the API can query;
 ``Answer``, ``SteeringNote`` and ``AuditEntry`` record what people did; ``Event`` is the
-monotonic feed a reconnecting websocket catches up from.
+monotonic feed a reconnecting websocket catches up from. ``LangGraphCheckpoint``,
+``LangGraphBlob`` and ``LangGraphWrite`` keep LangGraph graphs' checkpoints
+(``forgeui.langgraph``).
 """
 
 from .audit import (
@@ -30,6 +32,11 @@ from .interrupts import (
     InterruptQuerySet,
     PayloadField,
     SteeringNote,
+)
+from .langgraph import (
+    LangGraphBlob,
+    LangGraphCheckpoint,
+    LangGraphWrite,
 )
 from .notifications import (
     DeliveryStatus,
@@ -88,6 +95,9 @@ __all__ = [
     "Interrupt",
     "InterruptQuerySet",
     "InterruptStatus",
+    "LangGraphBlob",
+    "LangGraphCheckpoint",
+    "LangGraphWrite",
     "NotificationCursor",
     "PayloadField",
     "Run",

@@ -21,6 +21,7 @@ from forgeui.inbox.payloads import Field, fields_of
 from forgeui.models import Interrupt
 from forgeui.requests import shapes
 from forgeui.requests.graph import GRAPH
+from forgeui.runs import foreign
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 MAX_DIFF_LINES = 400
@@ -56,21 +57,38 @@ class RequestForm:
     calls: list[Call]
     message: str = ""
     errors: list[str] = field(default_factory=list)
+    graph_node: str = ""  # a graph's own pause (Agent Inbox, HITL middleware): its node
 
 
 def is_request(interrupt: Interrupt) -> bool:
+    """An agent's approval request, or a graph's in Agent Inbox's or LangChain's shape."""
+    return is_agent_request(interrupt) or is_foreign(interrupt)
+
+
+def is_agent_request(interrupt: Interrupt) -> bool:
     return interrupt.run.graph == GRAPH and isinstance(interrupt.payload, dict)
+
+
+def is_foreign(interrupt: Interrupt) -> bool:
+    """A graph's pause in Agent Inbox's or ``HumanInTheLoopMiddleware``'s shape."""
+    return not is_agent_request(interrupt) and foreign.actions_of(interrupt.payload) is not None
+
+
+def actions_of(interrupt: Interrupt) -> list[dict[str, Any]]:
+    if is_agent_request(interrupt):
+        return list(interrupt.payload.get("calls") or [])
+    return foreign.actions_of(interrupt.payload) or []
 
 
 def form_for(interrupt: Interrupt) -> RequestForm | None:
     """The unfilled form, or None when the interrupt is not an approval request."""
     if not is_request(interrupt):
         return None
-    payload = interrupt.payload
-    agent = payload.get("agent") or {}
+    agent = (interrupt.payload.get("agent") or {}) if is_agent_request(interrupt) else {}
     return RequestForm(agent=str(agent.get("name") or ""), session=str(agent.get("session")
                                                                         or ""),
-                       calls=[call(i, a) for i, a in enumerate(payload.get("calls") or [])])
+                       calls=[call(i, a) for i, a in enumerate(actions_of(interrupt))],
+                       graph_node=interrupt.node if is_foreign(interrupt) else "")
 
 
 def call(index: int, action: dict[str, Any]) -> Call:
@@ -116,7 +134,7 @@ def read(interrupt: Interrupt, post: QueryDict) -> tuple[RequestForm, list[dict[
     assert form is not None
     form.message = post.get("message", "")
     decisions = [_decision(c, post) for c in form.calls]
-    actions = interrupt.payload.get("calls") or []
+    actions = actions_of(interrupt)
     if any(c.errors for c in form.calls):
         return form, []
     try:

@@ -18,6 +18,8 @@ from typing import Any
 import jsonschema
 import referencing.exceptions
 
+from forgeui.runs import foreign
+
 ACTION_KINDS = ("accept", "edit", "respond", "ignore")
 
 
@@ -58,7 +60,11 @@ def schema_problem(schema: Any) -> str | None:
 
 
 def check(payload: Any, value: Any) -> None:
-    """Raise ``AnswerMismatch`` unless ``value`` fits the interrupt's actions and schema."""
+    """Raise ``AnswerMismatch`` unless ``value`` fits the interrupt's actions and schema
+    (or, for Agent Inbox's and LangChain's requests, their own answer shape)."""
+    problem = foreign.answer_problem(payload, value)
+    if problem is not None:
+        raise AnswerMismatch(problem)
     actions = declared_actions(payload)
     if actions:
         _check_action(actions, value)

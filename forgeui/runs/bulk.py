@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from forgeui.models import Interrupt
-from forgeui.runs import services
+from forgeui.runs import foreign, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema
 from forgeui.runs.exceptions import (
     Forbidden,
@@ -50,6 +50,9 @@ def settles(action: BulkAction, interrupt: Interrupt) -> bool:
     """Whether ``action``'s one value is a whole answer to ``interrupt``."""
     if action == "continue" or interrupt.is_breakpoint:
         return action == "continue" and interrupt.is_breakpoint
+    if foreign.actions_of(interrupt.payload) is not None:  # answered in its own shape
+        return action in ("approve", "reject") and foreign.settles_all(interrupt.payload,
+                                                                       action)
     actions = declared_actions(interrupt.payload)
     if action == "accept":
         return "accept" in actions
@@ -109,6 +112,9 @@ def _one(user: services.User, interrupt: Interrupt | None, interrupt_id: str, va
          steering: str | None, action: BulkAction | None) -> BulkOutcome:
     if interrupt is not None and not _fits(action, interrupt, value):
         return BulkOutcome(interrupt_id, "not_settled", why_not(action, interrupt))
+    if interrupt is not None and action is not None and foreign.actions_of(interrupt.payload):
+        value = foreign.answer(interrupt.payload, [{"type": action}] * len(
+            foreign.actions_of(interrupt.payload) or []))
     try:
         answer = services.answer_interrupt(user, interrupt_id, value, steering=steering)
     except StaleAnswer as stale:

@@ -1,11 +1,14 @@
 """The graphs this site runs: ``FORGE_GRAPHS`` names, bound to the ORM checkpoint store.
 
 Each entry is ``"module.path:attribute"`` naming a ``DurableExecutor`` or a zero-argument
-factory of one. The executor is loaded once, rebound to ``DjangoCheckpointStore`` with
-``with_store`` (so a graph written against the default in-memory store persists here) and
-cached for the process. A registration that fails to load raises ``GraphUnavailable``
-(an ``ImproperlyConfigured``); the system check ``check_graphs`` (``forgeui.E001``)
-reports every such one when the site starts, so ``manage.py check`` and ``migrate`` stop.
+factory of one, or a LangGraph graph (compiled, a builder, or a factory of either), which
+``forgeui.langgraph`` runs: that package is imported only when such a graph is found, so
+nothing else here needs LangGraph installed. The executor is loaded once, rebound to
+``DjangoCheckpointStore`` with ``with_store`` (so a graph written against the default
+in-memory store persists here) and cached for the process. A registration that fails to
+load raises ``GraphUnavailable`` (an ``ImproperlyConfigured``); the system check
+``check_graphs`` (``forgeui.E001``) reports every such one when the site starts, so
+``manage.py check`` and ``migrate`` stop.
 """
 
 from __future__ import annotations
@@ -74,18 +77,33 @@ def _load(name: str) -> DurableExecutor:
         raise GraphUnavailable(name, f"FORGE_GRAPHS[{name!r}] = {path!r}: use 'module:attribute'")
     try:
         found = getattr(importlib.import_module(module_name), attribute)
-        executor = found if isinstance(found, DurableExecutor) else _call_factory(found)
+        made = found if _is_graph(found) else _call_factory(found)
+        if _is_langgraph(made):
+            return importlib.import_module(LANGGRAPH_ADAPTER).executor(name, made)
     except Exception as exc:  # a graph module's own bug is as fatal as a typo in the path
         raise GraphUnavailable(name, f"FORGE_GRAPHS[{name!r}] = {path!r}: "
                                      f"{type(exc).__name__}: {exc}") from exc
-    return executor.with_store(DjangoCheckpointStore(), sync_nodes=settings.FORGE_SYNC_NODES)
+    return made.with_store(DjangoCheckpointStore(), sync_nodes=settings.FORGE_SYNC_NODES)
+
+
+# Imported by name, only for a LangGraph graph: forge itself never needs LangGraph.
+LANGGRAPH_ADAPTER = "forgeui.langgraph.registered"
+
+
+def _is_langgraph(found: object) -> bool:
+    """A LangGraph graph or builder, told by its class's package (so without importing it)."""
+    return any(cls.__module__.partition(".")[0] == "langgraph" for cls in type(found).__mro__)
+
+
+def _is_graph(found: object) -> bool:
+    return isinstance(found, DurableExecutor) or _is_langgraph(found)
 
 
 def _call_factory(factory: object) -> DurableExecutor:
     made = factory() if _takes_no_arguments(factory) else factory  # type: ignore[operator]
-    if not isinstance(made, DurableExecutor):
-        raise TypeError(f"neither a DurableExecutor nor a zero-argument factory returning "
-                        f"one (found {type(made).__name__})")
+    if not _is_graph(made):
+        raise TypeError(f"neither a DurableExecutor, a LangGraph graph nor a zero-argument "
+                        f"factory returning one (found {type(made).__name__})")
     return made
 
 
@@ -99,7 +117,8 @@ def check_graphs(app_configs: object = None, **kwargs: object) -> list[checks.Ch
             problems.append(checks.Error(
                 str(exc), id="forgeui.E001",
                 hint="Fix FORGE_GRAPHS: each value is 'module.path:attribute' naming a "
-                     "DurableExecutor or a zero-argument factory of one."))
+                     "DurableExecutor, a LangGraph graph or a zero-argument factory of "
+                     "one."))
     return problems
 
 

@@ -219,10 +219,13 @@ def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = N
     require_role(user, Action.RESUME_TARGETED, object_type="run", object_id=run_id,
                  run_id=run_id)
     run = _run(run_id)
-    if namespace is not None and list(namespace) != run.namespace:
-        raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
-                                f"{list(namespace)}", latest_metadata(run))
     found = Interrupt.objects.filter(run=run).pending().by_age()
+    if namespace is not None and list(namespace) != run.namespace:
+        # A LangGraph run keeps its subgraphs' interrupts, each under its namespace.
+        found = found.filter(namespace=list(namespace))
+        if not found.exists():
+            raise StaleResumeTarget(f"run {run_id!r} has namespace {run.namespace}, not "
+                                    f"{list(namespace)}", latest_metadata(run))
     if task_id is not None:
         found = found.filter(task_id=task_id)
     if interrupt_id is not None:
@@ -537,6 +540,9 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     latest = _latest(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
+    if (inputs or answers) and not getattr(executor, "forks_with_edits", True):
+        raise InvalidRequest("this graph's runs are forked as they were: fork, then answer "
+                             "the copy", loc=["body", "inputs" if inputs else "answers"])
     edits = _fork_edits(user, executor, source, inputs or {}, answers or {})
     with transaction.atomic():
         new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)

@@ -125,7 +125,12 @@ def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
                                         "chat": "tests.forgeui.graphs:chat",
                                         "blocking": "tests.forgeui.graphs:blocking",
                                         "flaky": "tests.forgeui.graphs:flaky",
-                                        "guarded": "tests.forgeui.graphs:guarded"}))
+                                        "guarded": "tests.forgeui.graphs:guarded",
+                                        # LangGraph graphs, as a team registers them.
+                                        "lg_two": "tests.forgeui.langgraph.team_graphs:"
+                                                  "two_interrupts",
+                                        "lg_middleware": "tests.forgeui.langgraph.team_graphs:"
+                                                         "middleware"}))
     env.update(extra_env)
     return env
 

@@ -28,6 +28,7 @@ DEMO_INPUTS: dict[str, Any] = {
     "deploy": {"version": "2.4.0"},
     "nested": {"case": "refund dispute #4411"},
     "email": {"to": "dana@example.com", "topic": "the delayed shipment #8812"},
+    "refund_agent": {"customer": "sam@example.com", "order": "#5521", "amount": 40},
 }
 
 

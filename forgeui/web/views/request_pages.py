@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from forgeui.models import Interrupt
 from forgeui.requests import present, service
-from forgeui.runs import decision_context
+from forgeui.runs import decision_context, foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.team import assignment
 from forgeui.team.roles import Action
@@ -28,8 +28,13 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if not decisions:
         return shown(request, interrupt, form, 422)
     try:
-        service.decide(request.user, interrupt.root_thread_id, decisions,
-                       form.message.strip() or None)
+        if present.is_foreign(interrupt):  # a graph's own shape; the message steers
+            services.answer_interrupt(request.user, interrupt.pk,
+                                      foreign.answer(interrupt.payload, decisions),
+                                      steering=form.message.strip() or None)
+        else:
+            service.decide(request.user, interrupt.root_thread_id, decisions,
+                           form.message.strip() or None)
     except StaleAnswer as stale:
         return shown(request, interrupt, form, 409, stale=stale)
     except ForgeUIError as exc:

@@ -23,7 +23,7 @@ from tests.forgeui.deployment.test_settings import settings_with
 
 
 def test_the_default_graphs_are_the_demo_graphs() -> None:
-    assert DEFAULT_GRAPHS == examples.GRAPHS
+    assert DEFAULT_GRAPHS == {**examples.GRAPHS, **examples.LANGGRAPH_GRAPHS}
     for name in DEFAULT_GRAPHS:
         assert registry.get_executor(name).name == name
 
@@ -52,8 +52,8 @@ def test_unknown_names_list_the_registered_ones() -> None:
         ("forgeui.demo.graphs", "use 'module:attribute'"),
         ("no_such_module:graph", "No module named"),
         ("forgeui.demo.graphs:missing", "has no attribute"),
-        ("forgeui.demo.graphs:ACTIONS", "neither a DurableExecutor nor a zero-argument factory"),
-        ("forgeui.demo.graphs:plan", "neither a DurableExecutor nor a zero-argument factory"),
+        ("forgeui.demo.graphs:ACTIONS", "neither a DurableExecutor, a LangGraph graph nor"),
+        ("forgeui.demo.graphs:plan", "neither a DurableExecutor, a LangGraph graph nor"),
         ("tests.forgeui.graphs:broken_factory", "RuntimeError: no credentials"),
     ],
 )

@@ -1,0 +1,208 @@
+"""How ``ForgeSaver`` keeps a channel's value: whole, or as the items a step appended.
+
+A step of a chat appends a message or two to a list that may hold thousands. When the saver
+knows a version of that list whose items the new one starts with (the very objects, as a
+reducer such as ``add_messages`` or ``operator.add`` hands them on), it stores only the
+appended items and the version they extend. Every ``APPEND_CHAIN`` parts the list is stored
+whole again, so reading any version back is one query for at most that many rows.
+
+Which versions it knows: the ``KNOWN`` it last wrote or read (a list's items are shared
+with the value the graph holds, not copied). A known version's value is not read again.
+Like ``DeltaChannel``, this relies on nodes returning new values rather than mutating
+the items of a list in place.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.base import SerializerProtocol
+
+from . import statements
+
+APPEND_CHAIN = 256
+KNOWN = 1024
+# Versions ForgeSaver makes (see ``ForgeSaver.get_next_version``): their random part means
+# a version names one value, even across a thread deleted and saved again elsewhere. Values
+# under other versions (say, plain integers) are always read from the database.
+OWN_VERSION = re.compile(r"\d{10}\.[0-9a-f]{8}")
+
+Space = tuple[str, str]            # (thread_id, checkpoint_ns)
+Key = tuple[str, str]              # (channel, version)
+
+
+class BrokenAppendChain(Exception):
+    """A stored list's appended items lead back to a version that is not stored."""
+
+
+@dataclass(frozen=True)
+class Known:
+    version: str
+    items: tuple[Any, ...]
+    depth: int
+    root: str
+
+
+class BlobCodec:
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+        self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
+        self._latest: dict[tuple[str, str, str], str] = {}
+        self._lock = threading.Lock()
+
+    # -- the known versions -----------------------------------------------------------
+
+    def _get(self, key: tuple[str, str, str], version: str | None = None) -> Known | None:
+        """The value known of ``version`` of a channel, or of its latest known version."""
+        with self._lock:
+            if version is None:
+                version = self._latest.get(key)
+                if version is None:
+                    return None
+            known = self._known.get((*key, version))
+            if known is not None:
+                self._known.move_to_end((*key, version))
+            return known
+
+    def remember(self, entries: Iterable[tuple[tuple[str, str, str], Known]]) -> None:
+        with self._lock:
+            for key, known in entries:
+                self._known[(*key, known.version)] = known
+                self._known.move_to_end((*key, known.version))
+                self._latest[key] = known.version
+            while len(self._known) > KNOWN:
+                (*key, version), _ = self._known.popitem(last=False)
+                if self._latest.get(tuple(key)) == version:
+                    del self._latest[tuple(key)]
+
+    def forget(self, thread_ids: Iterable[str]) -> None:
+        gone = set(thread_ids)
+        with self._lock:
+            for key in [k for k in self._known if k[0] in gone]:
+                del self._known[key]
+            for key in [k for k in self._latest if k[0] in gone]:
+                del self._latest[key]
+
+    # -- writing ----------------------------------------------------------------------
+
+    def dump(self, thread_id: str, ns: str, values: Mapping[str, tuple[Any, str]]
+             ) -> tuple[list[tuple[Any, ...]], list[tuple[tuple[str, str, str], Known]]]:
+        """Rows (``statements.BlobRow`` fields) for ``{channel: (value, version)}``, and
+        what to remember once they are committed."""
+        rows, learnt = [], []
+        for channel, (value, version) in values.items():
+            key = (thread_id, ns, channel)
+            is_list = type(value) is list and OWN_VERSION.fullmatch(version) is not None
+            known = self._get(key) if is_list else None
+            if (known is not None and known.items and known.version != version
+                    and len(value) >= len(known.items) and known.depth + 1 < APPEND_CHAIN
+                    and all(map(operator.is_, known.items, value))):
+                type_, blob = self.serde.dumps_typed(value[len(known.items):])
+                rows.append((thread_id, ns, channel, version, type_, blob, known.version,
+                             known.root, known.depth + 1))
+                learnt.append((key, Known(version, tuple(value), known.depth + 1, known.root)))
+                continue
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append((thread_id, ns, channel, version, type_, blob, "", "", 0))
+            if is_list:
+                learnt.append((key, Known(version, tuple(value), 0, version)))
+        return rows, learnt
+
+    # -- reading ----------------------------------------------------------------------
+
+    def load(self, using: str, wanted: Mapping[Space, Iterable[Key]]
+             ) -> dict[Space, dict[Key, Any]]:
+        """The values stored under these versions (a missing one is left out)."""
+        found: dict[Space, dict[Key, Any]] = {}
+        query: list[tuple[str, list[Any]]] = []
+        for (thread_id, ns), keys in wanted.items():
+            missing = []
+            for channel, version in keys:
+                known = self._get((thread_id, ns, channel), version)
+                if known is not None:
+                    found.setdefault((thread_id, ns), {})[(channel, version)] = list(
+                        known.items)
+                else:
+                    missing.append((channel, version))
+            if missing:
+                query.append(statements.exact_blobs(thread_id, ns,
+                                                    sorted({c for c, _ in missing}),
+                                                    sorted({v for _, v in missing})))
+        if not query:
+            return found
+        rows = self._rows(using, query)
+        chains: dict[tuple[str, str, str, str], int] = {}
+        for space, keys in wanted.items():
+            for key in keys:
+                row = rows.get((*space, *key))
+                if row is not None and row.base_version:
+                    chain = (*space, key[0], row.root_version)
+                    chains[chain] = max(chains.get(chain, 0), row.depth)
+        if chains:
+            rows.update(self._rows(using, [
+                statements.chain_blobs(t, ns, channel, root, depth)
+                for (t, ns, channel, root), depth in chains.items()]))
+        learnt = []
+        for space, keys in wanted.items():
+            for channel, version in keys:
+                row = rows.get((*space, channel, version))
+                if row is None or (channel, version) in found.get(space, {}):
+                    continue
+                if row.type == "empty":
+                    continue
+                value = self._value(rows, row)
+                found.setdefault(space, {})[(channel, version)] = value
+                if type(value) is list and OWN_VERSION.fullmatch(version):
+                    learnt.append(((*space, channel), Known(
+                        version, tuple(value), row.depth, row.root_version or version)))
+        self.remember(learnt)
+        return found
+
+    @staticmethod
+    def _rows(using: str, where: list[tuple[str, list[Any]]]
+              ) -> dict[tuple[str, str, str, str], statements.BlobRow]:
+        return {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
+                for r in statements.blobs(using, where)}
+
+    def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any) -> Any:
+        parts = []
+        while row.base_version:
+            parts.append(row)
+            base = rows.get((row.thread_id, row.checkpoint_ns, row.channel, row.base_version))
+            if base is None:
+                raise BrokenAppendChain(
+                    f"{row.thread_id}/{row.checkpoint_ns}/{row.channel}@{row.version}: the "
+                    f"version it extends, {row.base_version}, is not stored")
+            row = base
+        value = self.serde.loads_typed((row.type, row.blob or b""))
+        if not parts:
+            return value
+        items = list(value)
+        for part in reversed(parts):
+            items.extend(self.serde.loads_typed((part.type, part.blob or b"")))
+        return items
+
+    # -- collecting -------------------------------------------------------------------
+
+    @staticmethod
+    def needed(referenced: set[Key], rows: Iterable[tuple[int, str, str, str]]) -> set[int]:
+        """Of ``(pk, channel, version, base_version)`` rows, the pks that the
+        ``referenced`` versions are read from."""
+        by_key = {(channel, version): (pk, base) for pk, channel, version, base in rows}
+        keep: set[int] = set()
+        todo = [k for k in referenced if k in by_key]
+        while todo:
+            channel, version = todo.pop()
+            pk, base = by_key[(channel, version)]
+            if pk in keep:
+                continue
+            keep.add(pk)
+            if base and (channel, base) in by_key:
+                todo.append((channel, base))
+        return keep

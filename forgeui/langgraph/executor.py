@@ -1,0 +1,279 @@
+"""A registered LangGraph graph, driven as the dashboard drives a ``DurableExecutor``.
+
+``LangGraphExecutor`` offers the methods the dashboard's tasks and services call (run,
+targeted resume, steer, cancel, recover, fork), each as LangGraph itself would do it:
+``invoke(input)``, ``invoke(Command(resume={interrupt_id: value}))``, ``invoke(None)`` past
+a static breakpoint, and a fork as a copy of one checkpoint on a new thread that
+``invoke(None)`` goes on from. After each call the thread's state is mirrored into a forge
+checkpoint (``mirror``). Calls on one thread are serialised, so two answers to parallel
+interrupts never resume the same LangGraph checkpoint at once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
+from langgraph.types import Command as LangGraphCommand
+from langgraph.types import StateSnapshot
+
+from forgeui.langgraph import mirror
+from forgeui.langgraph.locks import thread_lock
+from forgeui.models import Run
+from forgeui.store import DjangoCheckpointStore
+from runtime import Checkpoint, Command, Interrupt, ResumeTarget, RunResult
+from runtime.errors import ResumeError, StaleResumeTarget
+from runtime.executor import GraphShape
+
+LIVE = ("running", "interrupted")
+# What a thread shows when LangGraph cannot read it back after a failure.
+EMPTY = StateSnapshot(values={}, next=(), config=None, metadata=None, created_at=None,
+                      parent_config=None, tasks=(), interrupts=())
+
+
+class LangGraphExecutor:
+    """Runs of one compiled LangGraph graph, registered as ``name``."""
+
+    input_schema = None  # LangGraph validates its own input
+    # A fork asks its interrupts anew (new task ids): no edit can name the copy's.
+    forks_with_edits = False
+
+    def __init__(self, name: str, graph: Pregel) -> None:
+        self.name = name
+        self.graph = graph
+        self.store = DjangoCheckpointStore()
+        before = graph.interrupt_before_nodes
+        self.breakpoints = frozenset(graph.nodes if before == "*" else before)
+        self.controls = mirror.Controls.of(graph.config)
+
+    @property
+    def saver(self) -> BaseCheckpointSaver:
+        assert isinstance(self.graph.checkpointer, BaseCheckpointSaver)
+        return self.graph.checkpointer
+
+    @property
+    def shape(self) -> GraphShape:
+        nodes = tuple(name for name in self.graph.nodes if not name.startswith("__"))
+        return GraphShape(nodes, (), {})
+
+    def with_store(self, store: object, sync_nodes: object = None) -> LangGraphExecutor:
+        return self  # the mirror is always the ORM store; LangGraph keeps its own saver
+
+    # -- what the dashboard's tasks call ------------------------------------------------
+
+    def run_sync(self, input: Any, thread_id: str | None = None, *,
+                 metadata: dict[str, Any] | None = None,
+                 run_id: str | None = None) -> RunResult:
+        """``invoke(input)`` on the thread, as a new run of it."""
+        thread_id = thread_id or uuid.uuid4().hex
+        run_id = run_id or uuid.uuid4().hex
+        with thread_lock(thread_id):
+            before = self.store.load_sync(thread_id)
+            if before is not None and before.status in LIVE:
+                raise ResumeError(f"thread {thread_id!r} already has a {before.status} run")
+            started = self._starting(thread_id, run_id, before, metadata or {})
+            self.store.save_sync(started)
+            self._keep_input(run_id, input)
+            return self._invoke(input, started)
+
+    def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
+        """Answer pending interrupts: ``Command(resume={interrupt_id: value})``."""
+        command = command if isinstance(command, Command) else Command(resume=command)
+        thread_id = self._thread_of(target.run_id)
+        with thread_lock(thread_id):
+            before = self._latest_of_run(target.run_id)
+            answers = self._answers(before, target, command)
+            if command.steering:  # kept beside the answer, never in the resume value
+                before = self._with_note(before, target, command.steering)
+                self.store.save_sync(before)
+            return self._invoke(self._resume_value(before, answers), before)
+
+    def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
+        """Keep a steering note beside the run (a LangGraph node has no ``ctx.steering``)."""
+        with thread_lock(self._thread_of(target.run_id)):
+            before = self._latest_of_run(target.run_id)
+            noted = self._with_note(before, target, text)
+            self.store.save_sync(noted)
+            return {"run_id": target.run_id, "checkpoint_id": noted.id}
+
+    def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
+        """Stop the run where it stands: its pending interrupts end as cancelled."""
+        run_id = target.run_id if isinstance(target, ResumeTarget) else target
+        with thread_lock(self._thread_of(run_id)):
+            before = self._latest_of_run(run_id)
+            if before.status not in LIVE:
+                raise StaleResumeTarget(f"run {run_id!r} is {before.status}", latest(before))
+            snapshot = self.graph.get_state(self._config(before.thread_id))
+            cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=run_id,
+                                   pending=[], outcome=mirror.Outcome(cancelled=True),
+                                   metadata=before.metadata)
+            self.store.save_sync(cp)
+            return result_of(cp)
+
+    def recover_sync(self, thread_id: str) -> RunResult:
+        """``invoke(None)``: go on from the latest checkpoint (after a failure or a fork)."""
+        with thread_lock(thread_id):
+            before = self.store.load_sync(thread_id)
+            if before is None:
+                raise StaleResumeTarget(f"no thread {thread_id!r}")
+            if before.status not in ("running", "failed"):
+                return result_of(before)
+            return self._invoke(None, before)
+
+    def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
+                  inputs: dict[str, Any] | None = None) -> str:
+        """A new thread holding the LangGraph checkpoint a forge checkpoint mirrors; left
+        running, so that ``recover_sync`` (``invoke(None)``) takes it on from there."""
+        if inputs:
+            raise ResumeError("a LangGraph run is forked as it was; edit its state after")
+        source = (self.store.load_by_id_sync(checkpoint_id) if checkpoint_id
+                  else self.store.load_sync(thread_id))
+        if source is None or source.thread_id != thread_id:
+            raise StaleResumeTarget(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+        new_thread = uuid.uuid4().hex
+        self._copy_checkpoint(thread_id, source.metadata.get(mirror.LANGGRAPH_CHECKPOINT),
+                              new_thread)
+        run_id = uuid.uuid4().hex
+        started = self._starting(new_thread, run_id, None, {
+            "registered_as": source.metadata.get("registered_as") or self.name})
+        started.forked_from = source.id
+        started.state = dict(source.state)
+        self.store.save_sync(started)
+        return new_thread
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _invoke(self, value: Any, before: Checkpoint) -> RunResult:
+        config = self._config(before.thread_id)
+        outcome = mirror.Outcome()
+        try:
+            self.graph.invoke(value, config)
+        except Exception as exc:  # the node's own error: the run is saved as failed
+            outcome = mirror.Outcome(error={"type": type(exc).__name__, "message": str(exc),
+                                            **self._failed_node(config)})
+        snapshot = self._state(config, outcome)
+        pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
+                                            self.breakpoints, self.controls)
+        cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=before.run_id,
+                               pending=pending, outcome=outcome, metadata=before.metadata)
+        self.store.save_sync(cp)
+        return result_of(cp)
+
+    def _state(self, config: dict[str, Any], outcome: mirror.Outcome) -> StateSnapshot:
+        try:
+            return self.graph.get_state(config, subgraphs=True)
+        except Exception:  # a failed run's writes may not even apply (a bad input)
+            if outcome.error is None:
+                raise
+            return EMPTY
+
+    def _failed_node(self, config: dict[str, Any]) -> dict[str, Any]:
+        try:
+            tasks = self.graph.get_state(config).tasks
+        except Exception:  # the failure left writes that do not apply: no node to name
+            return {}
+        for task in tasks:
+            if task.error:
+                return {"node": task.name, "task_id": task.id}
+        return {}
+
+    def _answers(self, before: Checkpoint, target: ResumeTarget,
+                 command: Command) -> dict[str, Any]:
+        """The answers by forge interrupt id, each naming an interrupt that is pending."""
+        pending = {record["id"]: record for record in before.interrupts}
+        if command.resume_map:
+            answers = dict(command.resume_map)
+        elif target.interrupt_id:
+            answers = {target.interrupt_id: command.resume}
+        else:
+            named = [i for i, r in pending.items()
+                     if target.task_id in (None, r["task_id"])]
+            if len(named) != 1:
+                raise StaleResumeTarget(f"{len(named)} interrupts of run {target.run_id!r} "
+                                        f"match; name one", latest(before))
+            answers = {named[0]: command.resume}
+        unknown = sorted(set(answers) - set(pending))
+        if unknown:
+            raise StaleResumeTarget(f"interrupt {unknown[0]!r} is not pending in run "
+                                    f"{target.run_id!r}", latest(before))
+        return {interrupt_id: (pending[interrupt_id], value)
+                for interrupt_id, value in answers.items()}
+
+    def _resume_value(self, before: Checkpoint, answers: dict[str, Any]) -> Any:
+        if all(record["kind"] != "node" for record, _ in answers.values()):
+            return None  # past a static breakpoint: invoke(None), as LangGraph does
+        return LangGraphCommand(resume={mirror.langgraph_id(i): value
+                                        for i, (record, value) in answers.items()
+                                        if record["kind"] == "node"})
+
+    def _with_note(self, before: Checkpoint, target: ResumeTarget, text: str) -> Checkpoint:
+        """The next checkpoint: ``before`` with one more steering note."""
+        noted = Checkpoint.from_dict({**before.to_dict(), "id": f"{before.id}.note-"
+                                      f"{time.time_ns()}", "parent_id": before.id,
+                                      "step": before.step + 1})
+        noted.steering = [*before.steering, {
+            "text": text, "task_id": target.task_id, "interrupt_id": target.interrupt_id,
+            "at": int(time.time() * 1000)}]
+        return noted
+
+    def _starting(self, thread_id: str, run_id: str, before: Checkpoint | None,
+                  metadata: dict[str, Any]) -> Checkpoint:
+        return Checkpoint(
+            id=f"{run_id}.start", thread_id=thread_id, node=None, interrupt_payload=None,
+            state=dict(before.state) if before is not None else {}, history=[],
+            pending_input=None, created_at=int(time.time() * 1000), run_id=run_id,
+            parent_id=before.id if before is not None else None, namespace=[self.name],
+            status="running", step=0, graph=self.name, root_thread_id=thread_id,
+            resolved=list(before.resolved) if before is not None else [],
+            metadata={"registered_as": self.name, **metadata})
+
+    def _keep_input(self, run_id: str, input: Any) -> None:
+        Run.objects.filter(pk=run_id).update(input=input)
+
+    def _copy_checkpoint(self, thread_id: str, checkpoint_id: str | None,
+                         new_thread: str) -> None:
+        """Put the source checkpoint's values on the new thread, under a new id, so its
+        tasks (and their interrupts) are new ones; pending writes stay behind."""
+        source = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        if checkpoint_id:
+            source["configurable"]["checkpoint_id"] = checkpoint_id
+        found = self.saver.get_tuple(source)
+        if found is None:
+            return
+        copied = {**found.checkpoint, "id": str(uuid.uuid4())}
+        target = {"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}}
+        self.saver.put(target, copied, {**found.metadata, "source": "fork"},
+                       copied["channel_versions"])
+
+    def _thread_of(self, run_id: str) -> str:
+        thread_id = Run.objects.filter(pk=run_id).values_list("thread_id", flat=True).first()
+        if thread_id is None:
+            raise StaleResumeTarget(f"no run {run_id!r}")
+        return thread_id
+
+    def _latest_of_run(self, run_id: str) -> Checkpoint:
+        found = self.store.load_run_sync(run_id)
+        if found is None:
+            raise StaleResumeTarget(f"no run {run_id!r}")
+        return found
+
+    @staticmethod
+    def _config(thread_id: str) -> Any:
+        return {"configurable": {"thread_id": thread_id}}
+
+
+def result_of(cp: Checkpoint) -> RunResult:
+    return RunResult(thread_id=cp.thread_id, run_id=cp.run_id, status=cp.status,
+                     interrupts=[Interrupt(**{k: v for k, v in r.items()
+                                              if k in Interrupt.__slots__})
+                                 for r in cp.interrupts],
+                     output=cp.output, checkpoint_id=cp.id)
+
+
+def latest(cp: Checkpoint) -> dict[str, Any]:
+    return {"thread_id": cp.thread_id, "run_id": cp.run_id, "checkpoint_id": cp.id,
+            "status": cp.status, "interrupts": list(cp.interrupts)}
+
