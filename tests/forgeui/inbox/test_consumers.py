@@ -636,3 +636,24 @@ async def test_a_user_holds_at_most_a_few_sockets_at_once(
     await opened[0][0].disconnect()
     _, connected, _ = await connect(cookies["reviewer"])
     assert connected  # a closed socket gives its place back
+
+
+async def test_a_socket_whose_handler_fails_still_leaves_its_groups(
+        cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from channels.layers import get_channel_layer
+
+    from forgeui.inbox import consumers
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("injected: the catch-up fails")
+
+    monkeypatch.setattr(consumers, "catch_up", broken)
+    socket = WebsocketCommunicator(application, "/ws/inbox/",
+                                   headers=headers(cookies["reviewer"]))
+    assert (await socket.connect(timeout=5))[0]
+    await socket.send_json_to({"after": 0})
+    with pytest.raises(RuntimeError, match="injected"):
+        await socket.receive_output(timeout=5)
+    assert not [g for g, members in get_channel_layer().groups.items() if members]
+    assert users["reviewer"].pk not in frames.sockets.open
