@@ -159,7 +159,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]},
+            # A prefix of its own lets several forges (or test runs) share one Redis.
+            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)],
+                       "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", "asgi")},
         }
     }
     TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},

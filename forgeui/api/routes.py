@@ -21,6 +21,7 @@ from ninja.pagination import paginate
 
 from forgeui.api import requests as agent_requests
 from forgeui.api.auth import CsrfFailed, api_auth, login_required_for_docs
+from forgeui.api.pagination import BytePage
 from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH, BodyRefused, StrictJSONParser
 from forgeui.api.schemas import (
     BODY_ERRORS,
@@ -143,11 +144,17 @@ def get_run(request: HttpRequest, run_id: Id) -> Any:
     return run
 
 
+def checkpoint_bytes(checkpoint: Any) -> int:
+    """A checkpoint's size in the list, as its JSON (each one carries its thread so far)."""
+    return len(CheckpointOut.from_orm(checkpoint).model_dump_json())
+
+
 @router.get("/threads/{anypath:thread_id}/checkpoints", response={200: list[CheckpointOut],
                                                                 **ERRORS})
-@paginate(Page)
+@paginate(BytePage, measure=checkpoint_bytes)
 def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
-    """Oldest first. Sub-agent thread ids contain '/'; send them as they are."""
+    """Oldest first, a page at most ``limit`` checkpoints and about 2 MB: ``next`` is the
+    URL of the page after. Sub-agent thread ids contain '/'; send them as they are."""
     _get(Thread.objects.filter(deleted=False), "thread", thread_id)
     store = DjangoCheckpointStore()
     return ThreadPages(store.count_sync(thread_id), partial(store.list_sync, thread_id))

@@ -10,9 +10,11 @@ Protocol: the server sends HTML (htmx's ws extension swaps it); the client sends
 message, ``{"after": <last event id>}``, on every (re)connect, and the server replays what
 changed after that id, read from the ``Event`` table, so a dropped connection loses
 nothing. A client more than a page of events behind is closed with ``frames.RELOAD`` (its
-page reloads); one that floods, or sends what is not JSON text, is closed too
-(``frames``). Rows are rendered from the interrupt's current state, never from the event,
-so replays and out-of-order delivery end in the same page.
+page reloads); one that floods, or sends what is not JSON text, is closed too, with an
+application close code (``frames``), after leaving its groups. A user's sockets in one
+process are capped (``frames.SocketQuota``). Rows are rendered from the interrupt's
+current state, never from the event, so replays and out-of-order delivery end in the
+same page.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
@@ -64,6 +67,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if not may_watch:
             await self.close(code=access.ROLE_LOST)
             return
+        if not frames.sockets.take(user.pk):
+            logger.info("inbox socket of user %s refused: %s open already", user.pk,
+                        frames.sockets.per_user)
+            await self.close(code=frames.TOO_MANY_SOCKETS)
+            return
+        self.quota_user = user.pk  # given back once, by release()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
         self.tree = (query.get("tree") or [""])[-1]
         self.interrupt = (query.get("interrupt") or [""])[-1]
@@ -72,6 +81,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.cursor = 0
         self.budget = frames.FrameBudget()
         self.replayed: int | None = None  # where this socket's catch-up ended
+        self.refused = False
         # websocket_disconnect leaves these groups for us.
         self.groups = [INBOX_GROUP, access.user_group(user.pk),
                        access.session_group(session_key)]
@@ -82,14 +92,30 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         feed().add(self)
 
     async def disconnect(self, code: int) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Stop watching and give the socket back to the user's quota, once."""
         if hasattr(self, "access_key"):
             access.watcher().discard(self)
             feed().discard(self)
+        if getattr(self, "quota_user", None) is not None:
+            frames.sockets.give_back(self.quota_user)
+            self.quota_user = None
+
+    async def leave_groups(self) -> None:
+        """Leave every group now: a socket that never sees its disconnect would stay a
+        member in the layer (every broadcast then also goes to it) until the group expires."""
+        groups, self.groups = getattr(self, "groups", []), []
+        for group in groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None,
                       bytes_data: bytes | None = None) -> None:
         """Refuse floods and frames that are not JSON text with a close code and a log
         line (Channels would close with 1011 and a traceback)."""
+        if self.refused:
+            return  # frames already on their way when the socket was closed
         if not self.budget.take():
             await self.refuse(frames.POLICY_VIOLATION, "sent frames faster than allowed")
         elif text_data is None:
@@ -97,7 +123,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         else:
             try:
                 content = json.loads(text_data)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 await self.refuse(frames.INVALID_PAYLOAD, "sent a frame that is not JSON")
                 return
             await self.receive_json(content)
@@ -133,10 +159,18 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         to the database thread; for inbox events (one per socket per event, the bulk of
         what a busy inbox handles) that hop cost more than the event. Their handler reads
         through ``database_sync_to_async``, which closes stale connections itself."""
-        if message.get("type") == INBOX_MESSAGE_TYPE:
-            await self.inbox_event(message)
-            return
-        await super().dispatch(message)
+        try:
+            if message.get("type") == INBOX_MESSAGE_TYPE:
+                await self.inbox_event(message)
+                return
+            await super().dispatch(message)
+        except StopConsumer:
+            raise
+        except Exception:
+            # The socket dies with 1011 and may never see its disconnect: leave now.
+            self.release()
+            await self.leave_groups()
+            raise
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
         """``broadcast`` announced a committed change (or ``EventFeed`` found one)."""
@@ -157,8 +191,9 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         await self.revoke(access.SESSION_GONE)
 
     async def revoke(self, code: int) -> None:
-        access.watcher().discard(self)
-        feed().discard(self)
+        self.refused = True
+        self.release()
+        await self.leave_groups()
         await self.close(code=code)
 
     async def push(self, found: list[Snapshot], last: int, quiet_if_empty: bool = False,

@@ -21,12 +21,21 @@ class RefusedDestination(ValueError):
     """The URL is not one forge will connect to."""
 
 
+# Not private to the ipaddress module, but inside all the same: carrier-grade NAT (where
+# some clouds serve metadata), and IPv6 prefixes that carry an IPv4 address inside
+# (6to4, Teredo, NAT64) or that are site-local.
+INSIDE_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "100.64.0.0/10", "2002::/16", "2001::/32", "64:ff9b::/96", "64:ff9b:1::/48",
+    "fec0::/10"))
+
+
 def blocked(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast
-            or ip.is_reserved or ip.is_unspecified)
+            or ip.is_reserved or ip.is_unspecified
+            or any(ip in network for network in INSIDE_NETWORKS))
 
 
 def resolve(host: str, port: int, allow_private: bool) -> str:

@@ -18,17 +18,27 @@ class _Line:
 
 
 def csv_lines(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """A header, then one line per row; lists and objects as JSON in their cell."""
+    """A header, then one line per row (``cell``): every CSV forge writes goes through here."""
     writer = csv.writer(_Line())
     yield writer.writerow(columns)
     for found in rows:
         yield writer.writerow([cell(found.get(name)) for name in columns])
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (OWASP: CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def cell(value: Any) -> Any:
+    """One CSV cell: lists and objects as JSON, text that would start a formula quoted."""
     if isinstance(value, (dict, list, bool)) or value is None:
         return "" if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value
+    return inert(value) if isinstance(value, str) else value
+
+
+def inert(text: str) -> str:
+    """``text`` with a leading single quote when a spreadsheet would run it as a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def json_chunks(rows: Iterable[dict[str, Any]]) -> Iterator[str]:

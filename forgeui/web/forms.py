@@ -29,6 +29,7 @@ from django.http import QueryDict
 from forgeui.inbox.payloads import proposed_args
 from forgeui.inbox.rows import answer_schema, asks_yes_no
 from forgeui.runs.answer_rules import declared_actions
+from forgeui.runs.exceptions import InvalidRequest
 
 MAX_JSON_CHARS = 64 * 1024
 MAX_NOTE_CHARS = 4000
@@ -146,6 +147,14 @@ def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:
     required = set(schema.get("required") or [])
     return {name: value for name, value in form.cleaned_data.items()
             if name in required or value not in (None, "")}
+
+
+def note_text(text: str) -> str:
+    """A steering note typed on a page, held to the answer form's cap; ``InvalidRequest``
+    (a 422 on the page) if longer: every later page of the run shows it."""
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidRequest(f"the steering note is longer than {MAX_NOTE_CHARS} characters")
+    return text
 
 
 def read_answer(payload: Any, data: QueryDict, breakpoint: bool = False) -> GivenAnswer:

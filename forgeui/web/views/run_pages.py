@@ -26,7 +26,9 @@ from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
 from forgeui.web import runtree
 from forgeui.web.forms import (
+    MAX_NOTE_CHARS,
     AnswerRejected,
+    note_text,
     parse_json,
     schema_form_class,
     schema_value,
@@ -155,14 +157,15 @@ def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str,
     busy = run.status == "queued" or any(node.busy for node in nodes)
     return {"run": run, "tree": tree, "nodes": nodes, "busy": busy, **extra,
             "graph_svg": svg, "graph_problem": svg_problem,
-            "fork": forks.origin(run.root_thread_id), "forks": forks.forks_of(run.root_thread_id)}
+            "fork": forks.origin(run.root_thread_id), "forks": forks.forks_of(run.root_thread_id),
+            "note_limit": MAX_NOTE_CHARS}
 
 
 @require_POST
 @requires(Action.STEER)
 def steer(request: HttpRequest, run_id: str) -> HttpResponse:
     return run_action(request, run_id, lambda: services.add_steering_note(
-        request.user, run_id, request.POST.get("text", ""),
+        request.user, run_id, note_text(request.POST.get("text", "")),
         interrupt_id=request.POST.get("interrupt_id") or None,
     ), "Steering note recorded.")
 

@@ -592,3 +592,68 @@ async def test_frames_that_are_not_json_text_close_with_a_code_and_a_log_line(
         assert (await close_code(socket))[0] == code
     assert "inbox socket of user" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_json_nested_too_deep_closes_with_a_code_not_a_traceback(
+        connect: Connect, cookies: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    socket, _, _ = await connect(cookies["reviewer"])
+    with caplog.at_level(logging.INFO, logger="forgeui"):
+        await socket.send_to(text_data="[" * 100_000)
+        assert (await close_code(socket))[0] == frames.INVALID_PAYLOAD
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_refusal_codes_are_ones_daphne_can_send() -> None:
+    """autobahn sends 1000 or 3000-4999 only; anything else crashes the socket (1011)."""
+    for code in (frames.UNSUPPORTED_DATA, frames.INVALID_PAYLOAD, frames.POLICY_VIOLATION,
+                 frames.RELOAD, frames.TOO_MANY_SOCKETS):
+        assert 4000 <= code <= 4999
+
+
+async def test_a_refused_socket_leaves_its_groups_before_it_closes(
+        connect: Connect, cookies: dict[str, str]) -> None:
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    socket, _, _ = await connect(cookies["reviewer"])
+    assert layer.groups.get(broadcast.INBOX_GROUP)
+    await socket.send_to(bytes_data=b"\x00")
+    await close_code(socket)
+    # No disconnect has reached the consumer yet: the refusal itself left the groups.
+    assert not layer.groups.get(broadcast.INBOX_GROUP)
+    assert not [g for g, members in layer.groups.items() if members]
+
+
+async def test_a_user_holds_at_most_a_few_sockets_at_once(
+        connect: Connect, cookies: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(frames.sockets, "per_user", 3)
+    opened = [await connect(cookies["reviewer"]) for _ in range(3)]
+    assert all(connected for _, connected, _ in opened)
+    _, connected, code = await connect(cookies["reviewer"])
+    assert (connected, code) == (False, frames.TOO_MANY_SOCKETS)
+    _, other, _ = await connect(cookies["supervisor"])  # the cap is per user
+    assert other
+    await opened[0][0].disconnect()
+    _, connected, _ = await connect(cookies["reviewer"])
+    assert connected  # a closed socket gives its place back
+
+
+async def test_a_socket_whose_handler_fails_still_leaves_its_groups(
+        cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from channels.layers import get_channel_layer
+
+    from forgeui.inbox import consumers
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("injected: the catch-up fails")
+
+    monkeypatch.setattr(consumers, "catch_up", broken)
+    socket = WebsocketCommunicator(application, "/ws/inbox/",
+                                   headers=headers(cookies["reviewer"]))
+    assert (await socket.connect(timeout=5))[0]
+    await socket.send_json_to({"after": 0})
+    with pytest.raises(RuntimeError, match="injected"):
+        await socket.receive_output(timeout=5)
+    assert not [g for g, members in get_channel_layer().groups.items() if members]
+    assert users["reviewer"].pk not in frames.sockets.open

@@ -138,6 +138,11 @@ def serving(made: Receiver) -> Receiver:
     ("127.0.0.1", True), ("10.1.2.3", True), ("169.254.169.254", True), ("::1", True),
     ("::ffff:127.0.0.1", True), ("fe80::1", True), ("0.0.0.0", True), ("8.8.8.8", False),
     ("2606:4700:4700::1111", False),
+    # Carrier-grade NAT (cloud metadata at 100.100.100.200), 6to4, site-local, Teredo, NAT64.
+    ("100.100.100.200", True), ("100.64.0.1", True), ("100.127.255.254", True),
+    ("100.128.0.1", False), ("2002:a9fe:a9fe::1", True), ("2002:808:808::1", True),
+    ("fec0::1", True), ("feff::1", True), ("2001:0:4136:e378::1", True),
+    ("64:ff9b::a9fe:a9fe", True),
 ])
 def test_private_loopback_and_link_local_addresses_are_blocked(address: str,
                                                                inside: bool) -> None:

@@ -107,3 +107,37 @@ def test_done_by_me_shows_the_decision_and_when(users: dict[str, User]) -> None:
     assert '<span class="decision">→ Approved · <time' in row and "true" not in row
     assert done["transfer"].answered_at.strftime("%Y-%m-%d") in row
     assert f'id="int-{done["deploy"].pk}"' not in page
+
+
+FORMULAS = ["=HYPERLINK(\"http://evil.example/\",\"x\")", "+1+1", "-2+3", "@SUM(A1)",
+            "\t=1+1", "\r=1+1"]
+
+
+@pytest.mark.parametrize("text", FORMULAS)
+def test_decision_cells_that_start_a_formula_are_neutralised(users: dict[str, User],
+                                                             text: str) -> None:
+    thread = services.start_run(users["supervisor"], "custom",
+                                {"payload": {"question": text}}).thread_id
+    (pending,) = Interrupt.objects.of_tree(thread).pending()
+    services.answer_interrupt(users["reviewer"], pending.pk, text, steering=text)
+    client = logged_in(users["auditor"])
+    (row,) = csv.DictReader(io.StringIO(streamed(client.get("/audit/decisions/export.csv"))))
+    assert row["steering"] == "'" + text.strip()  # notes are stored stripped
+    assert row["answer_text"].startswith("'") or not row["answer_text"].startswith(
+        ("=", "+", "-", "@", "\t", "\r"))
+    every = [value for value in row.values() if value]
+    assert not [v for v in every if v.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    # The JSON export keeps the exact text.
+    body = json.loads(streamed(client.get("/audit/decisions/export.json")))
+    assert body["items"][0]["steering"] == text.strip()
+
+
+def test_an_audit_row_naming_a_formula_is_neutralised_in_the_csv(
+        users: dict[str, User]) -> None:
+    AuditEntry.objects.create(action="login.locked_out", object_type="login",
+                              object_id="=HYPERLINK(\"http://evil.example/\")",
+                              detail={"ip_address": "192.0.2.1"})
+    client = logged_in(users["auditor"])
+    (row,) = csv.DictReader(io.StringIO(streamed(client.get("/audit/export.csv"))))
+    assert row["object_id"] == "'=HYPERLINK(\"http://evil.example/\")"
+    assert row["action"] == "login.locked_out"

@@ -437,3 +437,17 @@ def test_a_live_read_of_a_page_leaves_its_messages_for_the_next_page(
     live = text(client.get(page, HTTP_X_FORGE_LIVE="1"))  # what forge.js reads
     assert 'id="answer-live" data-live' in live and "was recorded" not in live
     assert "was recorded" in text(client.get(page))
+
+
+def test_the_steer_route_caps_a_note_like_the_answer_form(
+        clients: dict[str, Client], users: dict[str, User]) -> None:
+    [pending] = start(users, "transfer")
+    reviewer = clients["reviewer"]
+    url = f"/runs/{pending.run_id}/steer/"
+    for note in ("x" * 4001, "x" * 2_000_000):
+        refused = reviewer.post(url, {"text": note}, **HTMX)
+        assert refused.status_code == 422 and refused["HX-Retarget"] == "#notices"
+        assert "steering note" in text(refused)
+    assert not SteeringNote.objects.exists()
+    assert reviewer.post(url, {"text": "x" * 4000}).status_code == 302
+    assert SteeringNote.objects.get().text == "x" * 4000
