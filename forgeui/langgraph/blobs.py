@@ -20,8 +20,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from django.db import transaction
 from langgraph.checkpoint.base import SerializerProtocol
 
 from . import statements
@@ -161,7 +163,8 @@ class BlobCodec:
                 if type(value) is list and OWN_VERSION.fullmatch(version):
                     learnt.append(((*space, channel), Known(
                         version, tuple(value), row.depth, row.root_version or version)))
-        self.remember(learnt)
+        # Read inside a transaction, a version is known only once that commits.
+        transaction.on_commit(partial(self.remember, learnt), using=using)
         return found
 
     @staticmethod

@@ -352,7 +352,9 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"delete"``: forget the threads. ``"keep_latest"``: keep each namespace's latest
-        checkpoint, its writes and the blobs it reads; forget the rest."""
+        checkpoint, its writes and the blobs it reads; forget the rest. As LangGraph's
+        ``PostgresSaver``, ``keep_latest`` refuses (``NotImplementedError``, nothing
+        pruned) threads that use a ``DeltaChannel``."""
         _close_at_thread_exit(self.using)
         thread_ids = _thread_ids(thread_ids)
         if strategy not in PRUNE_STRATEGIES:
@@ -365,6 +367,13 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         with transaction.atomic(using=self.using):
             rows = LangGraphCheckpoint.objects.using(self.using).filter(
                 thread_id__in=thread_ids).order_by("-checkpoint_id")
+            # A DeltaChannel's value is rebuilt from the writes of older checkpoints.
+            if delta := sorted(set(rows.filter(
+                    metadata__has_key="counters_since_delta_snapshot").values_list(
+                    "thread_id", flat=True))):
+                raise NotImplementedError(
+                    f"keep_latest can't prune threads that use a DeltaChannel: "
+                    f"{', '.join(delta)}")
             latest: set[tuple[str, str]] = set()
             doomed = []
             for key in rows.values_list("thread_id", "checkpoint_ns", "checkpoint_id"):

@@ -47,6 +47,8 @@ SMOKES = {
                               r"4 answers .* [\d.]+ resumes/s sustained", **CLUSTER),
     "inbox_bench.py": Smoke(("--pending", "60", "--clients", "2", "--interrupts", "3",
                              "--renders", "3", "--port", "{port}"), r"delivered 6/6"),
+    "langgraph_saver.py": Smoke(("--checkpoints", "5", "--turns", "4", "--window", "1"),
+                                r"targets\n  (PASS|FAIL)  put/get", marks=("postgres",)),
     "long_thread.py": Smoke(("--turns", "3", "--budget", "60"), r"targets\n  ",
                             marks=("postgres",)),
     "requests_bench.py": Smoke(("--agents", "4", "--clients", "2", "--requests", "3",

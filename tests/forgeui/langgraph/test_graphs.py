@@ -152,6 +152,12 @@ def test_delta_channel_chat(alias: str) -> None:
     assert len(want) == 24
     assert messages(forge, "d1") == want
     assert messages(chat_graph(ForgeSaver(alias), delta=True), "d1") == want
+    # Keeping only the latest checkpoint would lose the writes its value is rebuilt from.
+    kept = LangGraphCheckpoint.objects.using(alias).filter(thread_id="d1").count()
+    with pytest.raises(NotImplementedError, match="DeltaChannel: d1"):
+        ForgeSaver(alias).prune(["d1"], strategy="keep_latest")
+    assert LangGraphCheckpoint.objects.using(alias).filter(thread_id="d1").count() == kept
+    assert messages(chat_graph(ForgeSaver(alias), delta=True), "d1") == want
 
 
 @pytest.mark.parametrize("alias", DATABASES)
