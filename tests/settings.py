@@ -53,5 +53,6 @@ FORGE_GRAPHS = {
     "custom": "tests.forgeui.graphs:custom",
     "flaky": "tests.forgeui.graphs:flaky",
     "guarded": "tests.forgeui.graphs:guarded",
+    "signoff": "tests.forgeui.graphs:signoff",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

@@ -2,10 +2,15 @@
 
 ``Thread`` and ``Checkpoint`` are the checkpoint store proper (``forgeui.store``); ``Run``
 and ``Interrupt`` mirror the checkpoints into rows the inbox and the API can query;
-``Answer``, ``SteeringNote`` and ``AuditEntry`` record what people did; ``Event`` is the
-monotonic feed a reconnecting websocket catches up from.
+``Answer``, ``Approval``, ``SteeringNote`` and ``AuditEntry`` record what people did;
+``Event`` is the monotonic feed a reconnecting websocket catches up from.
 """
 
+from .approvals import (
+    Approval,
+    ApprovalQuerySet,
+    Vote,
+)
 from .audit import (
     AppendOnly,
     AuditEntry,
@@ -71,6 +76,8 @@ __all__ = [
     "ApiToken",
     "ApiTokenQuerySet",
     "AppendOnly",
+    "Approval",
+    "ApprovalQuerySet",
     "AuditEntry",
     "AuditQuerySet",
     "Checkpoint",
@@ -90,6 +97,7 @@ __all__ = [
     "RunStatus",
     "SteeringNote",
     "Thread",
+    "Vote",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

@@ -148,3 +148,14 @@ def ship(built: dict[str, Any]) -> dict[str, Any]:
 
 guarded = DurableExecutor(nodes=[("package", package), ("ship", ship)],
                           interrupt_before=["ship"], name="guarded")
+
+
+def sign(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Pause once with the payload the input gives (it may try to name its own policy);
+    hand on the answer and what was recorded beside it (who approved)."""
+    answer = ctx.interrupt({"question": "Sign off?", **order.get("payload", {})})
+    return {"answer": answer, "meta": ctx.answer_metadata(), "runs": append_line(
+        order["ledger"], f"signed {answer}") if order.get("ledger") else 0}
+
+
+signoff = DurableExecutor(nodes=[("sign", sign)], name="signoff")
