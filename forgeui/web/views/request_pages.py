@@ -10,6 +10,7 @@ from forgeui.models import Interrupt
 from forgeui.requests import present, service
 from forgeui.runs import decision_context
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
+from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action
 from forgeui.web.views.common import page, refusal, requires
@@ -28,13 +29,15 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if not decisions:
         return shown(request, interrupt, form, 422)
     try:
-        service.decide(request.user, interrupt.root_thread_id, decisions,
-                       form.message.strip() or None)
+        outcome = service.decide(request.user, interrupt.root_thread_id, decisions,
+                                 form.message.strip() or None)
     except StaleAnswer as stale:
         return shown(request, interrupt, form, 409, stale=stale)
     except ForgeUIError as exc:
         return refusal(request, exc)
-    return next_item(request, interrupt)
+    counted = outcome.get("approvals") if outcome["status"] == "pending" else None
+    return next_item(request, interrupt, counted and (
+        f"Your decision on “{interrupt_summary(interrupt)}” was counted: {counted}."))
 
 
 def shown(request: HttpRequest, interrupt: Interrupt, form: present.RequestForm,
