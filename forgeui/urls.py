@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
+from forgeui import admin as forge_admin
 from forgeui.api.routes import api
 from forgeui.team import accounts
 from forgeui.web import health
@@ -48,6 +49,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Anonymous probes (forgeui.web.health), exempt from the SSL redirect (settings).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("admin/policies/", admin.site.admin_view(forge_admin.policies_page),
+         name="admin-policies"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).

@@ -70,3 +70,16 @@ def test_a_row_approval_stays_in_the_inbox_with_its_count(paused: Interrupt) -> 
                                 {"action": "approve", "where": "row"}, HTTP_HX_REQUEST="true")
     assert row.status_code == 200
     assert "Your approval was counted: 1 of 2 approvals: alice" in text(row)
+
+
+@override_settings(FORGE_POLICIES={**POLICY, "bots": {
+    "agents": ["billing-bot"], "auto_approve": {"field": "amount", "lt": 100},
+    "escalate_after_s": 3600, "escalate_to": "leads"}})
+def test_the_admin_lists_the_policies_read_only(users: dict[str, User]) -> None:
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root", password="root"))
+    page = text(admin.get("/admin/policies/"))
+    assert "payments" in page and "signoff/sign" in page and "groups finance" in page
+    assert "billing-bot" in page and "after 3600 s to group leads" in page
+    assert "<form" not in page.split('id="content"')[-1]  # nothing to change here
+    assert as_user("reviewer").get("/admin/policies/").status_code == 302  # staff only
