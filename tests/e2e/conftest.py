@@ -35,7 +35,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 PASSWORDS = {"reviewer": "forge-reviewer", "supervisor": "forge-supervisor",
-             "auditor": "forge-auditor"}
+             "auditor": "forge-auditor", "admin": "forge-admin"}
+# The site's approval policies: two of three named people sign off a signoff run.
+POLICIES = {"four-eyes": {"nodes": ["signoff/sign"], "approvals": 2,
+                          "users": ["reviewer", "supervisor", "admin"]}}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -125,7 +128,9 @@ def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
                                         "chat": "tests.forgeui.graphs:chat",
                                         "blocking": "tests.forgeui.graphs:blocking",
                                         "flaky": "tests.forgeui.graphs:flaky",
-                                        "guarded": "tests.forgeui.graphs:guarded"}))
+                                        "guarded": "tests.forgeui.graphs:guarded",
+                                        "signoff": "tests.forgeui.graphs:signoff"}),
+               FORGE_POLICIES=json.dumps(POLICIES))
     env.update(extra_env)
     return env
 

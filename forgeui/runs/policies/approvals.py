@@ -87,9 +87,10 @@ def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | No
     return f"policy {policy.name!r}: only {eligible(policy, interrupt)} may approve"
 
 
-def eligible(policy: Policy, interrupt: Interrupt) -> str:
-    """Who may count, in words: "finance or carol"; "" when anyone with the role may."""
-    names = [*sorted(policy.groups), *sorted(policy.users),
+def eligible(policy: Policy, interrupt: Interrupt, voted: frozenset[str] = frozenset()) -> str:
+    """Who may count, in words: "finance or carol"; "" when anyone with the role may.
+    Named users in ``voted`` are left out: they have had their say."""
+    names = [*sorted(policy.groups), *sorted(policy.users - voted),
              *(f"a {role}" for role in sorted(policy.roles))]
     if interrupt.escalated_at and policy.escalate_to:
         names = [policy.escalate_to, *[n for n in names if n != policy.escalate_to]]
@@ -146,9 +147,18 @@ def _entry(approval: Approval) -> dict[str, Any]:
 
 
 def tally(policy: Policy, interrupt: Interrupt) -> Tally:
-    rows = list(Approval.objects.of(interrupt.pk).filter(policy=policy.name))
+    return _tally(policy, interrupt,
+                  list(Approval.objects.of(interrupt.pk).filter(policy=policy.name)))
+
+
+def _tally(policy: Policy, interrupt: Interrupt, rows: list[Approval]) -> Tally:
+    voted = frozenset(a.user.get_username() for a in rows)
+    if policy.users:  # a named starter will never count either
+        voted |= frozenset(Run.objects.filter(
+            thread_id=interrupt.root_thread_id, parent_run_id=None).exclude(started_by=None)
+            .values_list("started_by__username", flat=True))
     return Tally(policy, [a for a in rows if a.vote == Vote.APPROVE],
-                 [a for a in rows if a.vote == Vote.REJECT], eligible(policy, interrupt))
+                 [a for a in rows if a.vote == Vote.REJECT], eligible(policy, interrupt, voted))
 
 
 def tallies(interrupts: list[Interrupt]) -> dict[str, Tally]:
@@ -162,9 +172,7 @@ def tallies(interrupts: list[Interrupt]) -> dict[str, Tally]:
         if approval.policy == covered[approval.interrupt_id].name:
             rows[approval.interrupt_id].append(approval)
     by_id = {i.pk: i for i in interrupts}
-    return {pk: Tally(p, [a for a in rows[pk] if a.vote == Vote.APPROVE],
-                      [a for a in rows[pk] if a.vote == Vote.REJECT], eligible(p, by_id[pk]))
-            for pk, p in covered.items()}
+    return {pk: _tally(p, by_id[pk], rows[pk]) for pk, p in covered.items()}
 
 
 def record(user: Any, interrupt: Interrupt, policy: Policy, vote: Vote, value: Any,

@@ -27,12 +27,12 @@ from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
-from forgeui.runs.policies import approvals
 from forgeui.runs.exceptions import (
     ForgeUIError,
     InvalidRequest,
     StaleAnswer,
 )
+from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
