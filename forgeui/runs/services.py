@@ -195,6 +195,11 @@ def _decide(user: User, interrupt: Interrupt, value: Any, steering: str | None,
         return _accept(user, interrupt, value, steering, expected_checkpoint_id, child_policy,
                        meta={"policy": policy.name, "decided_by": "system",
                              "decision": "rejected", "approvals": [], "rejections": []})
+    if policy.approvals == policy.rejections == 1:  # one vote decides: the answer records it
+        answer = _accept(user, interrupt, value, steering, expected_checkpoint_id,
+                         child_policy, meta=approvals.single_vote(policy, user, vote))
+        answer.progress = approvals.single_vote_text(policy, user, vote)  # type: ignore[attr-defined]
+        return answer
     return _count_vote(user, interrupt, value, steering, expected_checkpoint_id, child_policy,
                        policy, vote)
 
@@ -239,10 +244,10 @@ def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | No
         locked = locked.filter(checkpoint_id=expected_checkpoint_id)
     if not locked.exists():
         raise stale_answer(interrupt.pk, expected_checkpoint_id)
-    approval = approvals.record(user, interrupt, policy, vote, value, (steering or "").strip())
+    approval, tally = approvals.record(user, interrupt, policy, vote, value,
+                                       (steering or "").strip())
     if approval is None:
-        raise _already_counted(user, interrupt, policy)
-    tally = approvals.tally(policy, interrupt)
+        raise _already_counted(user, interrupt, tally)
     audit(user, f"approval.{vote}", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
@@ -261,14 +266,13 @@ def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | No
     return answer
 
 
-def _already_counted(user: User, interrupt: Interrupt, policy: Policy) -> AlreadyCounted:
-    mine = Approval.objects.filter(interrupt=interrupt, user=user).first()
-    tally = approvals.tally(policy, interrupt)
+def _already_counted(user: User, interrupt: Interrupt,
+                     tally: approvals.Tally) -> AlreadyCounted:
+    mine = next(a for a in (*tally.approvals, *tally.rejections)
+                if a.user_id == getattr(user, "pk", None))
     row = Interrupt.objects.select_related("run").get(pk=interrupt.pk)
-    return AlreadyCounted(interrupt.pk, user.get_username(),  # type: ignore[union-attr]
-                          mine.created_at.isoformat() if mine else None,
-                          latest_metadata(row.run), mine.vote if mine else "vote",
-                          tally.text())
+    return AlreadyCounted(interrupt.pk, mine.user.get_username(), mine.created_at.isoformat(),
+                          latest_metadata(row.run), mine.vote, tally.text())
 
 
 def resume_map(user: User, thread_id: str,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from forgeui.models import AgentRequest, Approval, Interrupt, Run, Vote
 from forgeui.runs.policies.config import Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
-from forgeui.team.roles import roles_of
+from forgeui.team.roles import groups_of, roles_of
 
 APPROVING_TYPES = frozenset({"accept", "approve"})
 REJECTING_TYPES = frozenset({"reject", "ignore"})
@@ -59,13 +59,13 @@ def vote_of(interrupt: Interrupt, value: Any) -> Vote | None:
 
 
 def starter_ids(interrupt: Interrupt) -> set[int]:
-    """Who may not approve: the person who started the tree, or owns the asking token."""
-    found = set(Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None)
-                .exclude(started_by=None).values_list("started_by_id", flat=True))
-    if interrupt.run.graph == REQUEST_GRAPH:
-        found |= set(AgentRequest.objects.filter(pk=interrupt.root_thread_id)
-                     .exclude(owner=None).values_list("owner_id", flat=True))
-    return found
+    """Who may not approve: the person who started the tree, or owns the asking token
+    (who started a request's run: its token's user)."""
+    run = interrupt.run
+    if run.parent_run_id is None:  # the root run, already loaded with the interrupt
+        return {run.started_by_id} if run.started_by_id is not None else set()
+    return set(Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None)
+               .exclude(started_by=None).values_list("started_by_id", flat=True))
 
 
 def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
@@ -75,7 +75,7 @@ def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | No
                 f"asked), and nobody approves their own")
     if not policy.restricted and not interrupt.escalated_at:
         return None
-    groups = set(user.groups.values_list("name", flat=True))
+    groups = groups_of(user)
     if interrupt.escalated_at and policy.escalate_to in groups:
         return None
     if not policy.restricted:  # escalated: the group it went to decides now
@@ -142,6 +142,22 @@ class Tally:
                 "rejections": [_entry(r) for r in self.rejections]}
 
 
+def single_vote(policy: Policy, user: Any, vote: Vote) -> dict[str, Any]:
+    """The metadata of a decision one vote makes (a policy of one approval and one
+    rejection): nothing to count, so no ``Approval`` row; the answer records who."""
+    entry = {"user": user.get_username(), "at": timezone.now().isoformat()}
+    approved = vote == Vote.APPROVE
+    return {"policy": policy.name, "decided_by": "people",
+            "decision": "approved" if approved else "rejected",
+            "approvals": [entry] if approved else [], "rejections": [] if approved else [entry]}
+
+
+def single_vote_text(policy: Policy, user: Any, vote: Vote) -> str:
+    if vote == Vote.APPROVE:
+        return f"1 of 1 approval: {user.get_username()}"
+    return f"0 of 1 approval; 1 of 1 rejections: {user.get_username()}"
+
+
 def _entry(approval: Approval) -> dict[str, Any]:
     return {"user": approval.user.get_username(), "at": approval.created_at.isoformat()}
 
@@ -176,11 +192,14 @@ def tallies(interrupts: list[Interrupt]) -> dict[str, Tally]:
 
 
 def record(user: Any, interrupt: Interrupt, policy: Policy, vote: Vote, value: Any,
-           steering: str) -> Approval | None:
-    """Count ``user``'s vote once; None when they had already voted on it."""
-    try:
-        with transaction.atomic():  # a savepoint: a repeat leaves the caller's work intact
-            return Approval.objects.create(interrupt=interrupt, user=user, policy=policy.name,
-                                           vote=vote, value=value, steering=steering)
-    except IntegrityError:
-        return None
+           steering: str) -> tuple[Approval | None, Tally]:
+    """Count ``user``'s vote once: the new row and the tally with it, or None and the
+    tally as it was when they had already voted. The caller holds the interrupt's row
+    lock, so the tally read here cannot change before the row is added (the unique
+    constraint stays the last word)."""
+    rows = list(Approval.objects.of(interrupt.pk).filter(policy=policy.name))
+    if any(row.user_id == user.pk for row in rows):
+        return None, _tally(policy, interrupt, rows)
+    made = Approval.objects.create(interrupt=interrupt, user=user, policy=policy.name,
+                                   vote=vote, value=value, steering=steering)
+    return made, _tally(policy, interrupt, [*rows, made])
