@@ -7,9 +7,10 @@ on interrupts no policy covers and on interrupts a one-approval policy covers, t
 turns so load from anything else falls on both; the difference is what the policy check
 adds (target: under 5 ms). Also timed: the check alone (which policy covers it, may this
 person count, what the answer counts as), and both approvals of a two-approval policy:
-the first is counted and leaves the interrupt pending, the second meets the policy. Tasks are not run:
-applying the answer is the same with a policy or without. PostgreSQL uses the database
-``forge_bench`` on 127.0.0.1 (``FORGE_BENCH_DB`` names another), created fresh.
+the first is counted and leaves the interrupt pending, the second meets the policy; and
+the statements each runs. Tasks are not run: applying the answer is the same with a
+policy or without. PostgreSQL uses the database ``forge_bench`` on 127.0.0.1
+(``FORGE_BENCH_DB`` names another), created fresh.
 """
 
 from __future__ import annotations
@@ -94,6 +95,16 @@ def timed(fn: Callable[[str], Any], ids: list[str]) -> list[float]:
     return spent
 
 
+def counted_statements(fn: Callable[[str], Any], interrupt_id: str) -> int:
+    """The SQL statements one answer runs (a figure the machine's load cannot blur)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        fn(interrupt_id)
+    return len(captured.captured_queries)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
@@ -131,8 +142,17 @@ def main() -> None:
         two = paused("bench_two", per, starter)
         counted += timed(answer, two)
         met += timed(meet, two)
+    statements = {name: counted_statements(fn, paused(graph, 1, starter)[0])
+                  for name, graph, fn in (("plain", "bench_plain", answer),
+                                          ("one", "bench_one", answer))}
+    first_of_two = paused("bench_two", 1, starter)[0]
+    statements["first"] = counted_statements(answer, first_of_two)
+    statements["meets"] = counted_statements(meet, first_of_two)
     checks = [check(i) * 1000 for i in paused("bench_two", per, starter)]
     assert Interrupt.objects.filter(run__graph="bench_two").pending().count() == per
+    print(f"statements per answer: no policy {statements['plain']}, one-approval policy "
+          f"{statements['one']}, first of two {statements['first']}, the one that meets two "
+          f"{statements['meets']}")
     added = statistics.median(covered) - statistics.median(plain)
     recorded = statistics.median(met) - statistics.median(plain)
     print(f"{args.db}: {len(plain)} answers each way")
