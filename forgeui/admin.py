@@ -6,9 +6,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from . import models
+from .runs.policies.config import policies
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -54,6 +56,21 @@ class InterruptAdmin(ReadOnlyAdmin):
 @admin.register(models.Answer)
 class AnswerAdmin(ReadOnlyAdmin):
     list_display = ["interrupt", "user", "child_policy", "created_at", "applied_at"]
+
+
+@admin.register(models.Approval)
+class ApprovalAdmin(ReadOnlyAdmin):
+    list_display = ["interrupt", "user", "vote", "policy", "created_at"]
+    list_filter = ["vote", "policy"]
+    search_fields = ["interrupt__id", "user__username"]
+
+
+def policies_page(request: HttpRequest) -> HttpResponse:
+    """``FORGE_POLICIES`` as the server reads it: shown, never edited here (it is set in
+    the environment, so a change is a deployment, not a click)."""
+    listed = [p.as_dict() for p in policies().by_name.values()]
+    return TemplateResponse(request, "admin/forgeui/policies.html", {
+        **admin.site.each_context(request), "title": "Approval policies", "policies": listed})
 
 
 @admin.register(models.SteeringNote)

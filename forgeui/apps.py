@@ -14,10 +14,12 @@ class ForgeUIConfig(AppConfig):
         from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
+        from forgeui.runs.policies.checks import check_policies
         from forgeui.runs.registry import check_graphs
         from forgeui.team import lockouts, sign_in, sso  # noqa: F401
 
         checks.register(check_graphs)
         checks.register(sso.check_settings)
+        checks.register(check_policies)
         # The store and the services write event rows; the inbox tells sockets about them.
         listen(broadcast.broadcast)

@@ -14,6 +14,7 @@ default exercises the same policy production sends.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -82,6 +83,12 @@ FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "nul
 )
 if env_bool("FORGE_EXAMPLES", False):
     FORGE_GRAPHS = {**DEFAULT_GRAPHS, **FORGE_GRAPHS}
+# Approval policies, {name: {"nodes": ["graph/node"], "agents": [...], "approvals": M, ...}}
+# (forgeui.runs.policies.config). Text that is not JSON is kept, for the system check
+# (forgeui.E010) to name the error instead of a traceback here.
+FORGE_POLICIES: Any = os.environ.get("FORGE_POLICIES") or "{}"
+with contextlib.suppress(ValueError):
+    FORGE_POLICIES = json.loads(FORGE_POLICIES)
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 # Extra exact websocket origins, e.g. "https://forge.example.com" behind a TLS proxy.

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 
+from forgeui import admin as forge_admin
 from forgeui.api.routes import api
 from forgeui.team import accounts, sso
 from forgeui.web import health
@@ -60,6 +61,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # One password change form for everyone, the one whose wrong old passwords are throttled.
     path("admin/password_change/", RedirectView.as_view(pattern_name="password_change"),
          name="admin-password-change"),
+    path("admin/policies/", admin.site.admin_view(forge_admin.policies_page),
+         name="admin-policies"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     # Logging out is a POST that lands on the login page (not the admin's logged-out page).

@@ -59,6 +59,18 @@ def _checked_value(value: Any) -> Any:
         raise ResumeError(f"resume value: {exc}") from None
 
 
+def _checked_metadata(metadata: Any) -> dict[str, Any] | None:
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise ResumeError(f"answer metadata must be a dict, not {type(metadata).__name__}")
+    try:
+        copied: dict[str, Any] = json_copy(metadata)
+    except NotJSON as exc:
+        raise ResumeError(f"answer metadata: {exc}") from None
+    return copied
+
+
 def accept_answers(root: Checkpoint, target: ResumeTarget | None, command: Command) -> None:
     """Record the command's answers (and steering note) in ``root``, or raise."""
     candidates, meta = _candidates(root, target)
@@ -83,10 +95,14 @@ def accept_answers(root: Checkpoint, target: ResumeTarget | None, command: Comma
     else:
         chosen = [(candidates[0], command.resume)]
     at = now_ms()
+    recorded = _checked_metadata(command.metadata)
     for interrupt, value in chosen:
-        root.engine.answers[interrupt["id"]] = {"value": _checked_value(value), "at": at,
-                                         "run_id": interrupt["run_id"],
-                                         "child_policy": command.child_policy}
+        entry: dict[str, Any] = {"value": _checked_value(value), "at": at,
+                                 "run_id": interrupt["run_id"],
+                                 "child_policy": command.child_policy}
+        if recorded:
+            entry["meta"] = recorded
+        root.engine.answers[interrupt["id"]] = entry
     if command.steering:
         first = chosen[0][0]
         add_note(root, first["run_id"], command.steering, first["task_id"], first["id"])

@@ -109,6 +109,7 @@ def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid
     for key in ("interrupt_id", "before", "after", "output"):
         task.pop(key, None)
     task.update(input=value, status="pending", answers=[])
+    task.pop("answer_meta", None)
     cp.interrupts = [i for i in cp.interrupts if i["task_id"] != task["id"]]
     while True:
         cp.status, cp.error = "running", None

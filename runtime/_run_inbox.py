@@ -28,8 +28,11 @@ class InboxHandling(TaskRunning):
         iid = task.pop("interrupt_id")
         record = next(i for i in self.cp.interrupts if i["id"] == iid)
         self.cp.interrupts.remove(record)
-        self.cp.add_resolved([{**record, "status": "answered", "answer": entry["value"],
-                               "answered_at": entry["at"], "answered_by": entry.get("by")}])
+        resolved = {**record, "status": "answered", "answer": entry["value"],
+                    "answered_at": entry["at"], "answered_by": entry.get("by")}
+        if entry.get("meta"):
+            resolved["answer_meta"] = entry["meta"]
+        self.cp.add_resolved([resolved])
         # The entry stays in the inbox until no checkpoint of the tree shows the interrupt
         # pending (see _stamp): a crash before the child's save must not lose the answer.
         self.tree.consumed.add(iid)
@@ -42,6 +45,10 @@ class InboxHandling(TaskRunning):
             if kind == "before":
                 task["before"] = entry["value"]
             else:
+                if entry.get("meta"):  # kept by order, beside the answers the node gets
+                    metas = task.setdefault("answer_meta", [])
+                    metas.extend({} for _ in range(len(task["answers"]) - len(metas)))
+                    metas.append(entry["meta"])
                 task["answers"].append(entry["value"])
             task["status"] = "pending"
         if entry.get("child_policy") == "cancel":

@@ -102,6 +102,18 @@ class NodeContext:
                               assignees=_assignees(self.node, assignees),
                               summary_fields=_summary_fields(self.node, summary))
 
+    def answer_metadata(self, order: int | None = None) -> dict[str, Any]:
+        """What was recorded beside an answer (``Command.metadata``), such as who approved
+        it; ``{}`` when nothing was. ``order`` picks this task's n-th ``interrupt()``
+        call; by default, the last one that has returned an answer in this attempt."""
+        if order is None:
+            order = self._next_order - 1
+        metas = self._task.get("answer_meta") or []
+        if not 0 <= order < min(len(metas), len(self._task["answers"])):
+            return {}
+        found: dict[str, Any] = json_copy(metas[order])
+        return found
+
     def idempotency_key(self, name: str) -> str:
         """A stable key (thread, node, task, name) to hand to external APIs."""
         return f"{self.thread_id}:{self.node}:{self.task_id}:{name}"

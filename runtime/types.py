@@ -53,13 +53,18 @@ class Interrupt:
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """How to resume: one answer, answers by interrupt id, and/or a steering note."""
+    """How to resume: one answer, answers by interrupt id, and/or a steering note.
+
+    ``metadata`` travels with the answer (say who approved it) without being part of the
+    value: the node reads it as ``ctx.answer_metadata()``.
+    """
 
     resume: Any = None
     resume_map: dict[str, Any] | None = None
     steering: str | None = None
     expected_checkpoint_id: str | None = None
     child_policy: ChildPolicy = "leave"
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,5 +64,6 @@ FORGE_GRAPHS = {
     "lg_middleware": "tests.forgeui.langgraph.team_graphs:middleware",
     "lg_chat": "tests.forgeui.langgraph.team_graphs:chat",
     "lg_deadline": "tests.forgeui.langgraph.team_graphs:with_deadline",
+    "signoff": "tests.forgeui.graphs:signoff",
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation

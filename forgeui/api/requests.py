@@ -124,6 +124,11 @@ class RequestOut(Schema):
     message: str | None = None
     responder: ResponderOut | None = None
     responded_at: datetime | None = None
+    approvals: str | None = Field(None, description="under an approval policy: how far it "
+                                  "has come, e.g. \"1 of 2 approvals: alice; waiting for "
+                                  "one more from finance\"")
+    policy: dict[str, Any] | None = Field(None, description="once decided under a policy: "
+                                          "which, who approved, or the rule that did")
     callback_secret: str | None = Field(None, description="key of the callback's "
                                                           "X-Forge-Signature (shown once)")
 

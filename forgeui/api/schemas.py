@@ -378,10 +378,48 @@ class AnswerRowOut(Schema):
         return obj.interrupt.root_thread_id
 
 
-class AcceptedOut(AnswerRowOut):
-    """202: the answer is recorded; a task applies it to the run."""
+class AcceptedOut(Schema):
+    """202: the answer is recorded and a task applies it to the run (``accepted``); or,
+    under an approval policy not yet met, this person's approval or rejection is counted
+    and the interrupt stays pending (``approval_recorded``)."""
 
-    status: Literal["accepted"] = "accepted"
+    status: Literal["accepted", "approval_recorded"]
+    answer_id: int | None = Field(description="the answer the run resumes with; null "
+                                              "while approvals are still counted")
+    approval_id: int | None = Field(None, description="this person's counted approval")
+    interrupt_id: str
+    run_id: str
+    thread_id: str
+    approvals: str | None = Field(None, description='under a policy, e.g. "1 of 2 '
+                                  'approvals: alice; waiting for one more from finance"')
+
+    @staticmethod
+    def resolve_status(obj: Any) -> str:
+        return "approval_recorded" if _is_approval(obj) else "accepted"
+
+    @staticmethod
+    def resolve_answer_id(obj: Any) -> int | None:
+        return None if _is_approval(obj) else obj.pk
+
+    @staticmethod
+    def resolve_approval_id(obj: Any) -> int | None:
+        return obj.pk if _is_approval(obj) else None
+
+    @staticmethod
+    def resolve_run_id(obj: Any) -> str:
+        return obj.interrupt.run_id
+
+    @staticmethod
+    def resolve_thread_id(obj: Any) -> str:
+        return obj.interrupt.root_thread_id
+
+    @staticmethod
+    def resolve_approvals(obj: Any) -> str | None:
+        return getattr(obj, "progress", None)
+
+
+def _is_approval(obj: Any) -> bool:
+    return hasattr(obj, "vote")
 
 
 class AcceptedList(Schema):

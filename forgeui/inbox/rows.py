@@ -21,6 +21,7 @@ from forgeui.inbox import bidi
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
 from forgeui.runs import bulk, foreign, forks, registry, wording
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
+from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 
@@ -149,11 +150,14 @@ class RowFacts:
 
     origins: dict[str, forks.ForkLink]
     decisions: dict[str, Answer]
+    tallies: dict[str, approvals.Tally]
 
     @classmethod
     def of(cls, interrupts: Any) -> RowFacts:
         listed = list(interrupts)
-        return cls(forks.origins(i.root_thread_id for i in listed), accepted_answers(listed))
+        return cls(forks.origins(i.root_thread_id for i in listed), accepted_answers(listed),
+                   approvals.tallies([i for i in listed
+                                      if i.status == InterruptStatus.PENDING]))
 
 
 def row_context(interrupt: Interrupt, row_mode: Mode,
@@ -188,6 +192,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
                       *(f"group {g}" for g in interrupt.assigned_groups)],
         "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
         "note": "", "error": "",  # given back when an answer from the row is refused
+        "approvals": facts.tallies.get(interrupt.pk),
     }
 
 

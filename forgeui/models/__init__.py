@@ -2,12 +2,17 @@
 
 ``Thread`` and ``Checkpoint`` are the checkpoint store proper (``forgeui.store``); ``Run``
 and ``Interrupt`` mirror the checkpoints into rows the inbox and the API can query;
-``Answer``, ``SteeringNote`` and ``AuditEntry`` record what people did; ``Event`` is the
-monotonic feed a reconnecting websocket catches up from. ``LangGraphCheckpoint``,
-``LangGraphBlob`` and ``LangGraphWrite`` keep LangGraph graphs' checkpoints
-(``forgeui.langgraph``).
+``Answer``, ``Approval``, ``SteeringNote`` and ``AuditEntry`` record what people did;
+``Event`` is the monotonic feed a reconnecting websocket catches up from.
+``LangGraphCheckpoint``, ``LangGraphBlob`` and ``LangGraphWrite`` keep LangGraph graphs'
+checkpoints (``forgeui.langgraph``).
 """
 
+from .approvals import (
+    Approval,
+    ApprovalQuerySet,
+    Vote,
+)
 from .audit import (
     AppendOnly,
     AuditEntry,
@@ -83,6 +88,8 @@ __all__ = [
     "ApiToken",
     "ApiTokenQuerySet",
     "AppendOnly",
+    "Approval",
+    "ApprovalQuerySet",
     "AuditEntry",
     "AuditQuerySet",
     "Checkpoint",
@@ -107,6 +114,7 @@ __all__ = [
     "SsoIdentity",
     "SteeringNote",
     "Thread",
+    "Vote",
     "Webhook",
     "WebhookDelivery",
     "WebhookEvent",

@@ -147,6 +147,8 @@ class Interrupt(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     overdue_at = models.DateTimeField(null=True, blank=True,
                                       help_text="when its deadline passed with no default")
+    escalated_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="when its approval policy reassigned it")
 
     objects = InterruptQuerySet.as_manager()
 
@@ -223,6 +225,9 @@ class Answer(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     applied_at = models.DateTimeField(null=True, blank=True)
     outcome = models.TextField(blank=True, default="", help_text="how the task ended")
+    meta = models.JSONField(default=dict, blank=True,
+                            help_text="what the run reads beside the value: the policy met, "
+                                      "who approved")
 
     objects = AnswerQuerySet.as_manager()
 

@@ -27,6 +27,8 @@ class AgentRequest(models.Model):
                               related_name="+", help_text="the token's user that asked")
     agent = models.CharField(max_length=200, blank=True, default="",
                              help_text="the asking agent's name")
+    token_agent = models.CharField(max_length=200, blank=True, default="",
+                                   help_text="the agent its token names (it cannot choose)")
     session = models.CharField(max_length=300, blank=True, default="",
                                help_text="the agent's session or run reference")
     idempotency_key = models.CharField(max_length=200, blank=True, default="")

@@ -21,8 +21,9 @@ from forgeui.models import AgentRequest, Interrupt, InterruptStatus, Run, RunSta
 from forgeui.notifications import egress
 from forgeui.requests import shapes
 from forgeui.requests.graph import GRAPH
-from forgeui.runs import registry, services
+from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
+from forgeui.runs.policies import approvals
 from forgeui.team.roles import Action, allowed
 
 
@@ -54,6 +55,7 @@ def create(caller: Caller, body: dict[str, Any]) -> Created:
             row = AgentRequest.objects.create(
                 id=uuid.uuid4().hex, owner=caller.user, idempotency_key=key,
                 agent=(agent.get("name") or caller.agent or caller.user.get_username())[:200],
+                token_agent=caller.agent[:200],
                 session=(agent.get("session") or "")[:300],
                 callback=_callback(body.get("callback_url"), secret))
             services.audit(caller.user, "request.create", object_type="request",
@@ -142,11 +144,12 @@ def _start(row: AgentRequest, caller: Caller, run_input: dict[str, Any]) -> None
     metadata = {"started_by": getattr(caller.user, "pk", None), "request_id": row.id,
                 "registered_as": GRAPH}
     try:
-        registry.get_executor(GRAPH).run_sync(run_input, thread_id=row.id,
-                                               metadata=metadata, run_id=row.id)
+        started = registry.get_executor(GRAPH).run_sync(run_input, thread_id=row.id,
+                                                         metadata=metadata, run_id=row.id)
     except BaseException:
         AgentRequest.objects.filter(pk=row.id).delete()  # no request without its run
         raise
+    tasks.auto_decide(started)  # a policy's rule may approve it before anyone looks
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -174,18 +177,25 @@ def outcome(row: AgentRequest) -> dict[str, Any]:
         cancelled = Run.objects.filter(pk=row.id, status=RunStatus.CANCELLED).exists()
         return {"status": "cancelled" if cancelled else "pending"}
     if interrupt.status == InterruptStatus.PENDING:
-        return {"status": "pending", "interrupt_id": interrupt.pk}
+        found: dict[str, Any] = {"status": "pending", "interrupt_id": interrupt.pk}
+        if (policy := approvals.policy_for(interrupt)) is not None:
+            found["approvals"] = approvals.tally(policy, interrupt).text()
+        return found
     if interrupt.status == InterruptStatus.CANCELLED:
         return {"status": "cancelled", "interrupt_id": interrupt.pk}
     answer = interrupt.answers.order_by("-id").first()
     value = answer.value if answer is not None and isinstance(answer.value, dict) else {}
     by = interrupt.answered_by
-    expired = by is None and interrupt.deadline_at is not None
-    return {"status": "expired" if expired else "decided", "interrupt_id": interrupt.pk,
-            "decisions": value.get("decisions") or [], "message": value.get("message"),
-            "responder": None if by is None else {"username": by.get_username(),
-                                                  "name": by.get_full_name()},
-            "responded_at": interrupt.answered_at}
+    meta = answer.meta if answer is not None else {}
+    expired = by is None and interrupt.deadline_at is not None and not meta.get("policy")
+    found = {"status": "expired" if expired else "decided", "interrupt_id": interrupt.pk,
+             "decisions": value.get("decisions") or [], "message": value.get("message"),
+             "responder": None if by is None else {"username": by.get_username(),
+                                                   "name": by.get_full_name()},
+             "responded_at": interrupt.answered_at}
+    if meta.get("policy"):  # who approved, and whether a person or the policy's rule decided
+        found["policy"] = meta
+    return found
 
 
 def describe(row: AgentRequest) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from forgeui.models import Interrupt
+from forgeui.models import Approval, Interrupt
 from forgeui.runs import foreign, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema
 from forgeui.runs.exceptions import (
@@ -128,7 +128,10 @@ def _one(user: services.User, interrupt: Interrupt | None, interrupt_id: str, va
         return BulkOutcome(interrupt_id, "invalid", str(exc))
     except GraphUnavailable as exc:
         return BulkOutcome(interrupt_id, "unavailable", str(exc))
-    return BulkOutcome(interrupt_id, "accepted", "", answer_id=answer.pk)
+    if isinstance(answer, Approval):  # counted toward its policy; the row stays pending
+        return BulkOutcome(interrupt_id, "accepted", getattr(answer, "progress", ""))
+    return BulkOutcome(interrupt_id, "accepted", getattr(answer, "progress", ""),
+                       answer_id=answer.pk)
 
 
 def _fits(action: BulkAction | None, interrupt: Interrupt, value: Any) -> bool:

@@ -18,7 +18,8 @@ from django.utils import timezone
 from forgeui.models import Interrupt
 from forgeui.notifications.mail import send_with_links
 from forgeui.runs import services
-from forgeui.runs.exceptions import GraphUnavailable, InvalidRequest, StaleAnswer
+from forgeui.runs.exceptions import Forbidden, GraphUnavailable, InvalidRequest, StaleAnswer
+from forgeui.runs.policies import escalation
 from forgeui.team.roles import Role
 
 
@@ -27,12 +28,13 @@ class Expiry:
     """What the deadline sweep did to one interrupt."""
 
     interrupt_id: str
-    outcome: Literal["defaulted", "overdue", "skipped"]
+    outcome: Literal["defaulted", "overdue", "skipped", "escalated"]
     reason: str
 
 
 def expire_interrupts(now: datetime | None = None) -> list[Expiry]:
-    """Handle every pending interrupt past its deadline (the periodic task calls this).
+    """Handle every pending interrupt past its deadline (the periodic task calls this),
+    and escalate those that waited past their approval policy's ``escalate_after_s``.
 
     With a default it is answered by the system (``user=None``) with that default, through
     ``answer_interrupt`` like any answer; without one (or when the default fails the
@@ -40,8 +42,10 @@ def expire_interrupts(now: datetime | None = None) -> list[Expiry]:
     audited with its reason. ``now`` is for tests; it defaults to the clock.
     """
     now = now or timezone.now()
-    return [_expire(interrupt, now)
-            for interrupt in Interrupt.objects.overdue(now).select_related("run")[:500]]
+    escalated = [Expiry(pk, "escalated", "unanswered past its policy's escalate_after_s")
+                 for pk in escalation.escalate_due(now)]
+    return escalated + [_expire(interrupt, now)
+                        for interrupt in Interrupt.objects.overdue(now).select_related("run")[:500]]
 
 
 def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
@@ -51,7 +55,7 @@ def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
             answer = services.answer_interrupt(None, interrupt.pk, interrupt.default)
         except StaleAnswer:  # someone answered just in time
             return Expiry(interrupt.pk, "skipped", "answered before the deadline sweep")
-        except (InvalidRequest, GraphUnavailable) as exc:
+        except (InvalidRequest, GraphUnavailable, Forbidden) as exc:  # Forbidden: a policy
             reason = f"{reason}; its default was refused: {exc}"
         else:
             services.audit(None, "interrupt.expired", object_type="interrupt",

@@ -9,6 +9,7 @@
     ├── InvalidRequest           a value or note the target cannot take (400/422)
     ├── Forbidden                the user's role may not do this (403)
     ├── StaleAnswer              the interrupt is no longer pending (409)
+    │   └── AlreadyCounted       this person's approval is already counted (409)
     └── AlreadyClaimed           someone else claimed the interrupt first (409)
 
 Runtime errors (``runtime.errors``) pass through unchanged.
@@ -83,6 +84,18 @@ class StaleAnswer(ForgeUIError):
         return {"interrupt_id": self.interrupt_id, "status": self.status,
                 "answered_by": self.answered_by, "answered_at": self.answered_at,
                 "latest": self.latest, "reason": self.reason}
+
+
+class AlreadyCounted(StaleAnswer):
+    """Under an approval policy, one person's approval counts once: this is their second.
+
+    ``answered_by`` / ``answered_at`` are theirs; ``progress`` where the policy stands."""
+
+    def __init__(self, interrupt_id: str, username: str, at: str | None,
+                 latest: dict[str, Any], vote: str, progress: str) -> None:
+        super().__init__(interrupt_id, "pending", username, at, latest,
+                         f"{username} already counted ({vote}) on this interrupt: {progress}")
+        self.progress = progress
 
 
 class AlreadyClaimed(ForgeUIError):

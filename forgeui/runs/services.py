@@ -28,6 +28,7 @@ from forgeui.models import (
     BREAKPOINT_KINDS,
     Answer,
     AnswerKind,
+    Approval,
     AuditEntry,
     ChildPolicy,
     EventKind,
@@ -36,18 +37,22 @@ from forgeui.models import (
     Run,
     RunStatus,
     SteeringNote,
+    Vote,
     assignees,
 )
 from forgeui.models.events import EventDraft, publish_on_commit
 from forgeui.runs import answer_rules, registry, run_status, storable
 from forgeui.runs.exceptions import (
     AlreadyClaimed,
+    AlreadyCounted,
     Forbidden,
     InvalidRequest,
     NotFound,
     StaleAnswer,
     ThreadTaken,
 )
+from forgeui.runs.policies import approvals
+from forgeui.runs.policies.config import Policy
 from forgeui.runs.tasks import (
     apply_answer_task,
     apply_steering_task,
@@ -159,26 +164,121 @@ def _started(thread_id: str, run_id: str) -> StartedRun:
 
 def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | None = None,
                      expected_checkpoint_id: str | None = None,
-                     child_policy: str = ChildPolicy.LEAVE) -> Answer:
+                     child_policy: str = ChildPolicy.LEAVE) -> Answer | Approval:
     """Accept one answer in one transaction, then apply it in a task.
 
-    Raises ``StaleAnswer`` (with who answered when, and where the run stands) when the
-    interrupt is no longer pending or ``expected_checkpoint_id`` is not its run's latest;
-    then only an ``answer.refused`` audit row is written.
+    Under an approval policy the answer is one person's approval (or rejection): it is
+    counted, and an ``Approval`` returned, until the policy is met; the answer that meets
+    it is recorded and applied like any. Raises ``StaleAnswer`` (with who answered when,
+    and where the run stands) when the interrupt is no longer pending or
+    ``expected_checkpoint_id`` is not its run's latest, ``AlreadyCounted`` when this
+    person's approval is already in; then only an ``answer.refused`` audit row is written.
     """
     require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
     interrupt = _interrupt(interrupt_id)
     require_may_answer(user, interrupt, value, child_policy)
+    policy = approvals.policy_for(interrupt)
+    vote = _require_may_count(user, interrupt, policy, value)
     try:
         with transaction.atomic():
-            return _accept(user, interrupt, value, steering, expected_checkpoint_id,
-                           child_policy)
+            return _decide(user, interrupt, value, steering, expected_checkpoint_id,
+                           child_policy, policy, vote)
     except StaleAnswer as stale:
         _refused(user, interrupt, stale, value)
         raise
 
 
-def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answer]:
+def _decide(user: User, interrupt: Interrupt, value: Any, steering: str | None,
+            expected_checkpoint_id: str | None, child_policy: str, policy: Policy | None,
+            vote: Vote | None) -> Answer | Approval:
+    if policy is None:
+        return _accept(user, interrupt, value, steering, expected_checkpoint_id, child_policy)
+    if vote is None:  # the system, rejecting (a deadline's default): that ends it
+        return _accept(user, interrupt, value, steering, expected_checkpoint_id, child_policy,
+                       meta={"policy": policy.name, "decided_by": "system",
+                             "decision": "rejected", "approvals": [], "rejections": []})
+    if policy.approvals == policy.rejections == 1:  # one vote decides: the answer records it
+        answer = _accept(user, interrupt, value, steering, expected_checkpoint_id,
+                         child_policy, meta=approvals.single_vote(policy, user, vote))
+        answer.progress = approvals.single_vote_text(policy, user, vote)  # type: ignore[attr-defined]
+        return answer
+    return _count_vote(user, interrupt, value, steering, expected_checkpoint_id, child_policy,
+                       policy, vote)
+
+
+def _require_may_count(user: User, interrupt: Interrupt, policy: Policy | None,
+                       value: Any) -> Vote | None:
+    """Under a policy: what the answer counts as, once its sender may count (else
+    ``Forbidden``, audited; an approval that is not one is ``InvalidRequest``)."""
+    if policy is None:
+        return None
+    vote = approvals.vote_of(interrupt, value)
+    actor = user if user is not None and user.is_authenticated else None
+    if actor is None:
+        if vote == Vote.REJECT:
+            return None
+        raise _policy_refusal(user, interrupt, f"policy {policy.name!r}: only people approve; "
+                                               f"the system may only reject")
+    if vote is None and policy.approvals > 1:
+        raise InvalidRequest(f"policy {policy.name!r} needs {policy.approvals} approvals: "
+                             f"answer approve or reject (an edit or a response would need "
+                             f"approvals of its own)", loc=["body", "value"])
+    reason = approvals.why_not_counted(policy, actor, interrupt)
+    if reason is not None:
+        raise _policy_refusal(user, interrupt, reason)
+    return vote or Vote.APPROVE
+
+
+def _policy_refusal(user: User, interrupt: Interrupt, reason: str) -> Forbidden:
+    audit(user, "answer.denied", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          detail={"reason": reason})
+    return Forbidden(reason)
+
+
+def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | None,
+                expected_checkpoint_id: str | None, child_policy: str, policy: Policy,
+                vote: Vote) -> Answer | Approval:
+    """Count one person's vote with the interrupt's row locked, so two at once both count
+    (from two people) and only the one that meets the policy records the answer."""
+    locked = Interrupt.objects.select_for_update().filter(pk=interrupt.pk).pending()
+    if expected_checkpoint_id:
+        locked = locked.filter(checkpoint_id=expected_checkpoint_id)
+    if not locked.exists():
+        raise stale_answer(interrupt.pk, expected_checkpoint_id)
+    approval, tally = approvals.record(user, interrupt, policy, vote, value,
+                                       (steering or "").strip())
+    if approval is None:
+        raise _already_counted(user, interrupt, tally)
+    audit(user, f"approval.{vote}", object_type="interrupt", object_id=interrupt.pk,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id,
+          detail={"approval_id": approval.pk, "policy": policy.name, "value": value,
+                  "progress": tally.text()})
+    approval.progress = tally.text()  # type: ignore[attr-defined]  # what the 202 says
+    if not tally.decided:
+        publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,
+                                      interrupt.root_thread_id, interrupt.pk,
+                                      {"action": f"approval.{vote}"})])
+        return approval
+    notes = [a.steering for a in (*tally.approvals, *tally.rejections) if a.steering]
+    answer = _accept(user, interrupt, value, "\n\n".join(notes), None, child_policy,
+                     meta=tally.meta())
+    answer.progress = approval.progress  # type: ignore[attr-defined]
+    return answer
+
+
+def _already_counted(user: User, interrupt: Interrupt,
+                     tally: approvals.Tally) -> AlreadyCounted:
+    mine = next(a for a in (*tally.approvals, *tally.rejections)
+                if a.user_id == getattr(user, "pk", None))
+    row = Interrupt.objects.select_related("run").get(pk=interrupt.pk)
+    return AlreadyCounted(interrupt.pk, mine.user.get_username(), mine.created_at.isoformat(),
+                          latest_metadata(row.run), mine.vote, tally.text())
+
+
+def resume_map(user: User, thread_id: str,
+               answers: dict[str, Any]) -> list[Answer | Approval]:
     """Answer several interrupts of one tree at once: all are accepted, or none is."""
     require_role(user, Action.ANSWER, object_type="thread", object_id=thread_id,
                  thread_id=thread_id)
@@ -195,13 +295,16 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
                          thread_id=interrupt.root_thread_id)
         require_may_answer(user, interrupt, answers[interrupt.pk],
                            loc=["body", "answers", interrupt.pk])
+    policies = [approvals.policy_for(interrupt) for interrupt in interrupts]
+    votes = [_require_may_count(user, interrupt, policy, answers[interrupt.pk])
+             for interrupt, policy in zip(interrupts, policies, strict=True)]
     current = interrupts[0]
     try:
         with transaction.atomic():
             accepted = []
-            for current in interrupts:
-                accepted.append(_accept(user, current, answers[current.pk], None, None,
-                                        ChildPolicy.LEAVE))
+            for current, policy, vote in zip(interrupts, policies, votes, strict=True):
+                accepted.append(_decide(user, current, answers[current.pk], None, None,
+                                        ChildPolicy.LEAVE, policy, vote))
             return accepted
     except StaleAnswer as stale:
         _refused(user, current, stale, answers[current.pk])
@@ -210,7 +313,7 @@ def resume_map(user: User, thread_id: str, answers: dict[str, Any]) -> list[Answ
 
 def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = None,
                     interrupt_id: str | None = None, namespace: list[str] | None = None,
-                    steering: str | None = None) -> Answer:
+                    steering: str | None = None) -> Answer | Approval:
     """Answer the one pending interrupt a target names, leaving siblings alone.
 
     Nothing pending there raises ``StaleResumeTarget`` (``StaleAnswer`` when the named
@@ -402,12 +505,13 @@ def _close(user: User, interrupt: Interrupt, status: InterruptStatus,
 
 
 def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
-            expected_checkpoint_id: str | None, child_policy: str) -> Answer:
+            expected_checkpoint_id: str | None, child_policy: str,
+            meta: dict[str, Any] | None = None) -> Answer:
     actor = _close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
     answer = Answer.objects.create(
         interrupt=interrupt, user=actor, sign_in=method_of(actor), value=value,
         steering=(steering or "").strip(), child_policy=child_policy,
-        expected_checkpoint_id=expected_checkpoint_id or "",
+        expected_checkpoint_id=expected_checkpoint_id or "", meta=meta or {},
     )
     if answer.steering:
         SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
@@ -417,7 +521,7 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"answer_id": answer.pk, "value": value, "steering": answer.steering,
-                  "child_policy": child_policy})
+                  "child_policy": child_policy, **({"policy": meta} if meta else {})})
     publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])
@@ -544,6 +648,7 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
         raise InvalidRequest("this graph's runs are forked as they were: fork, then answer "
                              "the copy", loc=["body", "inputs" if inputs else "answers"])
     edits = _fork_edits(user, executor, source, inputs or {}, answers or {})
+    _require_no_policy_answers(user, edits)
     with transaction.atomic():
         new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
         forked = _latest(new_thread)
@@ -652,6 +757,18 @@ def _input_schema_at(executor: Any, record: dict[str, Any]) -> dict[str, Any] | 
     return executor.input_schema if first == (record["node"],) else None
 
 
+def _require_no_policy_answers(user: User, edits: list[dict[str, Any]]) -> None:
+    """A fork is its forker's run, and nobody approves their own: an answer to an
+    interrupt under a policy is given in the fork's inbox row, by others."""
+    for edit in edits:
+        original = (Interrupt.objects.select_related("run")
+                    .filter(pk=edit["interrupt_id"]).first())
+        if edit["kind"] == "answer" and original is not None and (
+                policy := approvals.policy_for(original)) is not None:
+            raise _policy_refusal(user, original, f"policy {policy.name!r}: a fork cannot "
+                                  f"come with its answer; others approve it in the inbox")
+
+
 def _copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
     """The fork's copy of the interrupt an edit names: same task, same order."""
     return Interrupt.objects.of_tree(new_thread).pending().get(task_id=edit["task_id"],
@@ -753,6 +870,7 @@ def cancel_at_breakpoint(user: User, interrupt_id: str, reason: str) -> Answer:
     reason = cancel_reason(reason)
     require_answerable(user, interrupt)
     require_graph(interrupt.run)
+    _require_may_count(user, interrupt, approvals.policy_for(interrupt), False)
     try:
         with transaction.atomic():
             return _accept_cancel(user, interrupt, reason)

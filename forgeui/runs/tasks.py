@@ -14,6 +14,7 @@ and per answer (``bench/task_path.py`` measures it).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any, Literal
 
 from django.db import transaction
@@ -22,6 +23,7 @@ from django_tasks import task
 
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
+from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
 from runtime.checkpoint import Checkpoint
@@ -60,14 +62,22 @@ def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | Non
     metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
     with logs.about(run_id=request_id, thread_id=thread_id):
         try:
-            return summary(executor.run_sync(
-                input, thread_id=thread_id, metadata=metadata, run_id=request_id or None))
+            started = executor.run_sync(input, thread_id=thread_id, metadata=metadata,
+                                        run_id=request_id or None)
         except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
             logger.warning("run of %s failed: %s", graph, exc)
             return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
         except ResumeError as exc:  # another start won the thread meanwhile
             logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
             return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
+    auto_decide(started)
+    return summary(started)
+
+
+def auto_decide(result: RunResult) -> None:
+    """Pauses an approval policy's rule approves are answered now, by the policy."""
+    for answer in auto.decide([i.id for i in result.interrupts]):
+        transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
 
 
 @task()
@@ -104,6 +114,7 @@ def apply_answer(answer: Answer) -> dict[str, Any]:
         with transaction.atomic():  # nobody sees an applied answer without its audit row
             Answer.objects.mark_applied(answer_id, "applied")
             audit_applied(answer, result)
+        auto_decide(result)
         return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
     raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
 
@@ -129,7 +140,8 @@ def audit_applied(answer: Answer, result: RunResult) -> None:
 def resume_with(answer: Answer) -> RunResult:
     interrupt = answer.interrupt
     command = Command(resume=answer.value, steering=answer.steering or None,
-                      child_policy=answer.child_policy)  # type: ignore[arg-type]
+                      child_policy=answer.child_policy,  # type: ignore[arg-type]
+                      metadata=answer.meta or None)
     target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)
     return executor_of_run(interrupt.run_id).resume_targeted_sync(target, command)
 
@@ -215,4 +227,5 @@ def recover_run_task(thread_id: str) -> dict[str, Any]:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
     finally:  # a run found with nothing to do must not keep reading "running"
         run_status.settle(latest.root_thread_id or thread_id)
+    auto_decide(result)
     return summary(result)

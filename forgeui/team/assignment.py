@@ -24,7 +24,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from forgeui.models.assignees import decode, token
-from forgeui.team.roles import PERMISSIONS, Action, Role, allowed
+from forgeui.team.roles import PERMISSIONS, Action, Role, allowed, groups_of
 
 Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
 
@@ -46,7 +46,7 @@ class Viewer:
             return cls(None, "", frozenset(), True, True)
         if not getattr(user, "is_authenticated", False):
             return cls(None, "", frozenset(), False, False)
-        groups = frozenset(user.groups.values_list("name", flat=True))
+        groups = groups_of(user)
         return cls(user.pk, user.get_username(), groups, allowed(user, Action.ANSWER),
                    bool(user.is_superuser))
 

@@ -21,6 +21,9 @@ class Role(StrEnum):
     AUDITOR = "auditor"
 
 
+ROLE_NAMES = frozenset(role.value for role in Role)
+
+
 class Action(StrEnum):
     READ = "read"
     ANSWER = "answer"
@@ -46,14 +49,25 @@ PERMISSIONS: dict[Action, frozenset[Role]] = {
 }
 
 
+def groups_of(user: Any) -> frozenset[str]:
+    """The names of all the user's groups, cached on the user object (one query per
+    request, shared by the roles, the assignment rules and approval policies)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return frozenset()
+    cached = getattr(user, "_forge_groups", None)
+    if cached is None:
+        cached = user._forge_groups = frozenset(user.groups.values_list("name", flat=True))
+    return cached
+
+
 def roles_of(user: Any) -> frozenset[Role]:
     """The user's forge roles, cached on the user object (one query per request)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return frozenset()
     cached = getattr(user, "_forge_roles", None)
     if cached is None:
-        names = user.groups.filter(name__in=list(Role)).values_list("name", flat=True)
-        cached = user._forge_roles = frozenset(Role(name) for name in names)
+        cached = user._forge_roles = frozenset(
+            Role(name) for name in groups_of(user) if name in ROLE_NAMES)
     return cached
 
 

@@ -51,6 +51,8 @@ SMOKES = {
                                 r"targets\n  (PASS|FAIL)  put/get", marks=("postgres",)),
     "long_thread.py": Smoke(("--turns", "3", "--budget", "60"), r"targets\n  ",
                             marks=("postgres",)),
+    "policy_bench.py": Smoke(("--answers", "4", "--rounds", "2"),
+                             r"policy check adds -?[\d.]+ ms to an answer"),
     "requests_bench.py": Smoke(("--agents", "4", "--clients", "2", "--requests", "3",
                                 "--port", "{port}"), r"4 held, 4 saw their decision"),
     "runtime_vs_langgraph.py": Smoke(("--threads", "5", "--forks", "2", "--cycles", "3"),

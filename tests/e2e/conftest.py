@@ -35,7 +35,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 PASSWORDS = {"reviewer": "forge-reviewer", "supervisor": "forge-supervisor",
-             "auditor": "forge-auditor"}
+             "auditor": "forge-auditor", "admin": "forge-admin"}
+# The site's approval policies: two of three named people sign off a signoff run.
+POLICIES = {"four-eyes": {"nodes": ["signoff/sign"], "approvals": 2,
+                          "users": ["reviewer", "supervisor", "admin"]}}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -130,7 +133,9 @@ def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
                                         "lg_two": "tests.forgeui.langgraph.team_graphs:"
                                                   "two_interrupts",
                                         "lg_middleware": "tests.forgeui.langgraph.team_graphs:"
-                                                         "middleware"}))
+                                                         "middleware",
+                                        "signoff": "tests.forgeui.graphs:signoff"}),
+               FORGE_POLICIES=json.dumps(POLICIES))
     env.update(extra_env)
     return env
 

@@ -185,3 +185,14 @@ signoffs = DurableExecutor(
            "finance": lambda _: "record"},
     name="signoffs",
 )
+
+
+def sign_off(order: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+    """Pause once with the payload the input gives (it may try to name its own policy);
+    hand on the answer and what was recorded beside it (who approved)."""
+    answer = ctx.interrupt({"question": "Sign off?", **order.get("payload", {})})
+    return {"answer": answer, "meta": ctx.answer_metadata(), "runs": append_line(
+        order["ledger"], f"signed {answer}") if order.get("ledger") else 0}
+
+
+signoff = DurableExecutor(nodes=[("sign", sign_off)], name="signoff")

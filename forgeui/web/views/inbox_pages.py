@@ -23,7 +23,7 @@ from forgeui.inbox.rows import (
     row_context,
     tab_links,
 )
-from forgeui.models import Answer, Event, Interrupt, InterruptStatus
+from forgeui.models import Answer, Approval, Event, Interrupt, InterruptStatus, Vote
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services, storable
@@ -33,6 +33,7 @@ from forgeui.runs.exceptions import (
     InvalidRequest,
     StaleAnswer,
 )
+from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
@@ -147,6 +148,10 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
         "request": request_form(interrupt),
+        "approvals": (tally := approvals.tallies([interrupt]).get(interrupt.pk)),
+        "voted": next((a for a in (*tally.approvals, *tally.rejections)
+                       if viewer is not None and a.user_id == viewer.user_id), None)
+                 if tally is not None else None,
     }
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
@@ -185,8 +190,8 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     typed = {name: request.POST.get(name, "") for name in TYPED_FIELDS}
     try:
         given = read_answer(interrupt.payload, request.POST, interrupt.is_breakpoint)
-        services.answer_interrupt(request.user, interrupt.pk, given.value,
-                                  steering=given.steering or None)
+        made = services.answer_interrupt(request.user, interrupt.pk, given.value,
+                                         steering=given.steering or None)
     except AnswerRejected as exc:
         return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form,
                         typed=typed)
@@ -196,12 +201,24 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         return answered(request, interrupt, where, 422, error=str(exc), typed=typed)
     except ForgeUIError as exc:
         return refusal(request, exc)
+    counted = counted_words(made)
     if where == "page":
-        return next_item(request, interrupt)
+        return next_item(request, interrupt, counted and (
+            f"Your {counted} on “{interrupt_summary(interrupt)}”."))
     if not is_htmx(request):
         return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
     interrupt.refresh_from_db()
-    return answered(request, interrupt, where, 200, mine=True)
+    return answered(request, interrupt, where, 200, **(
+        {"counted": counted} if counted else {"mine": True}))
+
+
+def counted_words(made: Answer | Approval) -> str:
+    """For an approval a policy counted but is not yet met: "approval was counted: 1 of 2
+    approvals: ..."; "" for an answer the run goes on with."""
+    if not isinstance(made, Approval):
+        return ""
+    kind = "approval" if made.vote == Vote.APPROVE else "rejection"
+    return f"{kind} was counted: {getattr(made, 'progress', '')}"
 
 
 def next_item(request: HttpRequest, answered_one: Interrupt,

@@ -6,10 +6,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
-from forgeui.models import Interrupt
+from forgeui.models import Approval, Interrupt
 from forgeui.requests import present, service
 from forgeui.runs import decision_context, foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
+from forgeui.runs.policies import approvals
+from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action
 from forgeui.web.views.common import page, refusal, requires
@@ -29,17 +31,22 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         return shown(request, interrupt, form, 422)
     try:
         if present.is_foreign(interrupt):  # a graph's own shape; the message steers
-            services.answer_interrupt(request.user, interrupt.pk,
-                                      foreign.answer(interrupt.payload, decisions),
-                                      steering=form.message.strip() or None)
+            answered = services.answer_interrupt(request.user, interrupt.pk,
+                                                 foreign.answer(interrupt.payload, decisions),
+                                                 steering=form.message.strip() or None)
+            policy = approvals.policy_for(interrupt)
+            counted = (approvals.tally(policy, interrupt).text()
+                       if isinstance(answered, Approval) and policy is not None else None)
         else:
-            service.decide(request.user, interrupt.root_thread_id, decisions,
-                           form.message.strip() or None)
+            outcome = service.decide(request.user, interrupt.root_thread_id, decisions,
+                                     form.message.strip() or None)
+            counted = outcome.get("approvals") if outcome["status"] == "pending" else None
     except StaleAnswer as stale:
         return shown(request, interrupt, form, 409, stale=stale)
     except ForgeUIError as exc:
         return refusal(request, exc)
-    return next_item(request, interrupt)
+    return next_item(request, interrupt, counted and (
+        f"Your decision on “{interrupt_summary(interrupt)}” was counted: {counted}."))
 
 
 def shown(request: HttpRequest, interrupt: Interrupt, form: present.RequestForm,

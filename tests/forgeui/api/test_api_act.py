@@ -104,7 +104,7 @@ def test_an_answer_is_accepted_with_202_then_applied(api: Api) -> None:
     body = response.json()
     assert body == {"answer_id": body["answer_id"], "interrupt_id": interrupt["id"],
                     "run_id": started["run_id"], "thread_id": started["thread_id"],
-                    "status": "accepted"}
+                    "status": "accepted", "approval_id": None, "approvals": None}
     answer = Answer.objects.get(pk=body["answer_id"])
     assert answer.value == {"ok": True} and answer.user == api.users["reviewer"]
     note = SteeringNote.objects.get(answer=answer)

@@ -1,0 +1,205 @@
+"""Counting approvals toward a policy: which policy covers an interrupt, who may count,
+what an answer counts as, and how far it has come ("1 of 2 approvals: alice; ...").
+
+The service that records an answer calls these inside its transaction, with the
+interrupt's row locked, so the count it reads is the count it adds to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from forgeui.models import AgentRequest, Approval, Interrupt, Run, Vote
+from forgeui.runs.policies.config import Policy, policies
+from forgeui.runs.registry import REQUEST_GRAPH
+from forgeui.team.roles import groups_of, roles_of
+
+APPROVING_TYPES = frozenset({"accept", "approve"})
+REJECTING_TYPES = frozenset({"reject", "ignore"})
+NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def policy_for(interrupt: Interrupt) -> Policy | None:
+    """The policy covering ``interrupt`` (by its graph and node, or its asking agent)."""
+    found = policies()
+    if not found.by_name:
+        return None
+    graph = interrupt.run.graph
+    if graph != REQUEST_GRAPH:
+        return found.for_node(graph, interrupt.node)
+    names = (AgentRequest.objects.filter(pk=interrupt.root_thread_id)
+             .values_list("agent", "token_agent", "owner__username").first())
+    return found.for_agent(*names) if names else None
+
+
+def vote_of(interrupt: Interrupt, value: Any) -> Vote | None:
+    """What an answer counts as: approve, reject, or neither (an edit, a response)."""
+    if interrupt.is_breakpoint:  # its answer only lets the node run; cancelling is its "no"
+        return Vote.APPROVE
+    if isinstance(value, bool):
+        return Vote.APPROVE if value else Vote.REJECT
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("decisions"), list):  # an agent's request: one per call
+        types = {d.get("type") for d in value["decisions"] if isinstance(d, dict)}
+        if types and types <= {"approve", "reject"}:
+            return Vote.REJECT if "reject" in types else Vote.APPROVE
+        return None
+    kind = value.get("type", value.get("decision"))
+    if kind in APPROVING_TYPES:
+        return Vote.APPROVE
+    if kind in REJECTING_TYPES:
+        return Vote.REJECT
+    if isinstance(value.get("approved"), bool):
+        return Vote.APPROVE if value["approved"] else Vote.REJECT
+    return None
+
+
+def starter_ids(interrupt: Interrupt) -> set[int]:
+    """Who may not approve: the person who started the tree, or owns the asking token
+    (who started a request's run: its token's user)."""
+    run = interrupt.run
+    if run.parent_run_id is None:  # the root run, already loaded with the interrupt
+        return {run.started_by_id} if run.started_by_id is not None else set()
+    return set(Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None)
+               .exclude(started_by=None).values_list("started_by_id", flat=True))
+
+
+def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
+    """Why ``user``'s approval cannot count, or None when it can."""
+    if user.pk in starter_ids(interrupt):
+        return (f"policy {policy.name!r}: you started this run (or own the token that "
+                f"asked), and nobody approves their own")
+    if not policy.restricted and not interrupt.escalated_at:
+        return None
+    groups = groups_of(user)
+    if interrupt.escalated_at and policy.escalate_to in groups:
+        return None
+    if not policy.restricted:  # escalated: the group it went to decides now
+        return f"policy {policy.name!r}: escalated to group {policy.escalate_to}"
+    roles = {str(r) for r in roles_of(user)}
+    if (user.get_username() in policy.users or groups & policy.groups
+            or roles & policy.roles or (user.is_superuser and policy.roles)):
+        return None
+    return f"policy {policy.name!r}: only {eligible(policy, interrupt)} may approve"
+
+
+def eligible(policy: Policy, interrupt: Interrupt, voted: frozenset[str] = frozenset()) -> str:
+    """Who may count, in words: "finance or carol"; "" when anyone with the role may.
+    Named users in ``voted`` are left out: they have had their say."""
+    names = [*sorted(policy.groups), *sorted(policy.users - voted),
+             *(f"a {role}" for role in sorted(policy.roles))]
+    if interrupt.escalated_at and policy.escalate_to:
+        names = [policy.escalate_to, *[n for n in names if n != policy.escalate_to]]
+    return " or ".join(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Where an interrupt under a policy stands."""
+
+    policy: Policy
+    approvals: list[Approval]
+    rejections: list[Approval]
+    who: str  # who may still approve, in words
+
+    @property
+    def approved(self) -> bool:
+        return len(self.approvals) >= self.policy.approvals
+
+    @property
+    def rejected(self) -> bool:
+        return len(self.rejections) >= self.policy.rejections
+
+    @property
+    def decided(self) -> bool:
+        return self.approved or self.rejected
+
+    def text(self) -> str:
+        """ "1 of 2 approvals: alice; waiting for one more from finance" """
+        need, have = self.policy.approvals, len(self.approvals)
+        names = ", ".join(a.user.get_username() for a in self.approvals)
+        words = f"{have} of {need} approval{'s' if need != 1 else ''}"
+        words += f": {names}" if names else ""
+        if self.rejections:
+            words += (f"; {len(self.rejections)} of {self.policy.rejections} rejections: "
+                      + ", ".join(r.user.get_username() for r in self.rejections))
+        if not self.decided:
+            more = need - have
+            count = NUMBERS[more] if more < len(NUMBERS) else str(more)
+            words += f"; waiting for {count}{' more' if have else ''}"
+            words += f" from {self.who}" if self.who else ""
+        return words
+
+    def meta(self) -> dict[str, Any]:
+        """What the run reads beside the answer (``ctx.answer_metadata()``)."""
+        return {"policy": self.policy.name, "decided_by": "people",
+                "decision": "approved" if self.approved else "rejected",
+                "approvals": [_entry(a) for a in self.approvals],
+                "rejections": [_entry(r) for r in self.rejections]}
+
+
+def single_vote(policy: Policy, user: Any, vote: Vote) -> dict[str, Any]:
+    """The metadata of a decision one vote makes (a policy of one approval and one
+    rejection): nothing to count, so no ``Approval`` row; the answer records who."""
+    entry = {"user": user.get_username(), "at": timezone.now().isoformat()}
+    approved = vote == Vote.APPROVE
+    return {"policy": policy.name, "decided_by": "people",
+            "decision": "approved" if approved else "rejected",
+            "approvals": [entry] if approved else [], "rejections": [] if approved else [entry]}
+
+
+def single_vote_text(policy: Policy, user: Any, vote: Vote) -> str:
+    if vote == Vote.APPROVE:
+        return f"1 of 1 approval: {user.get_username()}"
+    return f"0 of 1 approval; 1 of 1 rejections: {user.get_username()}"
+
+
+def _entry(approval: Approval) -> dict[str, Any]:
+    return {"user": approval.user.get_username(), "at": approval.created_at.isoformat()}
+
+
+def tally(policy: Policy, interrupt: Interrupt) -> Tally:
+    return _tally(policy, interrupt,
+                  list(Approval.objects.of(interrupt.pk).filter(policy=policy.name)))
+
+
+def _tally(policy: Policy, interrupt: Interrupt, rows: list[Approval]) -> Tally:
+    voted = frozenset(a.user.get_username() for a in rows)
+    if policy.users:  # a named starter will never count either
+        voted |= frozenset(Run.objects.filter(
+            thread_id=interrupt.root_thread_id, parent_run_id=None).exclude(started_by=None)
+            .values_list("started_by__username", flat=True))
+    return Tally(policy, [a for a in rows if a.vote == Vote.APPROVE],
+                 [a for a in rows if a.vote == Vote.REJECT], eligible(policy, interrupt, voted))
+
+
+def tallies(interrupts: list[Interrupt]) -> dict[str, Tally]:
+    """The tally of each interrupt under a policy, for a page of rows (two queries)."""
+    covered = {i.pk: p for i in interrupts if (p := policy_for(i)) is not None}
+    if not covered:
+        return {}
+    rows: dict[str, list[Approval]] = {pk: [] for pk in covered}
+    for approval in Approval.objects.filter(interrupt_id__in=list(covered)).select_related(
+            "user").order_by("id"):
+        if approval.policy == covered[approval.interrupt_id].name:
+            rows[approval.interrupt_id].append(approval)
+    by_id = {i.pk: i for i in interrupts}
+    return {pk: _tally(p, by_id[pk], rows[pk]) for pk, p in covered.items()}
+
+
+def record(user: Any, interrupt: Interrupt, policy: Policy, vote: Vote, value: Any,
+           steering: str) -> tuple[Approval | None, Tally]:
+    """Count ``user``'s vote once: the new row and the tally with it, or None and the
+    tally as it was when they had already voted. The caller holds the interrupt's row
+    lock, so the tally read here cannot change before the row is added (the unique
+    constraint stays the last word)."""
+    rows = list(Approval.objects.of(interrupt.pk).filter(policy=policy.name))
+    if any(row.user_id == user.pk for row in rows):
+        return None, _tally(policy, interrupt, rows)
+    made = Approval.objects.create(interrupt=interrupt, user=user, policy=policy.name,
+                                   vote=vote, value=value, steering=steering)
+    return made, _tally(policy, interrupt, [*rows, made])

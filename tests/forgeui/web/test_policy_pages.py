@@ -1,0 +1,85 @@
+"""Approval policies on the pages: the inbox row and the interrupt page say how far an
+interrupt has come, a counted approval keeps it pending, and the starter is refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client, override_settings
+
+from forgeui.models import Approval, Interrupt
+from forgeui.runs import services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+POLICY = {"payments": {"nodes": ["signoff/sign"], "approvals": 2, "groups": ["finance"]}}
+
+
+@pytest.fixture
+def paused(users: dict[str, User]) -> Interrupt:
+    finance = Group.objects.create(name="finance")
+    for name in ("alice", "bob"):
+        person = User.objects.create_user(name, password=name)
+        person.groups.add(Group.objects.get(name="reviewer"), finance)
+    users["supervisor"].groups.add(finance)
+    started = services.start_run(users["supervisor"], "signoff", {"payload": {}})
+    return Interrupt.objects.of_tree(started.thread_id).pending().get()
+
+
+def as_user(name: str) -> Client:
+    client = Client()
+    client.force_login(User.objects.get(username=name))
+    return client
+
+
+def text(response: object) -> str:
+    return re.sub(r"\s+", " ", response.content.decode())  # type: ignore[attr-defined]
+
+
+@override_settings(FORGE_POLICIES=POLICY)
+def test_the_page_counts_an_approval_and_shows_the_progress(paused: Interrupt) -> None:
+    page = as_user("alice").post(f"/interrupts/{paused.pk}/answer/",
+                                 {"action": "approve", "where": "page"}, follow=True)
+    assert page.status_code == 200
+    assert ("Your approval was counted: 1 of 2 approvals: alice; waiting for one more "
+            "from finance") in text(page)
+    assert Interrupt.objects.get(pk=paused.pk).status == "pending"
+    inbox = text(as_user("bob").get("/"))
+    assert "1 of 2 approvals: alice; waiting for one more from finance" in inbox
+    detail = as_user("alice").get(f"/interrupts/{paused.pk}/")
+    assert "You approved this" in text(detail) and 'name="action"' not in text(detail)
+    done = as_user("bob").post(f"/interrupts/{paused.pk}/answer/",
+                               {"action": "approve", "where": "page"}, follow=True)
+    assert done.status_code == 200 and "Your answer to" in text(done)
+    assert Interrupt.objects.get(pk=paused.pk).status == "answered"
+
+
+@override_settings(FORGE_POLICIES=POLICY)
+def test_the_starter_is_refused_on_the_page(paused: Interrupt) -> None:
+    refused = as_user("supervisor").post(f"/interrupts/{paused.pk}/answer/",
+                                         {"action": "approve", "where": "page"})
+    assert refused.status_code == 403
+    assert "you started this run" in text(refused)
+    assert not Approval.objects.exists()
+
+
+@override_settings(FORGE_POLICIES=POLICY)
+def test_a_row_approval_stays_in_the_inbox_with_its_count(paused: Interrupt) -> None:
+    row = as_user("alice").post(f"/interrupts/{paused.pk}/answer/",
+                                {"action": "approve", "where": "row"}, HTTP_HX_REQUEST="true")
+    assert row.status_code == 200
+    assert "Your approval was counted: 1 of 2 approvals: alice" in text(row)
+
+
+@override_settings(FORGE_POLICIES={**POLICY, "bots": {
+    "agents": ["billing-bot"], "auto_approve": {"field": "amount", "lt": 100},
+    "escalate_after_s": 3600, "escalate_to": "leads"}})
+def test_the_admin_lists_the_policies_read_only(users: dict[str, User]) -> None:
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root", password="root"))
+    page = text(admin.get("/admin/policies/"))
+    assert "payments" in page and "signoff/sign" in page and "groups finance" in page
+    assert "billing-bot" in page and "after 3600 s to group leads" in page
+    assert "<form" not in page.split('id="content"')[-1]  # nothing to change here
+    assert as_user("reviewer").get("/admin/policies/").status_code == 302  # staff only
