@@ -113,7 +113,9 @@ RULES: dict[str, Rule] = {
 STAFF_NAMESPACE = "admin"
 RULES.update({"admin:login": ("GET", PUBLIC), "admin:logout": ("GET", PUBLIC),
               # Shadowed by admin-password-change, which comes first.
-              "admin:password_change": ("GET", PUBLIC)})
+              "admin:password_change": ("GET", PUBLIC),
+              # The approval policies, listed read-only inside the admin site.
+              "admin-policies": ("GET", STAFF)})
 # A valid JSON body for each API POST, so a refusal cannot hide behind a 422.
 BODIES: dict[str, Any] = {
     "api:start_run": {"graph": "transfer", "input": {"amount": 1}},

@@ -175,7 +175,8 @@ def test_a_breakpoint_is_continued_or_cancelled_with_a_reason(api: Api) -> None:
 def test_a_fork_with_edits_is_refused_with_a_reason(api: Api) -> None:
     started = api.start("lg_two", {"log": []})
     [first] = api.pending_of(started)
+    # An edited input is a new start: a supervisor's, who may start runs.
     for edit in ({"inputs": {first["id"]: {"log": []}}}, {"answers": {first["id"]: "9"}}):
-        refused = api.post("reviewer", f"/api/threads/{started['thread_id']}/fork", edit)
+        refused = api.post("supervisor", f"/api/threads/{started['thread_id']}/fork", edit)
         assert refused.status_code == 422, refused.content
         assert "forked as they were" in refused.content.decode()
