@@ -11,6 +11,11 @@ from .audit import (
     AuditEntry,
     AuditQuerySet,
 )
+from .audit_checks import (
+    ChainCheck,
+    ChainCheckQuerySet,
+    verify_chain,
+)
 from .events import (
     Event,
     EventKind,
@@ -73,6 +78,8 @@ __all__ = [
     "AppendOnly",
     "AuditEntry",
     "AuditQuerySet",
+    "ChainCheck",
+    "ChainCheckQuerySet",
     "Checkpoint",
     "CheckpointQuerySet",
     "ChildPolicy",
@@ -94,4 +101,5 @@ __all__ = [
     "WebhookDelivery",
     "WebhookEvent",
     "WebhookQuerySet",
+    "verify_chain",
 ]
