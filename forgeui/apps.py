@@ -9,12 +9,13 @@ class ForgeUIConfig(AppConfig):
 
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (inbox.access).
-        # demo registers its deploy check; lockouts audits django-axes' lockouts.
+        # demo registers its deploy check; lockouts audits django-axes' lockouts, signins
+        # every sign-in.
         from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
         from forgeui.runs.registry import check_graphs
-        from forgeui.team import lockouts  # noqa: F401
+        from forgeui.team import lockouts, signins  # noqa: F401
 
         checks.register(check_graphs)
         # The store and the services write event rows; the inbox tells sockets about them.
