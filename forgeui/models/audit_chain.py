@@ -54,22 +54,38 @@ def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def plain(value: Any) -> Any:
-    """``value`` as any database gives it back: a whole float may return as an integer."""
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return int(Decimal(repr(value)))
-    if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
+def number(text: str) -> float | int:
+    """A JSON number as any database gives it back: PostgreSQL writes a whole float too big
+    for plain digits in Python (``1e+20``) as an integer, so the chain reads it as one."""
+    value = float(text)
+    if math.isfinite(value) and abs(value) >= WHOLE_FLOAT and value == int(value):
+        return int(Decimal(text))
     return value
 
 
+WHOLE_FLOAT = 1e16  # from here on, Python's repr of a float is in exponent form
+
+
+# One encoder and one decoder for every entry: building them per call costs more than
+# the hashing.
+_DECODER = json.JSONDecoder(parse_float=number)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
+def loads(text: str) -> Any:
+    return _DECODER.decode(text)
+
+
+def plain(value: Any) -> Any:
+    """``value`` (an entry's details) as the chain reads it back from any database."""
+    return loads(json.dumps(value, allow_nan=False))
+
+
 def canonical(record: dict[str, Any]) -> bytes:
+    """The hashed form; ``details`` must already be ``plain``."""
     body = {name: record[name] for name in CANONICAL_FIELDS}
-    body["details"] = plain(body["details"])
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8", "surrogatepass")
+    return _ENCODER.encode(body).encode("utf-8", "surrogatepass")
 
 
 def entry_hash(prev_hash: str, record: dict[str, Any]) -> str:
@@ -149,7 +165,7 @@ def read_export(path: str) -> Iterable[dict[str, Any]]:
 
 def _export_record(line: str, number: int) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = loads(line)
     except ValueError as exc:
         raise ValueError(f"line {number} is not JSON: {exc}") from None
     missing = {*CANONICAL_FIELDS, "prev_hash", "hash"} - set(record)

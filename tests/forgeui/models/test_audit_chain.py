@@ -78,7 +78,7 @@ def test_each_entry_hashes_its_canonical_json_onto_the_one_before(alias: str) ->
             "actor": "alice", "action": "answer.2",
             "target": {"object_type": "interrupt", "object_id": "i2", "run_id": "",
                        "thread_id": "", "before_checkpoint_id": "", "after_checkpoint_id": ""},
-            "details": {"n": 2, "amount": 12.5, "whole": 3, "big": 10**20, "text": "é ✓"}}
+            "details": {"n": 2, "amount": 12.5, "whole": 3.0, "big": 10**20, "text": "é ✓"}}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert first.prev_hash == GENESIS and stored.prev_hash == first.entry_hash
     assert (stored.seq, stored.entry_hash) == (
