@@ -15,6 +15,7 @@ from .audit_checks import (
     ChainCheck,
     ChainCheckQuerySet,
     verify_chain,
+    verify_when_due,
 )
 from .events import (
     Event,
@@ -102,4 +103,5 @@ __all__ = [
     "WebhookEvent",
     "WebhookQuerySet",
     "verify_chain",
+    "verify_when_due",
 ]

@@ -6,6 +6,8 @@ walking on each load; ``manage.py verify_audit`` and the periodic sweep store ne
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import models
 from django.utils import timezone
 
@@ -62,3 +64,11 @@ def verify_chain(using: str = "default") -> audit_chain.Verdict:
         broken_kind=broken.kind if broken else "", broken_seq=broken.seq if broken else None,
         message=broken.message if broken else "")
     return verdict
+
+
+def verify_when_due(every: timedelta, using: str = "default") -> audit_chain.Verdict | None:
+    """Walk the chain if the last walk is older than ``every``; the periodic sweep's step."""
+    newest = ChainCheck.objects.using(using).newest()
+    if newest is not None and timezone.now() - newest.checked_at < every:
+        return None
+    return verify_chain(using)
