@@ -44,6 +44,18 @@ def test_values_python_calls_equal_are_told_apart() -> None:
         assert text(apply(old, diff(old, new))) == text(new)
 
 
+def test_a_list_that_grew_keeps_the_types_of_its_first_items() -> None:
+    """Growth is an append only when the old list is the new one's prefix as JSON:
+    ``[1]`` is no prefix of ``[True, 2]``, nor ``[0.0]`` of ``[-0.0, 1]``."""
+    for old, new in (([1], [True, 2]), ([0.0], [-0.0, 1]), ([{"a": 1}], [{"a": 1.0}, 2]),
+                     ([1, 2], [1, 2, 3])):
+        rebuilt = apply(old, diff(old, new))
+        assert text(rebuilt) == text(new)
+        assert text(apply({"k": old}, diff({"k": old}, {"k": new}))) == text({"k": new})
+    assert diff([1], [True, 2]) == {"v": [True, 2]}
+    assert diff([1, 2], [1, 2, 3]) == {"a": [3]}
+
+
 @given(values, values)
 def test_same_is_equality_of_json_texts(old: Any, new: Any) -> None:
     assert same(old, new) == (text(old) == text(new))
