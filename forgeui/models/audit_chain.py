@@ -168,9 +168,11 @@ def _export_record(line: str, number: int) -> dict[str, Any]:
         record = loads(line)
     except ValueError as exc:
         raise ValueError(f"line {number} is not JSON: {exc}") from None
-    missing = {*CANONICAL_FIELDS, "prev_hash", "hash"} - set(record)
-    if not isinstance(record, dict) or missing or not isinstance(record["seq"], int):
-        raise ValueError(f"line {number} is not an audit entry (needs {sorted(missing)})")
+    needed = {*CANONICAL_FIELDS, "prev_hash", "hash"}
+    missing = sorted(needed - set(record)) if isinstance(record, dict) else sorted(needed)
+    if missing or not isinstance(record["seq"], int) or not all(
+            isinstance(record[name], str) for name in ("prev_hash", "hash")):
+        raise ValueError(f"line {number} is not an audit entry (missing or wrong: {missing})")
     return record
 
 

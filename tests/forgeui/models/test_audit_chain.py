@@ -251,9 +251,14 @@ def test_an_export_is_checked_with_no_database_at_all(tmp_path: Path) -> None:
 
 def test_a_file_that_is_no_export_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"seq": 1}\n', encoding="utf-8")
-    with pytest.raises(CommandError, match="line 1 is not an audit entry"):
-        call_command("verify_audit", "--file", str(bad))
+    for line, error in (('{"seq": 1}', "line 1 is not an audit entry"),
+                        ("[1, 2]", "line 1 is not an audit entry"), ("7", "not an audit"),
+                        ("{", "line 1 is not JSON")):
+        bad.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(CommandError, match=error):
+            call_command("verify_audit", "--file", str(bad))
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("verify_audit", "--file", str(tmp_path / "missing.jsonl"))
 
 
 def test_timestamps_hash_in_utc_to_the_microsecond() -> None:
