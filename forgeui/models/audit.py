@@ -124,11 +124,13 @@ class AuditEntry(models.Model):
     def _link(self, using: str) -> None:
         """Take the chain's lock, then hash this entry onto the newest one."""
         connection = connections[using]
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
-        tip = (AuditEntry.objects.using(using).order_by("-seq")
-               .values_list("seq", "entry_hash").first())
+            # Hand-written: on every append, building the ORM query costs more than running it.
+            cursor.execute(f"SELECT seq, entry_hash FROM {AuditEntry._meta.db_table} "
+                           "ORDER BY seq DESC LIMIT 1")
+            tip = cursor.fetchone()
         self.seq, self.prev_hash = tip[0] + 1 if tip else 1, tip[1] if tip else audit_chain.GENESIS
         self.actor_name = self.actor.get_username() if self.actor is not None else ""
         self.created_at = self.created_at or timezone.now()
