@@ -80,9 +80,15 @@ class SteeringNoteAdmin(ReadOnlyAdmin):
 
 @admin.register(models.AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "actor", "action", "object_type", "object_id", "run_id"]
+    list_display = ["seq", "created_at", "actor_name", "action", "object_type", "object_id",
+                    "run_id"]
     list_filter = ["action"]
     search_fields = ["run_id", "thread_id", "object_id"]
+
+
+@admin.register(models.ChainCheck)
+class ChainCheckAdmin(ReadOnlyAdmin):
+    list_display = ["checked_at", "entries", "last_seq", "broken_kind", "broken_seq"]
 
 
 @admin.register(models.Event)

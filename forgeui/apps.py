@@ -10,7 +10,7 @@ class ForgeUIConfig(AppConfig):
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (inbox.access).
         # demo registers its deploy check; lockouts audits django-axes' lockouts; sign_in
-        # keeps in the session how each person logged in.
+        # keeps in the session how each person logged in, and audits each sign-in.
         from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen

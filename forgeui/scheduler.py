@@ -1,5 +1,6 @@
-"""Periodic work every few seconds: the deadline sweep (``expire_interrupts_task``) and
-handing new inbox events to webhooks and e-mail (``fan_out_task``).
+"""Periodic work every few seconds: the deadline sweep (``expire_interrupts_task``),
+handing new inbox events to webhooks and e-mail (``fan_out_task``), and a walk over the
+audit chain once it is due (``verify_audit_task``, every ``FORGE_AUDIT_VERIFY_SECONDS``).
 
 Both tasks live here, above the features they drive, because each feature's own tasks
 are enqueued by that feature's lower modules and must not import them back.
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django_tasks import task
 
+from forgeui.models import verify_when_due
 from forgeui.notifications import fanout
 from forgeui.runs import deadlines
 
@@ -35,7 +38,7 @@ def interval() -> float:
 
 def sweep_once() -> None:
     """One tick: the deadline sweep, then notifications for what changed."""
-    for periodic in (expire_interrupts_task, fan_out_task):
+    for periodic in (expire_interrupts_task, fan_out_task, verify_audit_task):
         try:
             periodic.enqueue()
         except Exception:  # the next tick tries again
@@ -53,6 +56,21 @@ def expire_interrupts_task() -> dict[str, Any]:
 def fan_out_task() -> dict[str, Any]:
     """The periodic hand-over of inbox events to webhooks and e-mail."""
     return {"deliveries": fanout.fan_out()}
+
+
+def audit_verify_every() -> timedelta:
+    return timedelta(seconds=float(getattr(settings, "FORGE_AUDIT_VERIFY_SECONDS", 3600)))
+
+
+@task()
+def verify_audit_task() -> dict[str, Any]:
+    """The periodic walk over the audit chain, when the last one is old enough."""
+    verdict = verify_when_due(audit_verify_every())
+    if verdict is None:
+        return {"verified": None}
+    if verdict.broken is not None:
+        logger.error("audit chain broken: %s", verdict.broken.message)
+    return {"verified": verdict.entries, "ok": verdict.ok}
 
 
 def start_embedded() -> None:

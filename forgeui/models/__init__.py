@@ -18,6 +18,12 @@ from .audit import (
     AuditEntry,
     AuditQuerySet,
 )
+from .audit_checks import (
+    ChainCheck,
+    ChainCheckQuerySet,
+    verify_chain,
+    verify_when_due,
+)
 from .events import (
     Event,
     EventKind,
@@ -92,6 +98,8 @@ __all__ = [
     "ApprovalQuerySet",
     "AuditEntry",
     "AuditQuerySet",
+    "ChainCheck",
+    "ChainCheckQuerySet",
     "Checkpoint",
     "CheckpointQuerySet",
     "ChildPolicy",
@@ -120,4 +128,6 @@ __all__ = [
     "WebhookEvent",
     "WebhookQuerySet",
     "sign_in_field",
+    "verify_chain",
+    "verify_when_due",
 ]

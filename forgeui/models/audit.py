@@ -1,16 +1,29 @@
-"""The append-only audit log."""
+"""The append-only audit log, kept as a hash chain (``audit_chain``).
+
+Every insert goes through ``AuditEntry.save`` (``objects.create`` included), which appends
+under one lock per database: ``pg_advisory_xact_lock`` on PostgreSQL, the write lock that
+``BEGIN IMMEDIATE`` takes on SQLite, held until the writer's transaction ends. ``seq`` is
+unique, so two writers can never both extend the same tip. On PostgreSQL a trigger refuses
+UPDATE and DELETE as well (migration ``0025``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models, router, transaction
+from django.db.models.functions import Cast
 from django.utils import timezone
 
+from . import audit_chain
 from .identities import sign_in_field
 from .runs import ID_LENGTH
+
+# Any fixed number: every writer of the chain takes this one transaction-level lock.
+CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
 
 
 class AppendOnly(Exception):
@@ -23,6 +36,30 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise AppendOnly("audit entries cannot be deleted")
+
+    def bulk_create(self, objs: Iterable[AuditEntry], *args: Any,
+                    **kwargs: Any) -> list[AuditEntry]:
+        """Entries appended one after another: each needs the hash of the one before."""
+        made = list(objs)
+        with transaction.atomic(using=self.db):
+            for entry in made:
+                entry.save(using=self.db)
+        return made
+
+    def chain_records(self, after: int = 0) -> Iterator[dict[str, Any]]:
+        """The chain from entry ``after + 1`` on, as the records ``audit_chain`` checks."""
+        # The details as the database's own JSON text: parsed here once, as the chain
+        # reads numbers (``audit_chain.number``), not decoded by the field and walked again.
+        columns = [name if name != "detail" else "detail_text" for name in RECORD_COLUMNS]
+        rows = (self.filter(seq__gt=after).order_by("seq")
+                .annotate(detail_text=Cast("detail", models.TextField()))
+                .values_list(*columns).iterator(chunk_size=5000))
+        for row in rows:
+            yield record_of(row, detail_text=True)
+
+    def has_hash_after(self, entry_hash: str, record: dict[str, Any]) -> bool:
+        """Whether an entry after ``record`` (a ``chain_records`` item) has this hash."""
+        return self.filter(entry_hash=entry_hash, seq__gt=record["seq"]).exists()
 
     def newest_first(self) -> AuditQuerySet:
         return self.select_related("actor").order_by("-created_at", "-id")
@@ -62,6 +99,12 @@ class AuditEntry(models.Model):
     after_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # The chain: the actor's name is kept as written, so a renamed or deleted user (the
+    # foreign key becomes null) leaves the hashed content as it was.
+    actor_name = models.CharField(max_length=150, blank=True, default="", editable=False)
+    seq = models.BigIntegerField(unique=True, editable=False)
+    prev_hash = models.CharField(max_length=64, editable=False)
+    entry_hash = models.CharField(max_length=64, editable=False)
 
     objects = AuditQuerySet.as_manager()
 
@@ -74,7 +117,45 @@ class AuditEntry(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise AppendOnly("audit entries cannot be changed")
-        super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        kwargs["using"] = using
+        with transaction.atomic(using=using):
+            self._link(using)
+            super().save(*args, **kwargs)
+
+    def _link(self, using: str) -> None:
+        """Take the chain's lock, then hash this entry onto the newest one."""
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
+            # Hand-written: on every append, building the ORM query costs more than running it.
+            cursor.execute(f"SELECT seq, entry_hash FROM {AuditEntry._meta.db_table} "
+                           "ORDER BY seq DESC LIMIT 1")
+            tip = cursor.fetchone()
+        self.seq, self.prev_hash = tip[0] + 1 if tip else 1, tip[1] if tip else audit_chain.GENESIS
+        self.actor_name = self.actor.get_username() if self.actor is not None else ""
+        self.created_at = self.created_at or timezone.now()
+        self.entry_hash = audit_chain.entry_hash(self.prev_hash, self.record())
+
+    def record(self) -> dict[str, Any]:
+        """This entry as the chain hashes it and an export writes it."""
+        return record_of(tuple(getattr(self, name) for name in RECORD_COLUMNS))
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnly("audit entries cannot be deleted")
+
+
+RECORD_COLUMNS = ("seq", "created_at", "actor_name", "sign_in", "action",
+                  *audit_chain.TARGET_FIELDS, "detail", "prev_hash", "entry_hash")
+
+
+def record_of(row: tuple[Any, ...], detail_text: bool = False) -> dict[str, Any]:
+    """A chain record from ``RECORD_COLUMNS`` values; the detail as a value or as JSON."""
+    seq, created_at, actor, sign_in, action, *rest = row
+    *target, detail, prev_hash, entry_hash = rest
+    details = audit_chain.loads(detail) if detail_text else audit_chain.plain(detail)
+    return {"seq": seq, "timestamp": audit_chain.timestamp(created_at), "actor": actor or None,
+            "sign_in": sign_in, "action": action,
+            "target": dict(zip(audit_chain.TARGET_FIELDS, target, strict=True)),
+            "details": details, "prev_hash": prev_hash, "hash": entry_hash}

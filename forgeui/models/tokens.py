@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .audit import AuditEntry
+
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def active(self) -> ApiTokenQuerySet:
@@ -30,14 +32,25 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def authenticate(self, secret: str) -> ApiToken | None:
         """The active token whose hash matches ``secret``; its last use is recorded.
 
-        At most once a minute per token, so reads do not each cost a write.
+        At most once a minute per token, so reads do not each cost a write. The first use,
+        and the first after an hour unused, open a session of use: that one is audited.
         """
         token = self.active().select_related("user").filter(key_hash=ApiToken.hash(secret)).first()
-        now = timezone.now()
-        if token is not None and (token.last_used_at is None
-                                  or now - token.last_used_at > TOKEN_USE_RESOLUTION):
-            self.filter(pk=token.pk).update(last_used_at=now)
+        if token is not None and self._opens_session(token):
+            AuditEntry.objects.create(
+                actor=token.user, action="token.use", object_type="token",
+                object_id=str(token.pk),
+                detail={"prefix": token.prefix, "name": token.name, "agent": token.agent})
         return token
+
+    def _opens_session(self, token: ApiToken) -> bool:
+        """Record this use; true for the one caller whose use opens a session."""
+        now, last = timezone.now(), token.last_used_at
+        if last is not None and now - last <= TOKEN_USE_RESOLUTION:
+            return False
+        # Compare-and-set on the last use: of two first uses at once, one opens the session.
+        won = self.filter(pk=token.pk, last_used_at=last).update(last_used_at=now) == 1
+        return won and (last is None or now - last > TOKEN_SESSION_GAP)
 
     def revoke(self) -> int:
         return self.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
@@ -50,6 +63,7 @@ def default_expiry(days: int | None = None) -> datetime:
 
 TOKEN_PREFIX = "forge_"
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
+TOKEN_SESSION_GAP = timedelta(hours=1)  # unused this long, the next use is audited again
 TOKEN_PREFIX_LENGTH = 12
 
 

@@ -15,7 +15,7 @@ from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from forgeui.models import SignInMethod
+from forgeui.models import AuditEntry, SignInMethod
 
 SESSION_KEY = "forge_sign_in"
 ATTRIBUTE = "forge_sign_in"
@@ -33,6 +33,14 @@ def remember(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any)
         method = method_for_backend(request.session.get(BACKEND_SESSION_KEY, ""))
         request.session[SESSION_KEY] = method.value
         mark(user, method)
+
+
+@receiver(user_logged_in, dispatch_uid="forgeui.sign_in.audit")
+def audit_sign_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    """Every sign-in joins the audit record: who, how, and through which backend."""
+    AuditEntry.objects.create(actor=user, sign_in=method_of(user), action="login",
+                              object_type="user", object_id=user.get_username(),
+                              detail={"backend": getattr(user, "backend", "")})
 
 
 def from_session(session: Any) -> SignInMethod | None:

@@ -43,6 +43,9 @@ class Smoke:
 
 CLUSTER = {"tools": ("redis-server",), "marks": ("postgres", "redis", "slow")}
 SMOKES = {
+    "audit_chain.py": Smoke(("--entries", "300", "--appends", "10"),
+                            r"postgres: append adds -?[\d.]+ ms .* verify 300 entries",
+                            marks=("postgres",)),
     "cluster_bench.py": Smoke(("--runs", "4", "--clients", "2"),
                               r"4 answers .* [\d.]+ resumes/s sustained", **CLUSTER),
     "inbox_bench.py": Smoke(("--pending", "60", "--clients", "2", "--interrupts", "3",

@@ -80,3 +80,21 @@ def test_only_a_saved_step_lends(durability: Durability) -> None:
                                 ("again", keep)], name="lend", durability=durability)
     assert executor.run_sync({}).output == LARGE
     assert (seen[0]["items"] is seen[1]["items"]) == (durability == "sync")
+
+
+@pytest.mark.parametrize("pad", ["", "x" * 5000])  # small, and past SMALL_TEXT
+async def test_a_key_a_node_adds_to_its_input_before_pausing_is_not_kept(pad: str) -> None:
+    store = InMemoryCheckpointStore()
+
+    def add_then_ask(inp: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
+        inp["added"] = "by the node"  # in place, on a dict: put back means removed again
+        return {**inp, "answer": ctx.interrupt({"question": "ok?"})}
+
+    executor = DurableExecutor([("start", lambda data: {"items": [0], "pad": pad}),
+                                ("ask", add_then_ask)], store=store, name="adds-a-key")
+    paused = await executor.run({})
+    assert paused.status == "interrupted"
+    loaded = await store.load(paused.thread_id)
+    assert loaded is not None and loaded.pending_input == {"items": [0], "pad": pad}
+    done = await executor.resume(paused.thread_id, "yes")
+    assert done.output == {"items": [0], "pad": pad, "added": "by the node", "answer": "yes"}

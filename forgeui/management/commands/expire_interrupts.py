@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from forgeui import scheduler
+from forgeui.models import verify_when_due
 from forgeui.notifications import fanout
 from forgeui.runs import deadlines
 
@@ -15,8 +16,8 @@ from forgeui.runs import deadlines
 class Command(BaseCommand):
     help = ("Handle pending interrupts past their deadline: answer those with a default "
             "(as the system, audited with the reason), mark the others overdue and e-mail "
-            "the supervisors. --loop keeps sweeping and also hands new events to webhooks and "
-            "e-mail (production's scheduler: run one).")
+            "the supervisors. --loop keeps sweeping, hands new events to webhooks and e-mail and "
+            "walks the audit chain when due (production's scheduler: run one).")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--loop", action="store_true", help="sweep forever")
@@ -29,6 +30,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{expiry.outcome} {expiry.interrupt_id}: {expiry.reason}")
             if loop:  # production's only scheduler: notifications go out from here too
                 fanout.fan_out()
+                verify_when_due(scheduler.audit_verify_every())
             if not loop:
                 return
             time.sleep(every or scheduler.interval())

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
-from forgeui.models import Answer, AuditEntry, Event, Run
+from forgeui.models import Answer, AuditEntry, ChainCheck, Event, Run
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
@@ -95,7 +95,8 @@ def audit(request: HttpRequest) -> HttpResponse:
     current = Paginator(audit_entries(request), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": current, "rows": list(audit_lines.described(current)),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
-               "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True)))}
+               "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True))),
+               "chain": ChainCheck.objects.newest()}
     return page(request, "forgeui/audit.html", "rows", context)
 
 
