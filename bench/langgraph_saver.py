@@ -2,7 +2,8 @@
 
 Part 1, put / get per checkpoint: one thread of ``--checkpoints`` checkpoints, each with a
 message list one ~200-byte message longer than its parent's and a counter, saved with
-``put`` (both channels in ``new_versions``), then each read back by id with ``get_tuple``.
+``put`` (both channels in ``new_versions``), then each read back by id with ``get_tuple``;
+``--repeat`` rounds, the savers taking turns, and the median of each figure.
 ForgeSaver is read twice: by a new ``ForgeSaver`` that knows no version ("cold", as a new
 process) and by the one that wrote ("warm"). Against ``SqliteSaver`` on the same SQLite
 file (WAL, synchronous=FULL, as forge's settings) and ``PostgresSaver`` on the same
@@ -122,7 +123,15 @@ def put_get(make: Callable[[], Any], n: int, cold: Callable[[], Any] | None = No
     return result
 
 
-def part1(sqlite_path: str, pg_url: str, n: int) -> list[tuple[str, str, dict[str, float]]]:
+def part1(sqlite_path: str, pg_url: str, n: int, repeat: int
+          ) -> list[tuple[str, str, dict[str, float]]]:
+    rounds = [one_round(sqlite_path, pg_url, n) for _ in range(repeat)]
+    return [(db, name, {op: statistics.median(r[i][2][op] for r in rounds) for op in f})
+            for i, (db, name, f) in enumerate(rounds[0])]
+
+
+def one_round(sqlite_path: str, pg_url: str, n: int
+              ) -> list[tuple[str, str, dict[str, float]]]:
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -250,12 +259,14 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=int, default=200)
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--window", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     window = min(args.window, max(1, args.turns // 4))
     with databases() as (sqlite_path, pg_url):
-        one = part1(sqlite_path, pg_url, args.checkpoints)
+        one = part1(sqlite_path, pg_url, args.checkpoints, args.repeat)
         two = part2(pg_url, args.turns, window)
-    print(f"put / get per checkpoint, ms ({args.checkpoints} checkpoints, a growing list)")
+    print(f"put / get per checkpoint, ms ({args.checkpoints} checkpoints, a growing list; "
+          f"median of {args.repeat})")
     print(f"  {'database':<10}{'saver':<16}{'put':>8}{'get':>8}{'get warm':>10}")
     for db, name, f in one:
         warm = f"{f['get warm']:10.3f}" if "get warm" in f else f"{'':10}"

@@ -3,13 +3,16 @@
 A step of a chat appends a message or two to a list that may hold thousands. When the saver
 knows a version of that list whose items the new one starts with (the very objects, as a
 reducer such as ``add_messages`` or ``operator.add`` hands them on), it stores only the
-appended items and the version they extend. Every ``APPEND_CHAIN`` parts the list is stored
-whole again, so reading any version back is one query for at most that many rows.
+appended items and the version they extend. Every ``SEGMENT`` parts, the part holds the
+items appended since the part ``SEGMENT`` back instead, and every ``APPEND_CHAIN`` parts the
+list is stored whole again; so reading any version back is one query for at most
+``APPEND_CHAIN // SEGMENT + SEGMENT`` rows on its way to the whole copy.
 
-Which versions it knows: the ``KNOWN`` it last wrote or read (a list's items are shared
-with the value the graph holds, not copied). A known version's value is not read again.
-Like ``DeltaChannel``, this relies on nodes returning new values rather than mutating
-the items of a list in place.
+Which version of a channel it knows: the one it last wrote, or read if not older (a list's
+items are shared with the value the graph holds, not copied); one per channel, so reading
+a thread's history does not keep every version in memory. A known version is not read
+again. Like ``DeltaChannel``, this relies on nodes returning new values rather than
+mutating the items of a list in place.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from langgraph.checkpoint.base import SerializerProtocol
 from . import statements
 
 APPEND_CHAIN = 256
+SEGMENT = 16
 KNOWN = 1024
 # Versions ForgeSaver makes (see ``ForgeSaver.get_next_version``): their random part means
 # a version names one value, even across a thread deleted and saved again elsewhere. Values
@@ -49,47 +53,46 @@ class Known:
     items: tuple[Any, ...]
     depth: int
     root: str
+    # The nearest version at a depth ``SEGMENT`` divides (itself, or the whole copy), and
+    # how many items it holds: what the part at the next such depth extends.
+    anchor: str
+    anchor_len: int
 
 
 class BlobCodec:
     def __init__(self, serde: SerializerProtocol) -> None:
         self.serde = serde
-        self._known: OrderedDict[tuple[str, str, str, str], Known] = OrderedDict()
-        self._latest: dict[tuple[str, str, str], str] = {}
+        self._known: OrderedDict[tuple[str, str, str], Known] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- the known versions -----------------------------------------------------------
 
     def _get(self, key: tuple[str, str, str], version: str | None = None) -> Known | None:
-        """The value known of ``version`` of a channel, or of its latest known version."""
+        """The value known of ``version`` of a channel, or of its known version."""
         with self._lock:
-            if version is None:
-                version = self._latest.get(key)
-                if version is None:
-                    return None
-            known = self._known.get((*key, version))
-            if known is not None:
-                self._known.move_to_end((*key, version))
+            known = self._known.get(key)
+            if known is None or (version is not None and known.version != version):
+                return None
+            self._known.move_to_end(key)
             return known
 
-    def remember(self, entries: Iterable[tuple[tuple[str, str, str], Known]]) -> None:
+    def remember(self, entries: Iterable[tuple[tuple[str, str, str], Known]],
+                 newer_only: bool = False) -> None:
         with self._lock:
             for key, known in entries:
-                self._known[(*key, known.version)] = known
-                self._known.move_to_end((*key, known.version))
-                self._latest[key] = known.version
+                held = self._known.get(key)
+                if newer_only and held is not None and held.version > known.version:
+                    continue
+                self._known[key] = known
+                self._known.move_to_end(key)
             while len(self._known) > KNOWN:
-                (*key, version), _ = self._known.popitem(last=False)
-                if self._latest.get(tuple(key)) == version:
-                    del self._latest[tuple(key)]
+                self._known.popitem(last=False)
 
     def forget(self, thread_ids: Iterable[str]) -> None:
         gone = set(thread_ids)
         with self._lock:
             for key in [k for k in self._known if k[0] in gone]:
                 del self._known[key]
-            for key in [k for k in self._latest if k[0] in gone]:
-                del self._latest[key]
 
     # -- writing ----------------------------------------------------------------------
 
@@ -105,22 +108,32 @@ class BlobCodec:
             if (known is not None and known.items and known.version != version
                     and len(value) >= len(known.items) and known.depth + 1 < APPEND_CHAIN
                     and all(map(operator.is_, known.items, value))):
-                type_, blob = self.serde.dumps_typed(value[len(known.items):])
-                rows.append((thread_id, ns, channel, version, type_, blob, known.version,
-                             known.root, known.depth + 1))
-                learnt.append((key, Known(version, tuple(value), known.depth + 1, known.root)))
+                depth = known.depth + 1
+                if depth % SEGMENT:
+                    base, start, anchor = known.version, len(known.items), known.anchor
+                    anchor_len = known.anchor_len
+                else:
+                    base, start, anchor = known.anchor, known.anchor_len, version
+                    anchor_len = len(value)
+                type_, blob = self.serde.dumps_typed(value[start:])
+                rows.append((thread_id, ns, channel, version, type_, blob, base,
+                             known.root, depth))
+                learnt.append((key, Known(version, tuple(value), depth, known.root, anchor,
+                                          anchor_len)))
                 continue
             type_, blob = self.serde.dumps_typed(value)
             rows.append((thread_id, ns, channel, version, type_, blob, "", "", 0))
             if is_list:
-                learnt.append((key, Known(version, tuple(value), 0, version)))
+                learnt.append((key, Known(version, tuple(value), 0, version, version,
+                                          len(value))))
         return rows, learnt
 
     # -- reading ----------------------------------------------------------------------
 
     def load(self, using: str, wanted: Mapping[Space, Iterable[Key]]
              ) -> dict[Space, dict[Key, Any]]:
-        """The values stored under these versions (a missing one is left out)."""
+        """The values stored under these versions (a missing one is left out): one query
+        for the rows of all of them and the parts they lead back through."""
         found: dict[Space, dict[Key, Any]] = {}
         query: list[tuple[str, list[Any]]] = []
         for (thread_id, ns), keys in wanted.items():
@@ -133,24 +146,14 @@ class BlobCodec:
                 else:
                     missing.append((channel, version))
             if missing:
-                query.append(statements.exact_blobs(thread_id, ns,
-                                                    sorted({c for c, _ in missing}),
-                                                    sorted({v for _, v in missing})))
+                query.append(statements.chained_blobs(
+                    thread_id, ns, sorted({c for c, _ in missing}),
+                    sorted({v for _, v in missing}), SEGMENT))
         if not query:
             return found
-        rows = self._rows(using, query)
-        chains: dict[tuple[str, str, str, str], int] = {}
-        for space, keys in wanted.items():
-            for key in keys:
-                row = rows.get((*space, *key))
-                if row is not None and row.base_version:
-                    chain = (*space, key[0], row.root_version)
-                    chains[chain] = max(chains.get(chain, 0), row.depth)
-        if chains:
-            rows.update(self._rows(using, [
-                statements.chain_blobs(t, ns, channel, root, depth)
-                for (t, ns, channel, root), depth in chains.items()]))
-        learnt = []
+        rows = {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
+                for r in statements.blobs(using, query)}
+        learnt: dict[tuple[str, str, str], Known] = {}
         for space, keys in wanted.items():
             for channel, version in keys:
                 row = rows.get((*space, channel, version))
@@ -158,24 +161,26 @@ class BlobCodec:
                     continue
                 if row.type == "empty":
                     continue
-                value = self._value(rows, row)
+                value, anchor, anchor_len = self._value(rows, row)
                 found.setdefault(space, {})[(channel, version)] = value
-                if type(value) is list and OWN_VERSION.fullmatch(version):
-                    learnt.append(((*space, channel), Known(
-                        version, tuple(value), row.depth, row.root_version or version)))
+                key = (*space, channel)
+                if (type(value) is list and OWN_VERSION.fullmatch(version)
+                        and (key not in learnt or learnt[key].version < version)):
+                    learnt[key] = Known(version, tuple(value), row.depth,
+                                        row.root_version or version, anchor, anchor_len)
         # Read inside a transaction, a version is known only once that commits.
-        transaction.on_commit(partial(self.remember, learnt), using=using)
+        transaction.on_commit(partial(self.remember, learnt.items(), newer_only=True),
+                              using=using)
         return found
 
-    @staticmethod
-    def _rows(using: str, where: list[tuple[str, list[Any]]]
-              ) -> dict[tuple[str, str, str, str], statements.BlobRow]:
-        return {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
-                for r in statements.blobs(using, where)}
-
-    def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any) -> Any:
+    def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any
+               ) -> tuple[Any, str, int]:
+        """The value of ``row``, and its anchor (see ``Known``) with the anchor's length."""
         parts = []
+        anchor_at = -1
         while row.base_version:
+            if anchor_at < 0 and row.depth % SEGMENT == 0:
+                anchor_at = len(parts)
             parts.append(row)
             base = rows.get((row.thread_id, row.checkpoint_ns, row.channel, row.base_version))
             if base is None:
@@ -185,11 +190,14 @@ class BlobCodec:
             row = base
         value = self.serde.loads_typed((row.type, row.blob or b""))
         if not parts:
-            return value
+            return value, row.version, len(value) if type(value) is list else 0
         items = list(value)
-        for part in reversed(parts):
-            items.extend(self.serde.loads_typed((part.type, part.blob or b"")))
-        return items
+        anchor, anchor_len = row.version, len(items)
+        for i in range(len(parts) - 1, -1, -1):
+            items.extend(self.serde.loads_typed((parts[i].type, parts[i].blob or b"")))
+            if i == anchor_at:
+                anchor, anchor_len = parts[i].version, len(items)
+        return items, anchor, anchor_len
 
     # -- collecting -------------------------------------------------------------------
 

@@ -109,11 +109,12 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
         _close_at_thread_exit(self.using)
         conf = config["configurable"]
-        row = statements.checkpoint(self.using, str(conf["thread_id"]),
-                                    conf.get("checkpoint_ns", ""), get_checkpoint_id(config))
+        row, writes = statements.checkpoint(
+            self.using, str(conf["thread_id"]), conf.get("checkpoint_ns", ""),
+            get_checkpoint_id(config))
         if row is None:
             return None
-        return self._tuples([row])[0]
+        return self._tuples([row], writes)[0]
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
@@ -157,8 +158,10 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         if batch:
             yield from self._tuples(batch)
 
-    def _tuples(self, rows: Sequence[Any]) -> list[CheckpointTuple]:
-        """Rows to tuples: one query for all their blobs, one for all their writes."""
+    def _tuples(self, rows: Sequence[Any], writes: Sequence[tuple[Any, ...]] | None = None
+                ) -> list[CheckpointTuple]:
+        """Rows to tuples: one query for all their blobs, one for all their writes unless
+        given (as ``statements.writes`` gives them)."""
         checkpoints = [self.serde.loads_typed((row.type, bytes(row.checkpoint)))
                        for row in rows]
         wanted: dict[tuple[str, str], set[tuple[str, str]]] = {}
@@ -169,7 +172,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
                 for channel, version in checkpoint["channel_versions"].items()
                 if channel not in inline)
         values = self.codec.load(self.using, wanted)
-        writes = self._writes(rows)
+        pending = self._writes(rows, writes)
         tuples = []
         for row, checkpoint in zip(rows, checkpoints, strict=True):
             found = values.get((row.thread_id, row.checkpoint_ns), {})
@@ -185,18 +188,19 @@ class ForgeSaver(BaseCheckpointSaver[str]):
                 parent_config=(_config(row.thread_id, row.checkpoint_ns,
                                        row.parent_checkpoint_id)
                                if row.parent_checkpoint_id else None),
-                pending_writes=writes.get(
+                pending_writes=pending.get(
                     (row.thread_id, row.checkpoint_ns, row.checkpoint_id), []),
             ))
         return tuples
 
-    def _writes(self, rows: Sequence[Any]
+    def _writes(self, rows: Sequence[Any], read: Sequence[tuple[Any, ...]] | None
                 ) -> dict[tuple[str, str, str], list[tuple[str, str, Any]]]:
         keys = {(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows}
         found: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
         for thread_id, ns in {k[:2] for k in keys}:
             ids = sorted(k[2] for k in keys if k[:2] == (thread_id, ns))
-            for cid, *w in statements.writes(self.using, thread_id, ns, ids):
+            for cid, *w in (read if read is not None
+                            else statements.writes(self.using, thread_id, ns, ids)):
                 found.setdefault((thread_id, ns, cid), []).append(
                     (w[0], w[1], w[2], w[3], w[4], bytes(w[5])))
         return {

@@ -29,8 +29,10 @@ BlobRow = namedtuple("BlobRow", ["thread_id", "checkpoint_ns", "channel", "versi
 _SELECT_CHECKPOINT = (
     f"SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
     f"checkpoint, metadata FROM {CHECKPOINT} WHERE thread_id = %s AND checkpoint_ns = %s")
-_SELECT_BLOBS = (f"SELECT thread_id, checkpoint_ns, channel, version, type, blob, "
-                 f"base_version, root_version, depth FROM {BLOB} WHERE ")
+_SELECT_BLOBS = (f"SELECT b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, "
+                 f"b.blob, b.base_version, b.root_version, b.depth FROM {BLOB} t "
+                 f"JOIN {BLOB} b ON b.thread_id = t.thread_id AND "
+                 f"b.checkpoint_ns = t.checkpoint_ns AND b.channel = t.channel WHERE ")
 _INSERT_BLOBS = (f"INSERT INTO {BLOB} (thread_id, checkpoint_ns, channel, version, type, "
                  f"blob, base_version, root_version, depth) VALUES ")
 _UPSERT_CHECKPOINT = (
@@ -59,40 +61,50 @@ def _metadata(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-def checkpoint(using: str, thread_id: str, ns: str, checkpoint_id: str | None) -> Row | None:
-    """One checkpoint row by id, or the latest of the namespace."""
+def checkpoint(using: str, thread_id: str, ns: str, checkpoint_id: str | None
+               ) -> tuple[Row | None, list[tuple[Any, ...]]]:
+    """One checkpoint row by id, or the latest of the namespace, and its writes (as
+    ``writes`` gives them): one query."""
     if checkpoint_id:
-        found = _rows(using, _SELECT_CHECKPOINT + " AND checkpoint_id = %s",
-                      (thread_id, ns, checkpoint_id))
+        which, key = "= %s", [checkpoint_id]
     else:
-        found = _rows(using, _SELECT_CHECKPOINT + " ORDER BY checkpoint_id DESC LIMIT 1",
-                      (thread_id, ns))
-    if not found:
-        return None
-    row = found[0]
-    return Row(*row[:5], bytes(row[5]), _metadata(row[6]))
+        which, key = (f"= (SELECT max(checkpoint_id) FROM {CHECKPOINT} "
+                      f"WHERE thread_id = %s AND checkpoint_ns = %s)"), [thread_id, ns]
+    found = _rows(using, (
+        f"SELECT 0, checkpoint_id, parent_checkpoint_id, '', type, checkpoint, metadata, 0 "
+        f"FROM {CHECKPOINT} WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id "
+        f"{which} UNION ALL "
+        f"SELECT 1, task_id, task_path, channel, type, blob, NULL, idx FROM {WRITE} "
+        f"WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id {which}"),
+        [thread_id, ns, *key, thread_id, ns, *key])
+    row = next((r for r in found if r[0] == 0), None)
+    if row is None:
+        return None, []
+    writes = [(row[1], w[1], w[2], w[7], w[3], w[4], w[5]) for w in found if w[0] == 1]
+    return Row(thread_id, ns, row[1], row[2], row[4], bytes(row[5]), _metadata(row[6])), writes
 
 
 def blobs(using: str, where: Sequence[tuple[str, Sequence[Any]]]) -> list[BlobRow]:
-    """Blob rows matching any of ``(condition, params)``."""
+    """Blob rows ``b`` matching any of ``(condition, params)`` (see ``chained_blobs``); a
+    row may come more than once."""
     sql = _SELECT_BLOBS + " OR ".join(f"({condition})" for condition, _ in where)
     params = [p for _, ps in where for p in ps]
     return [BlobRow(*r[:5], bytes(r[5]) if r[5] is not None else None, *r[6:])
             for r in _rows(using, sql, params)]
 
 
-def exact_blobs(thread_id: str, ns: str, channels: Sequence[str], versions: Sequence[str]
-                ) -> tuple[str, list[Any]]:
-    return (f"thread_id = %s AND checkpoint_ns = %s AND channel IN ({_marks(len(channels))})"
-            f" AND version IN ({_marks(len(versions))})",
-            [thread_id, ns, *channels, *versions])
-
-
-def chain_blobs(thread_id: str, ns: str, channel: str, root: str, depth: int
-                ) -> tuple[str, list[Any]]:
-    return ("thread_id = %s AND checkpoint_ns = %s AND channel = %s AND "
-            "(version = %s OR (root_version = %s AND depth < %s))",
-            [thread_id, ns, channel, root, root, depth])
+def chained_blobs(thread_id: str, ns: str, channels: Sequence[str],
+                  versions: Sequence[str], segment: int) -> tuple[str, list[Any]]:
+    """For ``blobs``: the rows (``t``) of these versions and, for appended parts, the rows
+    (``b``) on their way back to the whole copy: the parts since the last segment, the
+    segments, the whole copy."""
+    return (f"t.thread_id = %s AND t.checkpoint_ns = %s AND "
+            f"t.channel IN ({_marks(len(channels))}) AND "
+            f"t.version IN ({_marks(len(versions))}) AND (b.version = t.version OR "
+            f"(t.base_version <> '' AND (b.version = t.root_version OR "
+            f"(b.root_version = t.root_version AND b.depth < t.depth AND "
+            f"(b.depth %% %s = 0 OR b.depth >= t.depth - t.depth %% %s)))))",
+            [thread_id, ns, *channels, *versions, segment, segment])
 
 
 def writes(using: str, thread_id: str, ns: str, checkpoint_ids: Sequence[str]
