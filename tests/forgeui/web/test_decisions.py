@@ -138,6 +138,7 @@ def test_an_audit_row_naming_a_formula_is_neutralised_in_the_csv(
                               object_id="=HYPERLINK(\"http://evil.example/\")",
                               detail={"ip_address": "192.0.2.1"})
     client = logged_in(users["auditor"])
-    (row,) = csv.DictReader(io.StringIO(streamed(client.get("/audit/export.csv"))))
+    rows = csv.DictReader(io.StringIO(streamed(client.get("/audit/export.csv"))))
+    (row,) = [row for row in rows if row["action"] != "login"]  # the auditor's own sign-in
     assert row["object_id"] == "'=HYPERLINK(\"http://evil.example/\")"
     assert row["action"] == "login.locked_out"
