@@ -16,6 +16,7 @@ import uuid
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.pregel import Pregel
 from langgraph.types import Command as LangGraphCommand
 from langgraph.types import StateSnapshot
@@ -38,8 +39,9 @@ class LangGraphExecutor:
     """Runs of one compiled LangGraph graph, registered as ``name``."""
 
     input_schema = None  # LangGraph validates its own input
-    # A fork asks its interrupts anew (new task ids): no edit can name the copy's.
-    forks_with_edits = False
+    # A fork asks its interrupts anew (new task ids), so no pre-filled answer can name the
+    # copy's; an edited input is LangGraph's own ``update_state`` on the copy.
+    fork_edits = ("inputs",)
 
     def __init__(self, name: str, graph: Pregel) -> None:
         self.name = name
@@ -126,16 +128,24 @@ class LangGraphExecutor:
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: dict[str, Any] | None = None) -> str:
         """A new thread holding the LangGraph checkpoint a forge checkpoint mirrors; left
-        running, so that ``recover_sync`` (``invoke(None)``) takes it on from there."""
-        if inputs:
-            raise ResumeError("a LangGraph run is forked as it was; edit its state after")
+        running, so that ``recover_sync`` (``invoke(None)``) takes it on from there.
+
+        ``inputs`` (interrupt id -> state values, checked by ``fork_input_problem``) is
+        applied to the copy as ``update_state(values)``: through the graph's reducers, as
+        if the node before the paused one had written them, so that node runs again."""
         source = (self.store.load_by_id_sync(checkpoint_id) if checkpoint_id
                   else self.store.load_sync(thread_id))
         if source is None or source.thread_id != thread_id:
             raise StaleResumeTarget(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+        for interrupt_id, values in (inputs or {}).items():
+            if problem := self.fork_input_problem(self._pending_at(source, interrupt_id),
+                                                  values):
+                raise ResumeError(problem)
         new_thread = uuid.uuid4().hex
         self._copy_checkpoint(thread_id, source.metadata.get(mirror.LANGGRAPH_CHECKPOINT),
                               new_thread)
+        for values in (inputs or {}).values():
+            self.graph.update_state(self._config(new_thread), values)
         run_id = uuid.uuid4().hex
         started = self._starting(new_thread, run_id, None, {
             "registered_as": source.metadata.get("registered_as") or self.name})
@@ -143,6 +153,26 @@ class LangGraphExecutor:
         started.state = dict(source.state)
         self.store.save_sync(started)
         return new_thread
+
+    def fork_input_problem(self, record: dict[str, Any] | None, values: Any) -> str | None:
+        """Why ``values`` cannot be the new input of the node paused at ``record``, if so:
+        it must be some of the graph's state keys, for a node of the top graph."""
+        if record is None:
+            return "that interrupt is not pending at this checkpoint"
+        if len(record.get("namespace") or []) > 1:
+            return (f"{record['node']!r} runs in a subgraph; edit the input of a node of "
+                    f"the top graph")
+        if not isinstance(values, dict) or not values:
+            return "a LangGraph node's new input is an object of state keys and values"
+        keys = set(self.graph.stream_channels_list)
+        if unknown := sorted(set(values) - keys):
+            return (f"{unknown[0]!r} is not a key of this graph's state "
+                    f"(its keys: {', '.join(sorted(keys))})")
+        return None
+
+    @staticmethod
+    def _pending_at(source: Checkpoint, interrupt_id: str) -> dict[str, Any] | None:
+        return next((r for r in source.interrupts if r["id"] == interrupt_id), None)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -243,7 +273,10 @@ class LangGraphExecutor:
         found = self.saver.get_tuple(source)
         if found is None:
             return
-        copied = {**found.checkpoint, "id": str(uuid.uuid4())}
+        # LangGraph's own kind of id: a thread's latest is its greatest, so a random one
+        # could sort after every checkpoint the fork goes on to make.
+        step = found.metadata.get("step", -1)
+        copied = {**found.checkpoint, "id": str(uuid6(clock_seq=step))}
         target = {"configurable": {"thread_id": new_thread, "checkpoint_ns": ""}}
         self.saver.put(target, copied, {**found.metadata, "source": "fork"},
                        copied["channel_versions"])

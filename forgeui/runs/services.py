@@ -644,9 +644,11 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     latest = _latest(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    if (inputs or answers) and not getattr(executor, "forks_with_edits", True):
-        raise InvalidRequest("this graph's runs are forked as they were: fork, then answer "
-                             "the copy", loc=["body", "inputs" if inputs else "answers"])
+    allowed = getattr(executor, "fork_edits", ("inputs", "answers"))
+    for name, changes in (("inputs", inputs), ("answers", answers)):
+        if changes and name not in allowed:
+            raise InvalidRequest(f"this graph's forks take no pre-filled {name}: fork, then "
+                                 f"answer the copy", loc=["body", name])
     edits = _fork_edits(user, executor, source, inputs or {}, answers or {})
     _require_no_policy_answers(user, edits)
     with transaction.atomic():
@@ -740,6 +742,9 @@ def _fork_edits(user: User, executor: Any, source: Checkpoint, inputs: dict[str,
             else:
                 require_json(value, "input", where)
                 check_input(_input_schema_at(executor, record), value, where)
+                problem = getattr(executor, "fork_input_problem", None)
+                if problem is not None and (message := problem(record, value)):
+                    raise InvalidRequest(message, loc=where)
             edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],
                           "namespace": record.get("namespace") or [], "value": value,
                           "task_id": record["task_id"], "order": record.get("order", 0)})

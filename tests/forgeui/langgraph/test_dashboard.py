@@ -172,11 +172,44 @@ def test_a_breakpoint_is_continued_or_cancelled_with_a_reason(api: Api) -> None:
     assert "sent" not in str(run)  # the guarded node never ran
 
 
-def test_a_fork_with_edits_is_refused_with_a_reason(api: Api) -> None:
+def test_a_fork_with_an_edited_input_updates_the_state_and_runs_on(api: Api) -> None:
     started = api.start("lg_two", {"log": []})
     [first] = api.pending_of(started)
     # An edited input is a new start: a supervisor's, who may start runs.
-    for edit in ({"inputs": {first["id"]: {"log": []}}}, {"answers": {first["id"]: "9"}}):
-        refused = api.post("supervisor", f"/api/threads/{started['thread_id']}/fork", edit)
+    response = api.post("supervisor", f"/api/threads/{started['thread_id']}/fork",
+                        {"inputs": {first["id"]: {"log": ["edited"]}}})
+    assert response.status_code == 201, response.content
+    fork = response.json()["thread_id"]
+    [again] = api.pending(root_thread_id=fork)
+    assert again["payload"] == {"question": "amount?"} and again["id"] != first["id"]
+    assert answer(api, again["id"], "700").status_code == 202
+    [pay] = api.pending(root_thread_id=fork)
+    assert answer(api, pay["id"], "yes").status_code == 202
+    # Past the copied checkpoint: the fork's later checkpoints are its latest.
+    [confirm] = api.pending(root_thread_id=fork)
+    assert confirm["payload"] == {"question": "confirm"}
+    assert answer(api, confirm["id"], "ok").status_code == 202
+    run = api.get("auditor", f"/api/runs/{confirm['run_id']}").json()
+    assert run["status"] == "completed"
+    # update_state goes through the reducer: the edit is appended, as LangGraph does.
+    assert run["output"] == {"log": ["edited", "amount=700", "approved=yes", "confirm=ok"]}
+    edit = AuditEntry.objects.get(action="fork.edit", thread_id=fork)
+    assert edit.detail["edits"][0]["value"] == {"log": ["edited"]}
+    [original] = api.pending_of(started)
+    assert original["id"] == first["id"]  # the original is untouched
+
+
+def test_a_fork_edit_langgraph_cannot_apply_is_refused_with_a_reason(api: Api) -> None:
+    started = api.start("lg_two", {"log": []})
+    [first] = api.pending_of(started)
+    inner = api.start("lg_subgraph", {"log": []})
+    [review] = api.pending_of(inner)
+    for thread, edit, reason in (
+            (started, {"answers": {first["id"]: "9"}}, "no pre-filled answers"),
+            (started, {"inputs": {first["id"]: {"amount": 9}}}, "'amount' is not a key"),
+            (started, {"inputs": {first["id"]: ["edited"]}}, "an object of state keys"),
+            (inner, {"inputs": {review["id"]: {"log": []}}}, "runs in a subgraph")):
+        refused = api.post("supervisor", f"/api/threads/{thread['thread_id']}/fork", edit)
         assert refused.status_code == 422, refused.content
-        assert "forked as they were" in refused.content.decode()
+        assert reason in refused.content.decode()
+    assert not AuditEntry.objects.filter(action="thread.fork").exists()
