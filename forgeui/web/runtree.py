@@ -97,6 +97,15 @@ def paused_inputs(node: RunNode) -> dict[str, Any]:
     return {task["id"]: task.get("input") for task in latest.engine.tasks} if latest else {}
 
 
+def fork_edits(root: RunNode) -> tuple[str, ...]:
+    """Which changes a fork of this tree may carry (``inputs``, ``answers``)."""
+    try:
+        executor = registry.executor_for(root.run.graph)
+    except ForgeUIError:
+        return ()
+    return tuple(getattr(executor, "fork_edits", ("inputs", "answers")))
+
+
 def drawing(root: RunNode) -> tuple[str, str]:
     """The tree's graph as SVG with where it stands marked, or why it cannot be drawn."""
     try:

@@ -146,13 +146,16 @@ def queued_run(run_id: str) -> Run:
 def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str, Any]:
     tree = runtree.build(run.root_thread_id)
     nodes = tree.walk() if tree else []
+    prefill = "answers" in runtree.fork_edits(tree) if tree else False
     for node in nodes:
         node.panels = [panel_context(interrupt, viewer,
                                      decision=decision_context.for_interrupt(interrupt))
                        for interrupt in node.pending]
         inputs = runtree.paused_inputs(node) if node.pending else {}
         for panel in node.panels:
-            panel["fork_input"] = pretty(inputs.get(panel["interrupt"].task_id))
+            task_id = panel["interrupt"].task_id
+            panel["fork_input"] = pretty(inputs[task_id]) if task_id in inputs else ""
+            panel["prefill_answer"] = prefill
     svg, svg_problem = runtree.drawing(tree) if tree else ("", "")
     busy = run.status == "queued" or any(node.busy for node in nodes)
     return {"run": run, "tree": tree, "nodes": nodes, "busy": busy, **extra,

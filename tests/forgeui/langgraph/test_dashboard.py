@@ -213,3 +213,26 @@ def test_a_fork_edit_langgraph_cannot_apply_is_refused_with_a_reason(api: Api) -
         assert refused.status_code == 422, refused.content
         assert reason in refused.content.decode()
     assert not AuditEntry.objects.filter(action="thread.fork").exists()
+
+
+def test_the_run_page_forks_a_langgraph_run_with_an_edited_input(api: Api) -> None:
+    started = api.start("lg_two", {"log": []})
+    [first] = api.pending_of(started)
+    supervisor = Client()
+    supervisor.force_login(api.users["supervisor"])
+    page = supervisor.get(f"/runs/{started['run_id']}/").content.decode()
+    assert "Fork with changes" in page and "the graph's reducers" in page
+    assert "Pre-fill the answer" not in page  # a LangGraph fork takes none
+    bad = supervisor.post(f"/runs/{started['run_id']}/fork/",
+                          {"interrupt_id": first["id"], "change": "input",
+                           "value": '{"amount": 1}'})
+    assert bad.status_code == 422
+    assert "&#x27;amount&#x27; is not a key" in bad.content.decode()
+    assert '{&quot;amount&quot;: 1}' in bad.content.decode()  # what was typed is kept
+    done = supervisor.post(f"/runs/{started['run_id']}/fork/",
+                           {"interrupt_id": first["id"], "change": "input",
+                            "value": '{"log": ["edited"]}'})
+    assert done.status_code == 302
+    fork = AuditEntry.objects.get(action="fork.edit").thread_id
+    [again] = api.pending(root_thread_id=fork)
+    assert again["payload"] == {"question": "amount?"}
