@@ -2,7 +2,7 @@
 
 Ids must become visible in id order: ``write_events`` serialises event writers until they
 commit (SQLite's write lock, held from a transaction's first write; an advisory lock on
-PostgreSQL, taken just before the insert). The checkpoint store writes its events inside
+PostgreSQL, taken by the insert itself before it draws an id, ``queries.events_insert``). The checkpoint store writes its events inside
 the save; ``publish_on_commit`` writes a request's events in a short transaction of their
 own once the request's transaction has committed. Either way ``announce`` tells the
 listeners after the commit: the inbox registers its channel-layer broadcast when the app
@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, models, transaction
 from django.utils import timezone
 
+from . import queries
 from .runs import ID_LENGTH
-
-# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
-EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 
 logger = logging.getLogger(__name__)
 
@@ -100,16 +98,11 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
     """
     if not drafts:
         return []
-    if connections[using].vendor == "postgresql":
-        with connections[using].cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
     now = timezone.now()
-    rows = Event.objects.using(using).bulk_create([
-        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
-              interrupt_id=d.interrupt_id, data=d.data, created_at=now)
-        for d in drafts
-    ])
-    return [row.id for row in rows]
+    return queries.events_insert(using, [
+        {"kind": d.kind, "run_id": d.run_id, "root_thread_id": d.root_thread_id,
+         "interrupt_id": d.interrupt_id, "data": d.data, "created_at": now}
+        for d in drafts])
 
 
 # Called with each batch of committed event ids; the inbox app adds its broadcast.

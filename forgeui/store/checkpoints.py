@@ -37,8 +37,8 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
 
 from .. import models
+from ..models import queries
 from ..models.events import announce, write_events
-from . import queries
 from .rows import mirror
 
 P = ParamSpec("P")

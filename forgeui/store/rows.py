@@ -16,10 +16,9 @@ from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
-from ..models import EventKind, Interrupt, InterruptStatus, RunStatus
+from ..models import EventKind, Interrupt, InterruptStatus, RunStatus, queries
 from ..models import assignees as assignment  # the stored form of assignees
 from ..models.events import EventDraft
-from . import queries
 
 
 def from_ms(value: Any, default: datetime) -> datetime:

@@ -26,7 +26,7 @@ from tests.forgeui.conftest import lines
 pytestmark = [pytest.mark.postgres,
               pytest.mark.django_db(transaction=True, databases=["postgres"])]
 
-# The statement that advances a thread: in a save's first (forgeui.store.queries).
+# The statement that advances a thread: in a save's first (forgeui.models.queries).
 SAVE = "UPDATE forgeui_thread SET latest_checkpoint_id"
 
 

@@ -1,4 +1,4 @@
-"""The store's hand-written statements, by name, run through ``connection.cursor()``.
+"""The hand-written statements of a save, by name, run through ``connection.cursor()``.
 
 A save's writes are known before any of them runs, so they go as one batch
 (``write_all``): on PostgreSQL one statement, each write a part of its ``WITH``, so one
@@ -6,7 +6,8 @@ round trip; on SQLite, whose statements cost no round trip, one after another. T
 of one batch touch different rows and none reads what another writes (on PostgreSQL they
 all see the statement's one snapshot). Values are adapted by the model fields
 themselves (``get_db_prep_save``), so a row written here reads back as the ORM wrote it.
-Everything else the store does is plain ORM.
+The inbox's event rows are written here too (``events_insert``), by the store's saves and
+every other writer alike. Everything else is plain ORM.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, NamedTuple
 from django.db import connections
 from django.db.models import Model
 
-from ..models import Checkpoint, Interrupt, InterruptStatus, Run, Thread
+from .interrupts import Interrupt
+from .runs import Checkpoint, InterruptStatus, Run, Thread
 
 
 class Write(NamedTuple):
@@ -149,3 +151,34 @@ def interrupt_close(using: str, interrupt_id: str, status: str, answered_at: dat
     return Write("UPDATE forgeui_interrupt SET status = %s, answered_at = %s"
                  " WHERE id = %s AND status = %s",
                  [*params, interrupt_id, InterruptStatus.PENDING.value])
+
+
+# Serialises event writers until they commit, so event ids become visible in id order.
+EVENT_ORDER_LOCK = 0x666F726765  # "forge"
+EVENT_COLUMNS = ("kind", "interrupt_id", "run_id", "root_thread_id", "data", "created_at")
+
+
+def events_insert(using: str, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Event rows, each with every one of ``EVENT_COLUMNS``; their ids, in row order. On
+    PostgreSQL the statement takes the event-ordering lock before it draws an id: each
+    row it inserts is joined to the lock's one row."""
+    from .events import Event  # events.py writes through this module
+
+    connection = connections[using]
+    columns = ", ".join(EVENT_COLUMNS)
+    values = [_prep(Event, using, {name: row[name] for name in EVENT_COLUMNS}) for row in rows]
+    if connection.vendor == "postgresql":
+        marks = ", ".join(f"({', '.join(['%s'] * (len(EVENT_COLUMNS) + 1))})" for _ in rows)
+        sql = (f"WITH event_order AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s))"
+               f" INSERT INTO forgeui_event ({columns}) SELECT {columns}"
+               f" FROM event_order, (VALUES {marks}) AS v(n, {columns}) ORDER BY n"
+               f" RETURNING id")
+        params = [EVENT_ORDER_LOCK, *(p for n, row in enumerate(values) for p in (n, *row))]
+    else:  # one writer at a time already: the database's write lock
+        marks = ", ".join(f"({', '.join(['%s'] * len(EVENT_COLUMNS))})" for _ in rows)
+        sql = f"INSERT INTO forgeui_event ({columns}) VALUES {marks} RETURNING id"
+        params = [p for row in values for p in row]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        # Ids are drawn in row order; RETURNING's own order is not promised.
+        return sorted(int(row[0]) for row in cursor.fetchall())
