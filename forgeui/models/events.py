@@ -2,12 +2,12 @@
 
 Ids must become visible in id order: ``write_events`` serialises event writers until they
 commit (SQLite's write lock, held from a transaction's first write; an advisory lock on
-PostgreSQL, taken by the insert itself before it draws an id, ``queries.events_insert``). The checkpoint store writes its events inside
-the save; ``publish_on_commit`` writes a request's events in a short transaction of their
-own once the request's transaction has committed. Either way ``announce`` tells the
-listeners after the commit: the inbox registers its channel-layer broadcast when the app
-is ready, so the store and the services never import the inbox.
-"""
+PostgreSQL, taken by the insert itself before it draws an id: ``queries.events_insert``).
+The checkpoint store writes its events inside the save; ``publish_on_commit`` writes a
+request's events in a short transaction of their own once the request's transaction has
+committed. Either way ``announce`` tells the listeners after the commit: the inbox
+registers its channel-layer broadcast when the app is ready, so the store and the
+services never import the inbox."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int
 
 
 def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
-    """Insert event rows as the last statements of the current transaction; their ids.
+    """Insert event rows as the last statement of the current transaction; their ids.
 
     Holds the ordering lock until that transaction ends, so no event with a smaller id
     can become visible after this one. Keep it last: the lock waits for other writers.
@@ -100,9 +100,10 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
         return []
     now = timezone.now()
     return queries.events_insert(using, [
-        {"kind": d.kind, "run_id": d.run_id, "root_thread_id": d.root_thread_id,
-         "interrupt_id": d.interrupt_id, "data": d.data, "created_at": now}
-        for d in drafts])
+        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+              interrupt_id=d.interrupt_id, data=d.data, created_at=now)
+        for d in drafts
+    ])
 
 
 # Called with each batch of committed event ids; the inbox app adds its broadcast.

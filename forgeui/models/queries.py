@@ -158,15 +158,15 @@ EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 EVENT_COLUMNS = ("kind", "interrupt_id", "run_id", "root_thread_id", "data", "created_at")
 
 
-def events_insert(using: str, rows: Sequence[dict[str, Any]]) -> list[int]:
-    """Event rows, each with every one of ``EVENT_COLUMNS``; their ids, in row order. On
-    PostgreSQL the statement takes the event-ordering lock before it draws an id: each
-    row it inserts is joined to the lock's one row."""
-    from .events import Event  # events.py writes through this module
-
+def events_insert(using: str, rows: Sequence[Model]) -> list[int]:
+    """Event rows (unsaved ``Event`` instances); their ids, in row order. On PostgreSQL
+    the statement takes the event-ordering lock before it draws an id: each row it
+    inserts is joined to the lock's one row."""
     connection = connections[using]
+    fields = [rows[0]._meta.get_field(name) for name in EVENT_COLUMNS]
     columns = ", ".join(EVENT_COLUMNS)
-    values = [_prep(Event, using, {name: row[name] for name in EVENT_COLUMNS}) for row in rows]
+    values = [[f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
+              for row in rows]
     if connection.vendor == "postgresql":
         marks = ", ".join(f"({', '.join(['%s'] * (len(EVENT_COLUMNS) + 1))})" for _ in rows)
         sql = (f"WITH event_order AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s))"

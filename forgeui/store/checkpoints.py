@@ -9,8 +9,9 @@ the thread's row, which every save updates, stays small however long the convers
 load brings the head up to date from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
-row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
-rows it causes, announced on the channel layer after the commit. This module is the one
+row and the ``Run`` / ``Interrupt`` rows that mirror it (``rows``), sent as one batch of
+named statements (``models.queries``), then the inbox ``Event`` rows it causes, announced
+on the channel layer after the commit. This module is the one
 place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
 
 The protocol is async; the ORM is sync. Each async method runs its sync half through
