@@ -2,12 +2,12 @@
 
 Ids must become visible in id order: ``write_events`` serialises event writers until they
 commit (SQLite's write lock, held from a transaction's first write; an advisory lock on
-PostgreSQL, taken just before the insert). The checkpoint store writes its events inside
-the save; ``publish_on_commit`` writes a request's events in a short transaction of their
-own once the request's transaction has committed. Either way ``announce`` tells the
-listeners after the commit: the inbox registers its channel-layer broadcast when the app
-is ready, so the store and the services never import the inbox.
-"""
+PostgreSQL, taken by the insert itself before it draws an id: ``queries.events_insert``).
+The checkpoint store writes its events inside the save; ``publish_on_commit`` writes a
+request's events in a short transaction of their own once the request's transaction has
+committed. Either way ``announce`` tells the listeners after the commit: the inbox
+registers its channel-layer broadcast when the app is ready, so the store and the
+services never import the inbox."""
 
 from __future__ import annotations
 
@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, models, transaction
 from django.utils import timezone
 
+from . import queries
 from .runs import ID_LENGTH
-
-# Serialises event writers on PostgreSQL until they commit (an arbitrary, fixed key).
-EVENT_ORDER_LOCK = 0x666F726765  # "forge"
 
 logger = logging.getLogger(__name__)
 
@@ -93,23 +91,19 @@ def publish(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int
 
 
 def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> list[int]:
-    """Insert event rows as the last statements of the current transaction; their ids.
+    """Insert event rows as the last statement of the current transaction; their ids.
 
     Holds the ordering lock until that transaction ends, so no event with a smaller id
     can become visible after this one. Keep it last: the lock waits for other writers.
     """
     if not drafts:
         return []
-    if connections[using].vendor == "postgresql":
-        with connections[using].cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [EVENT_ORDER_LOCK])
     now = timezone.now()
-    rows = Event.objects.using(using).bulk_create([
+    return queries.events_insert(using, [
         Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
               interrupt_id=d.interrupt_id, data=d.data, created_at=now)
         for d in drafts
     ])
-    return [row.id for row in rows]
 
 
 # Called with each batch of committed event ids; the inbox app adds its broadcast.

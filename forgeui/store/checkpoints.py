@@ -9,8 +9,9 @@ the thread's row, which every save updates, stays small however long the convers
 load brings the head up to date from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
-row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
-rows it causes, announced on the channel layer after the commit. This module is the one
+row and the ``Run`` / ``Interrupt`` rows that mirror it (``rows``), sent as one batch of
+named statements (``models.queries``), then the inbox ``Event`` rows it causes, announced
+on the channel layer after the commit. This module is the one
 place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
 
 The protocol is async; the ORM is sync. Each async method runs its sync half through
@@ -33,13 +34,13 @@ from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
-from django.db.models import F
 
 from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
 
 from .. import models
+from ..models import queries
 from ..models.events import announce, write_events
-from .rows import sync_rows
+from .rows import mirror
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -134,19 +135,30 @@ class DjangoCheckpointStore(RecordStore):
         try:
             with transaction.atomic(using=self.using):
                 head = step.head if step.keeps_head else ""
-                seq = self._advance(cp, head)
-                kept_here = _writes_head(seq, head) and not _in_thread_row(head)
+                seq = self._position(cp)
+                whole = _writes_head(seq, head)
+                kept_here = whole and not _in_thread_row(head)
+                if cp.parent_id is None:
+                    writes = [queries.thread_insert(self.using, cp.thread_id, cp.id,
+                                                    _in_thread_row(head), 1 if head else 0)]
+                else:
+                    writes = [queries.thread_move(cp.thread_id, cp.parent_id, cp.id, seq,
+                                                  _in_thread_row(head) if whole else None)]
                 if kept_here:  # the thread keeps one head: the one it kept before goes
-                    self._checkpoints().filter(thread_id=cp.thread_id).exclude(
-                        head="").update(head="")
-                self._checkpoints().create(
-                    id=cp.id, thread_id=cp.thread_id, seq=seq, run_id=cp.run_id,
-                    parent_id=cp.parent_id or "", base_id=step.base_id or "",
-                    node=cp.node or "", status=cp.status, step=cp.step,
-                    created_at=datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    record=step.record, head=head if kept_here else "")
-                drafts = sync_rows(cp, self.using, step.was_pending,
-                                   run_exists=step.base_run_id == cp.run_id)
+                    writes.append(queries.kept_heads_clear(cp.thread_id))
+                writes.append(queries.checkpoint_insert(self.using, {
+                    "id": cp.id, "thread_id": cp.thread_id, "seq": seq, "run_id": cp.run_id,
+                    "parent_id": cp.parent_id or "", "base_id": step.base_id or "",
+                    "node": cp.node or "", "status": cp.status, "step": cp.step,
+                    "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
+                    "record": step.record, "head": head if kept_here else ""}))
+                rows = mirror(cp, self.using, step.was_pending,
+                              run_exists=step.base_run_id == cp.run_id)
+                touched = queries.write_all(self.using, writes + rows.writes)
+                if not touched[0]:
+                    raise CheckpointConflict(cp.thread_id, cp.parent_id,
+                                             self._latest_id(cp.thread_id))
+                drafts = rows.finish(touched[len(writes):])
                 if drafts:  # last: the event ordering lock waits for other writers
                     transaction.on_commit(partial(announce, write_events(drafts, self.using)),
                                           using=self.using)
@@ -157,29 +169,18 @@ class DjangoCheckpointStore(RecordStore):
             raise conflict from exc
         cp.position = (cp.id, seq)
 
-    def _advance(self, cp: Checkpoint, head: str) -> int:
-        """The compare-and-set: move the thread to ``cp``; the checkpoint's position."""
-        threads = models.Thread.objects.using(self.using)
+    def _position(self, cp: Checkpoint) -> int:
+        """Where ``cp`` goes in its thread: after its parent, whose position the executor
+        knows, or else reads (``CheckpointConflict`` if the parent is not the latest)."""
         if cp.parent_id is None:
-            with transaction.atomic(using=self.using):  # a savepoint: a lost race is ours
-                threads.create(thread_id=cp.thread_id, latest_checkpoint_id=cp.id, seq=1,
-                               head=_in_thread_row(head), head_seq=1 if head else 0)
             return 1
         known = cp.position
-        # When the parent's position is known, the update below proves it was the latest.
-        seq = int(known[1]) + 1 if known is not None and known[0] == cp.parent_id else None
-        whole = ({"head": _in_thread_row(head), "head_seq": seq}
-                 if seq and _writes_head(seq, head) else {})
-        moved = threads.filter(pk=cp.thread_id, latest_checkpoint_id=cp.parent_id,
-                               deleted=False).update(latest_checkpoint_id=cp.id,
-                                                     seq=F("seq") + 1, **whole)
-        if not moved:
-            raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+        if known is not None and known[0] == cp.parent_id:
+            return int(known[1]) + 1
+        seq = queries.thread_seq(self.using, cp.thread_id, cp.parent_id)
         if seq is None:
-            seq = int(threads.filter(pk=cp.thread_id).values_list("seq", flat=True).get())
-            if _writes_head(seq, head):
-                threads.filter(pk=cp.thread_id).update(head=_in_thread_row(head), head_seq=seq)
-        return seq
+            raise CheckpointConflict(cp.thread_id, cp.parent_id, self._latest_id(cp.thread_id))
+        return seq + 1
 
     def read_head(self, thread_id: str) -> StoredHead | None:
         row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)

@@ -8,20 +8,17 @@ back to pending.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.utils import timezone
 
 from runtime.checkpoint import Checkpoint
 
-from ..models import EventKind, Interrupt, InterruptStatus, Run, RunStatus
+from ..models import EventKind, Interrupt, InterruptStatus, RunStatus, queries
 from ..models import assignees as assignment  # the stored form of assignees
 from ..models.events import EventDraft
-
-# What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
-# when the row is made (a fork makes new run ids).
-RUN_UPDATE_FIELDS = ("status", "output", "error", "latest_checkpoint_id", "updated_at")
 
 
 def from_ms(value: Any, default: datetime) -> datetime:
@@ -31,52 +28,54 @@ def from_ms(value: Any, default: datetime) -> datetime:
     return default
 
 
-def sync_rows(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None,
-              run_exists: bool = False) -> list[EventDraft]:
-    """Mirror ``cp`` into its run's row and interrupt rows; return the events deserved.
-    ``was_pending``: the interrupts pending at the checkpoint ``cp`` follows, when known;
-    ``run_exists``: that checkpoint mirrored this same run, so its row is there. (A run
-    moved to running by an accepted answer or a recover was announced when it was
-    accepted, so a claim's save announces nothing.)"""
-    if not run_exists or not update_run(cp, using):
-        upsert_run(cp, using)
-    drafts = sync_interrupts(cp, using, was_pending)
-    if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
-        drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
-                                 data={"status": cp.status, "checkpoint_id": cp.id}))
-    return drafts
+class Mirror(NamedTuple):
+    """A save's writes to the run and interrupt rows (run in the save's batch, after its
+    own), and what makes the events deserved of how many rows each one touched."""
+
+    writes: list[queries.Write]
+    finish: Callable[[list[int]], list[EventDraft]]
+
+
+def mirror(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None,
+           run_exists: bool = False) -> Mirror:
+    """Mirror ``cp`` into its run's row and interrupt rows. ``was_pending``: the
+    interrupts pending at the checkpoint ``cp`` follows, when known; ``run_exists``: that
+    checkpoint mirrored this same run, so its row is there. (A run moved to running by an
+    accepted answer or a recover was announced when it was accepted, so a claim's save
+    announces nothing.)"""
+    interrupts = interrupt_writes(cp, using, was_pending)
+
+    def finish(touched: list[int]) -> list[EventDraft]:
+        if not touched[0]:  # the row was not there after all
+            queries.write_all(using, [run_write(cp, using, exists=False)])
+        drafts = interrupts.finish(touched[1:])
+        if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
+            drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
+                                     data={"status": cp.status, "checkpoint_id": cp.id}))
+        return drafts
+
+    return Mirror([run_write(cp, using, exists=run_exists), *interrupts.writes], finish)
 
 
 def root_of(cp: Checkpoint) -> str:
     return cp.root_thread_id or cp.thread_id
 
 
-def run_row(cp: Checkpoint) -> Run:
+def run_write(cp: Checkpoint, using: str, exists: bool) -> queries.Write:
+    """The run row's write for ``cp``: a move of the row when it is known to be there
+    (it touches nothing if it is not), else an upsert."""
     now = timezone.now()
+    moved = {"status": cp.status, "output": cp.output, "error": cp.error,
+             "latest_checkpoint_id": cp.id, "updated_at": now}
+    if exists:
+        return queries.run_move(using, cp.run_id, moved)
     started_by = cp.metadata.get("started_by")
-    # input, started_by and created_at keep the values of the run's first checkpoint.
-    return Run(
-        run_id=cp.run_id, thread_id=cp.thread_id, root_thread_id=root_of(cp),
-        parent_run_id=cp.parent_run_id, graph=cp.graph, namespace=cp.namespace,
-        sub_agent_id=cp.sub_agent_id or "", status=cp.status, input=run_input(cp),
-        output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
-        started_by_id=started_by if isinstance(started_by, int) else None,
-        created_at=from_ms(cp.created_at, now), updated_at=now,
-    )
-
-
-def update_run(cp: Checkpoint, using: str) -> bool:
-    """Move the run's row to ``cp`` (what a later checkpoint can change); False if the
-    row is not there."""
-    return bool(Run.objects.using(using).filter(pk=cp.run_id).update(
-        status=cp.status, output=cp.output, error=cp.error, latest_checkpoint_id=cp.id,
-        updated_at=timezone.now()))
-
-
-def upsert_run(cp: Checkpoint, using: str) -> None:
-    Run.objects.using(using).bulk_create(
-        [run_row(cp)], update_conflicts=True, unique_fields=["run_id"],
-        update_fields=list(RUN_UPDATE_FIELDS))
+    return queries.run_upsert(using, {
+        "run_id": cp.run_id, "thread_id": cp.thread_id, "root_thread_id": root_of(cp),
+        "parent_run_id": cp.parent_run_id, "graph": cp.graph, "namespace": cp.namespace,
+        "sub_agent_id": cp.sub_agent_id or "", "input": run_input(cp),
+        "started_by_id": started_by if isinstance(started_by, int) else None,
+        "created_at": from_ms(cp.created_at, now), **moved})
 
 
 def run_input(cp: Checkpoint) -> Any:
@@ -94,15 +93,15 @@ def ended(cp: Checkpoint) -> list[dict[str, Any]]:
     return cp.resolved
 
 
-def sync_interrupts(cp: Checkpoint, using: str,
-                    was_pending: frozenset[str] | None = None) -> list[EventDraft]:
+def interrupt_writes(cp: Checkpoint, using: str,
+                     was_pending: frozenset[str] | None = None) -> Mirror:
     """Create, move and close interrupt rows. What was pending before says which rows
     exist; when that is not known, the rows are read. A row a person already moved away
-    from pending stays as it is."""
+    from pending stays as it is; only a move away from pending is an event."""
     closing = ended(cp)
     pending = [i["id"] for i in cp.interrupts]
     if not pending and not closing:
-        return []
+        return Mirror([], lambda touched: [])
     rows = Interrupt.objects.using(using)
     if was_pending is None:
         ids = pending + [r["id"] for r in closing]
@@ -110,20 +109,45 @@ def sync_interrupts(cp: Checkpoint, using: str,
         known: frozenset[str] = frozenset(statuses)
     else:
         statuses, known = {}, was_pending
-    drafts = create_pending(cp, [i for i in cp.interrupts if i["id"] not in known], using)
+    writes: list[queries.Write] = []
+    new = [i for i in cp.interrupts if i["id"] not in known]
+    if new:
+        writes.append(queries.interrupts_insert(
+            using, [interrupt_row(cp, data, InterruptStatus.PENDING) for data in new]))
     # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
     # client sends back as expected_checkpoint_id. One with an accepted answer takes no
     # other answer, so its row keeps the checkpoint it was answered at.
     answered = cp.engine.answers
     still_pending = [i for i in pending if i in known and i not in answered]
     if still_pending:
-        rows.filter(pk__in=still_pending).update(checkpoint_id=cp.id)
+        writes.append(queries.interrupts_at(still_pending, cp.id))
+    closed: list[tuple[str, str]] = []
     for data in closing:
         if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:
             continue
-        exists = data["id"] in known or rows.filter(pk=data["id"]).exists()
-        drafts.extend(resolve(cp, data, exists=exists, using=using))
-    return drafts
+        status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
+                  else InterruptStatus.ANSWERED)
+        answered_at = from_ms(data.get("answered_at"), timezone.now())
+        if data["id"] in known or rows.filter(pk=data["id"]).exists():
+            writes.append(queries.interrupt_close(using, data["id"], status, answered_at))
+        else:
+            row = interrupt_row(cp, data, status)
+            row.answered_at = answered_at
+            writes.append(queries.interrupts_insert(using, [row]))
+        closed.append((data["id"], status))
+
+    def finish(touched: list[int]) -> list[EventDraft]:
+        drafts = [EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root_of(cp), data["id"])
+                  for data in new]
+        moves = touched[len(touched) - len(closed):]
+        for (interrupt_id, status), moved in zip(closed, moves, strict=True):
+            kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
+                    else EventKind.INTERRUPT_ANSWERED)
+            if moved:
+                drafts.append(EventDraft(kind, cp.run_id, root_of(cp), interrupt_id))
+        return drafts
+
+    return Mirror(writes, finish)
 
 
 def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrupt:
@@ -143,32 +167,3 @@ def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrup
         status=status, created_at=from_ms(data.get("created_at"), from_ms(cp.created_at, now)),
         deadline_at=from_ms(deadline, now) if deadline else None,
     )
-
-
-def create_pending(cp: Checkpoint, new: list[dict[str, Any]], using: str) -> list[EventDraft]:
-    if not new:
-        return []
-    Interrupt.objects.using(using).bulk_create(
-        [interrupt_row(cp, data, InterruptStatus.PENDING) for data in new],
-        ignore_conflicts=True,
-    )
-    return [EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root_of(cp), data["id"])
-            for data in new]
-
-
-def resolve(cp: Checkpoint, data: dict[str, Any], exists: bool, using: str) -> list[EventDraft]:
-    """Close an interrupt the runtime ended; only a move away from pending is an event."""
-    status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
-              else InterruptStatus.ANSWERED)
-    answered_at = from_ms(data.get("answered_at"), timezone.now())
-    if exists:
-        moved = Interrupt.objects.using(using).filter(
-            pk=data["id"], status=InterruptStatus.PENDING,
-        ).update(status=status, answered_at=answered_at)
-    else:
-        row = interrupt_row(cp, data, status)
-        row.answered_at = answered_at
-        moved = len(Interrupt.objects.using(using).bulk_create([row], ignore_conflicts=True))
-    kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
-            else EventKind.INTERRUPT_ANSWERED)
-    return [EventDraft(kind, cp.run_id, root_of(cp), data["id"])] if moved else []

@@ -26,8 +26,8 @@ from tests.forgeui.conftest import lines
 pytestmark = [pytest.mark.postgres,
               pytest.mark.django_db(transaction=True, databases=["postgres"])]
 
-# The statement that advances a thread: a save's first (forgeui.store).
-SAVE = 'UPDATE "forgeui_thread"'
+# The statement that advances a thread: in a save's first (forgeui.models.queries).
+SAVE = "UPDATE forgeui_thread SET latest_checkpoint_id"
 
 
 def terminate(pid: int) -> None:
@@ -44,7 +44,7 @@ def drop_connection_at_save(number: int) -> Callable[..., Any]:
     def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool,
                 context: dict[str, Any]) -> Any:
         nonlocal saves
-        if sql.startswith(SAVE):
+        if SAVE in sql:
             saves += 1
             if saves == number:
                 terminate(context["connection"].connection.info.backend_pid)

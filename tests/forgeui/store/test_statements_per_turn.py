@@ -18,8 +18,8 @@ from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor, NodeContext
 
 # Statements, at most, BEGIN and COMMIT included: (start to the first pause, one resumed
-# turn up to its pause). PostgreSQL takes the event-ordering lock as a statement.
-LIMITS = {"sqlite": (16, 20), "postgres": (18, 22)}
+# turn up to its pause). PostgreSQL sends each save's row writes as one statement.
+LIMITS = {"sqlite": (14, 20), "postgres": (9, 12)}
 # A turn commits the claim, the answered node's step and the next pause.
 COMMITS_PER_TURN = 3
 
