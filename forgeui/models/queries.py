@@ -22,6 +22,9 @@ from django.db.models import Model
 from .interrupts import Interrupt
 from .runs import Checkpoint, InterruptStatus, Run, Thread
 
+THREAD, CHECKPOINT, RUN = Thread._meta.db_table, Checkpoint._meta.db_table, Run._meta.db_table
+INTERRUPT = Interrupt._meta.db_table
+
 
 class Write(NamedTuple):
     """One data-modifying statement and its parameters (``%s`` placeholders)."""
@@ -56,7 +59,7 @@ def write_all(using: str, writes: Sequence[Write]) -> list[int]:
 def thread_seq(using: str, thread_id: str, latest_id: str) -> int | None:
     """The thread's position while ``latest_id`` is its latest checkpoint, else None."""
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT seq FROM forgeui_thread WHERE thread_id = %s"
+        cursor.execute(f"SELECT seq FROM {THREAD} WHERE thread_id = %s"
                        " AND latest_checkpoint_id = %s AND NOT deleted", [thread_id, latest_id])
         row = cursor.fetchone()
     return None if row is None else int(row[0])
@@ -67,7 +70,7 @@ def thread_insert(using: str, thread_id: str, latest_id: str, head: str,
     """A thread's first checkpoint; a taken thread id is an ``IntegrityError``."""
     params = _prep(Thread, using, {"thread_id": thread_id, "latest_checkpoint_id": latest_id,
                                    "head": head, "head_seq": head_seq, "deleted": False})
-    return Write("INSERT INTO forgeui_thread (thread_id, latest_checkpoint_id, seq, head,"
+    return Write(f"INSERT INTO {THREAD} (thread_id, latest_checkpoint_id, seq, head,"
                  " head_seq, deleted) VALUES (%s, %s, 1, %s, %s, %s)", params)
 
 
@@ -76,17 +79,17 @@ def thread_move(thread_id: str, parent_id: str, latest_id: str, seq: int,
     """The compare-and-set: touches the thread's row only while ``parent_id`` is its
     latest. ``head``: the head the row keeps from now on (None: the one it kept)."""
     if head is None:
-        return Write("UPDATE forgeui_thread SET latest_checkpoint_id = %s, seq = %s"
+        return Write(f"UPDATE {THREAD} SET latest_checkpoint_id = %s, seq = %s"
                      " WHERE thread_id = %s AND latest_checkpoint_id = %s AND NOT deleted",
                      [latest_id, seq, thread_id, parent_id])
-    return Write("UPDATE forgeui_thread SET latest_checkpoint_id = %s, seq = %s, head = %s,"
+    return Write(f"UPDATE {THREAD} SET latest_checkpoint_id = %s, seq = %s, head = %s,"
                  " head_seq = %s WHERE thread_id = %s AND latest_checkpoint_id = %s"
                  " AND NOT deleted", [latest_id, seq, head, seq, thread_id, parent_id])
 
 
 def kept_heads_clear(thread_id: str) -> Write:
     """The large head a thread's checkpoint row kept goes when a newer one is kept."""
-    return Write("UPDATE forgeui_checkpoint SET head = '' WHERE thread_id = %s"
+    return Write(f"UPDATE {CHECKPOINT} SET head = '' WHERE thread_id = %s"
                  " AND head <> ''", [thread_id])
 
 
@@ -97,7 +100,7 @@ CHECKPOINT_COLUMNS = ("id", "thread_id", "seq", "run_id", "parent_id", "base_id"
 def checkpoint_insert(using: str, values: dict[str, Any]) -> Write:
     """One checkpoint row; ``values`` has every one of ``CHECKPOINT_COLUMNS``."""
     params = _prep(Checkpoint, using, {name: values[name] for name in CHECKPOINT_COLUMNS})
-    return Write(f"INSERT INTO forgeui_checkpoint ({', '.join(CHECKPOINT_COLUMNS)})"
+    return Write(f"INSERT INTO {CHECKPOINT} ({', '.join(CHECKPOINT_COLUMNS)})"
                  f" VALUES ({', '.join(['%s'] * len(CHECKPOINT_COLUMNS))})", params)
 
 
@@ -114,14 +117,14 @@ def run_move(using: str, run_id: str, moved: dict[str, Any]) -> Write:
     """Move an existing run row; touches nothing if the row is not there."""
     params = _prep(Run, using, {name: moved[name] for name in RUN_MOVED})
     sets = ", ".join(f"{name} = %s" for name in RUN_MOVED)
-    return Write(f"UPDATE forgeui_run SET {sets} WHERE run_id = %s", [*params, run_id])
+    return Write(f"UPDATE {RUN} SET {sets} WHERE run_id = %s", [*params, run_id])
 
 
 def run_upsert(using: str, values: dict[str, Any]) -> Write:
     """Make the run's row, or move it if it is there."""
     params = _prep(Run, using, {name: values[name] for name in RUN_COLUMNS})
     sets = ", ".join(f"{name} = excluded.{name}" for name in RUN_MOVED)
-    return Write(f"INSERT INTO forgeui_run ({', '.join(RUN_COLUMNS)})"
+    return Write(f"INSERT INTO {RUN} ({', '.join(RUN_COLUMNS)})"
                  f" VALUES ({', '.join(['%s'] * len(RUN_COLUMNS))})"
                  f" ON CONFLICT (run_id) DO UPDATE SET {sets}", params)
 
@@ -134,21 +137,21 @@ def interrupts_insert(using: str, rows: Sequence[Interrupt]) -> Write:
     values = ", ".join(f"({', '.join(['%s'] * len(fields))})" for _ in rows)
     params = [f.get_db_prep_save(getattr(row, f.attname), connection)
               for row in rows for f in fields]
-    return Write(f"INSERT INTO forgeui_interrupt ({columns}) VALUES {values}"
+    return Write(f"INSERT INTO {INTERRUPT} ({columns}) VALUES {values}"
                  " ON CONFLICT (id) DO NOTHING", params)
 
 
 def interrupts_at(ids: Sequence[str], checkpoint_id: str) -> Write:
     """Pending interrupts are answered against the run's latest checkpoint."""
     marks = ", ".join(["%s"] * len(ids))
-    return Write(f"UPDATE forgeui_interrupt SET checkpoint_id = %s WHERE id IN ({marks})",
+    return Write(f"UPDATE {INTERRUPT} SET checkpoint_id = %s WHERE id IN ({marks})",
                  [checkpoint_id, *ids])
 
 
 def interrupt_close(using: str, interrupt_id: str, status: str, answered_at: datetime) -> Write:
     """Close a pending interrupt; touches nothing if it is no longer pending."""
     params = _prep(Interrupt, using, {"status": status, "answered_at": answered_at})
-    return Write("UPDATE forgeui_interrupt SET status = %s, answered_at = %s"
+    return Write(f"UPDATE {INTERRUPT} SET status = %s, answered_at = %s"
                  " WHERE id = %s AND status = %s",
                  [*params, interrupt_id, InterruptStatus.PENDING.value])
 
@@ -163,6 +166,7 @@ def events_insert(using: str, rows: Sequence[Model]) -> list[int]:
     the statement takes the event-ordering lock before it draws an id: each row it
     inserts is joined to the lock's one row."""
     connection = connections[using]
+    table = rows[0]._meta.db_table  # Event's: that module imports this one
     fields = [rows[0]._meta.get_field(name) for name in EVENT_COLUMNS]
     columns = ", ".join(EVENT_COLUMNS)
     values = [[f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
@@ -170,13 +174,13 @@ def events_insert(using: str, rows: Sequence[Model]) -> list[int]:
     if connection.vendor == "postgresql":
         marks = ", ".join(f"({', '.join(['%s'] * (len(EVENT_COLUMNS) + 1))})" for _ in rows)
         sql = (f"WITH event_order AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s))"
-               f" INSERT INTO forgeui_event ({columns}) SELECT {columns}"
+               f" INSERT INTO {table} ({columns}) SELECT {columns}"
                f" FROM event_order, (VALUES {marks}) AS v(n, {columns}) ORDER BY n"
                f" RETURNING id")
         params = [EVENT_ORDER_LOCK, *(p for n, row in enumerate(values) for p in (n, *row))]
     else:  # one writer at a time already: the database's write lock
         marks = ", ".join(f"({', '.join(['%s'] * len(EVENT_COLUMNS))})" for _ in rows)
-        sql = f"INSERT INTO forgeui_event ({columns}) VALUES {marks} RETURNING id"
+        sql = f"INSERT INTO {table} ({columns}) VALUES {marks} RETURNING id"
         params = [p for row in values for p in row]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
