@@ -156,11 +156,13 @@ def copy_database(source: Path, target: Path) -> None:
 
 
 @contextmanager
-def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterator[LiveServer]:
+def serve(folder: Path, seeded: Seed | None = None, proxy_headers: bool = False,
+          **extra_env: str) -> Iterator[LiveServer]:
     """A fresh forge (database, demo users, API tokens) under daphne on a free port.
 
     With ``seeded`` the database starts as a copy of that one, which skips the migrations
     and the accounts: what each module's server costs is then daphne's start alone.
+    ``proxy_headers`` runs daphne as production behind a proxy does (``--proxy-headers``).
     """
     port = free_port()
     env = server_env(folder, **extra_env)
@@ -170,8 +172,9 @@ def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterato
         copy_database(seeded.database, folder / "forge.sqlite3")
     with (folder / "daphne.log").open("wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
+            [sys.executable, "-m", "daphne", *(["--proxy-headers"] if proxy_headers else []),
+             "-b", "127.0.0.1", "-p", str(port), "forgeui.asgi:application"],
+            cwd=ROOT, env=env, stdout=log,
             stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -184,12 +187,6 @@ def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterato
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-
-
-@pytest.fixture(scope="session")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seed:
-    """One seeded database per test session (per xdist worker), copied for each server."""
-    return seed(tmp_path_factory.mktemp("seed"))
 
 
 # Module scope: the sync Playwright API keeps an event loop running in this thread until
