@@ -15,7 +15,7 @@ from tests.e2e.conftest import (
     Seed,
     copy_database,
     free_port,
-    manage,
+    manage_all,
     server_env,
     wait_until_up,
 )
@@ -58,10 +58,8 @@ AGENTS = ("bot", "other")
 def with_agents(seeded: Seed, folder: Path) -> Seed:
     """A copy of ``seeded`` in ``folder`` that also holds a token for each of ``AGENTS``."""
     copy_database(seeded.database, folder / "forge.sqlite3")
-    env = server_env(folder)
-    tokens = dict(seeded.tokens)
-    for agent in AGENTS:
-        tokens[agent] = manage(env, "create_token", "--agent", agent).strip()
+    made = manage_all(server_env(folder), *(("create_token", "--agent", a) for a in AGENTS))
+    tokens = {**seeded.tokens, **{a: t.strip() for a, t in zip(AGENTS, made, strict=True)}}
     return Seed(folder / "forge.sqlite3", tokens)
 
 
