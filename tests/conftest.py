@@ -12,9 +12,13 @@ import functools
 import os
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Seed
 
 SERVICES = ("postgres", "redis")
 REDIS = ("127.0.0.1", 6379)
@@ -98,6 +102,15 @@ def _require_services(request: pytest.FixtureRequest) -> None:
     for name in SERVICES:
         if request.node.get_closest_marker(name):
             require_service(name)
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seed:
+    """One migrated database with the demo users and their tokens per session (per xdist
+    worker), copied for each live server (``tests.e2e.conftest.serve``) that needs one."""
+    from tests.e2e.conftest import seed
+
+    return seed(tmp_path_factory.mktemp("seed"))
 
 
 @pytest.fixture

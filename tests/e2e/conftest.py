@@ -1,10 +1,11 @@
 """A live forge for the browser tests: daphne on a free port, a SQLite file, demo users.
 
 The server runs the embedded settings (``forgeui.settings``: in-memory channel layer and
-in-process tasks, both fine since daphne is one process) in a subprocess, exactly as
-``make run`` does, so the browser meets the real ASGI stack: origin checks, sessions,
-the websocket consumer and the task pool. Chromium is Debian's ``/usr/bin/chromium``;
-when it is missing the tests are skipped, except under ``CI=true``, where they fail.
+in-process tasks, both fine since daphne is one process) in a subprocess, as ``make run``
+does but with a fast password hash (``tests.live_settings``), so the browser meets the
+real ASGI stack: origin checks, sessions, the websocket consumer and the task pool.
+Chromium is Debian's ``/usr/bin/chromium``; when it is missing the tests are skipped,
+except under ``CI=true``, where they fail.
 """
 
 from __future__ import annotations
@@ -95,6 +96,21 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+def manage_all(env: dict[str, str], *commands: tuple[str, ...]) -> list[str]:
+    """Several ``manage.py`` commands in one process, so Django starts once; each one's
+    output, in order."""
+    script = ("import io, json\n"
+              "from django.core.management import call_command\n"
+              "outs = []\n"
+              f"for args in json.loads({json.dumps(json.dumps(commands))}):\n"
+              "    out = io.StringIO()\n"
+              "    call_command(*args, stdout=out)\n"
+              "    outs.append(out.getvalue())\n"
+              "print(json.dumps(outs))\n")
+    found: list[str] = json.loads(manage(env, "shell", "-c", script).strip().splitlines()[-1])
+    return found
+
+
 def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,7 +135,7 @@ class Seed:
 def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
     """The environment of a forge serving the SQLite file in ``folder``, as ``make run``."""
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", PYTHONPATH=str(ROOT),
+    env.update(DJANGO_SETTINGS_MODULE="tests.live_settings", PYTHONPATH=str(ROOT),
                DATABASE_URL=f"sqlite:///{folder / 'forge.sqlite3'}", DEBUG="1",
                ALLOWED_HOSTS="127.0.0.1,localhost", PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
                # The demo graphs, one that pauses with whatever payload its input holds, and
@@ -143,9 +159,9 @@ def server_env(folder: Path, **extra_env: str) -> dict[str, str]:
 def seed(folder: Path, **extra_env: str) -> Seed:
     """Migrate a fresh database in ``folder`` and add the demo users and their tokens."""
     env = server_env(folder, **extra_env)
-    manage(env, "migrate", "--verbosity", "0")
-    manage(env, "demo", "--no-runs")
-    tokens = {name: manage(env, "create_token", name).strip() for name in PASSWORDS}
+    _, _, *made = manage_all(env, ("migrate", "--verbosity", "0"), ("demo", "--no-runs"),
+                             *(("create_token", name) for name in PASSWORDS))
+    tokens = {name: token.strip() for name, token in zip(PASSWORDS, made, strict=True)}
     return Seed(folder / "forge.sqlite3", tokens)
 
 
@@ -156,11 +172,13 @@ def copy_database(source: Path, target: Path) -> None:
 
 
 @contextmanager
-def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterator[LiveServer]:
+def serve(folder: Path, seeded: Seed | None = None, proxy_headers: bool = False,
+          **extra_env: str) -> Iterator[LiveServer]:
     """A fresh forge (database, demo users, API tokens) under daphne on a free port.
 
     With ``seeded`` the database starts as a copy of that one, which skips the migrations
     and the accounts: what each module's server costs is then daphne's start alone.
+    ``proxy_headers`` runs daphne as production behind a proxy does (``--proxy-headers``).
     """
     port = free_port()
     env = server_env(folder, **extra_env)
@@ -170,8 +188,9 @@ def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterato
         copy_database(seeded.database, folder / "forge.sqlite3")
     with (folder / "daphne.log").open("wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
+            [sys.executable, "-m", "daphne", *(["--proxy-headers"] if proxy_headers else []),
+             "-b", "127.0.0.1", "-p", str(port), "forgeui.asgi:application"],
+            cwd=ROOT, env=env, stdout=log,
             stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -184,12 +203,6 @@ def serve(folder: Path, seeded: Seed | None = None, **extra_env: str) -> Iterato
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-
-
-@pytest.fixture(scope="session")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seed:
-    """One seeded database per test session (per xdist worker), copied for each server."""
-    return seed(tmp_path_factory.mktemp("seed"))
 
 
 # Module scope: the sync Playwright API keeps an event loop running in this thread until

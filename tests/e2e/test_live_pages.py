@@ -18,17 +18,17 @@ from playwright.sync_api import expect
 
 from forgeui.demo.graphs import GRAPHS
 
-from .conftest import LiveServer, Login, serve
+from .conftest import LiveServer, Login, Seed, serve
 
 SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 LIVE_MS = 10_000
 
 
 @pytest.fixture(scope="module")
-def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def forge(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[LiveServer]:
     graphs = json.dumps({**GRAPHS, "chat": "tests.forgeui.graphs:chat",
                          "blocking": "tests.forgeui.graphs:blocking"})
-    with serve(tmp_path_factory.mktemp("live"), FORGE_GRAPHS=graphs) as server:
+    with serve(tmp_path_factory.mktemp("live"), seeded, FORGE_GRAPHS=graphs) as server:
         yield server
 
 

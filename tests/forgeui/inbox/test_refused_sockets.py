@@ -20,7 +20,7 @@ import pytest
 import redis
 import websockets
 
-from tests.e2e.conftest import LiveServer, manage, serve
+from tests.e2e.conftest import LiveServer, Seed, manage, serve
 from tests.forgeui.cluster import SESSION, wait_until
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
@@ -76,10 +76,10 @@ class Refusals:
 
 
 @pytest.fixture(scope="module")
-def refusals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Refusals]:
+def refusals(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[Refusals]:
     prefix = f"forge-test-{uuid.uuid4().hex[:12]}"
     folder = tmp_path_factory.mktemp("refused")
-    with serve(folder, REDIS_URL=REDIS_URL, CHANNEL_LAYER_PREFIX=prefix,
+    with serve(folder, seeded, REDIS_URL=REDIS_URL, CHANNEL_LAYER_PREFIX=prefix,
                LOG_LEVEL="INFO") as live:
         cookie = manage(live.env, "shell", "-c", SESSION).split()[-1]
         found = Refusals(live, cookie, prefix, folder / "daphne.log")

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import ROOT, free_port, manage, serve, wait_until_up
+from tests.e2e.conftest import (
+    ROOT,
+    Seed,
+    copy_database,
+    free_port,
+    manage_all,
+    server_env,
+    wait_until_up,
+)
 
 
 @dataclass
@@ -44,16 +52,24 @@ class Forge:
             self.process = None
 
 
+AGENTS = ("bot", "other")
+
+
+def with_agents(seeded: Seed, folder: Path) -> Seed:
+    """A copy of ``seeded`` in ``folder`` that also holds a token for each of ``AGENTS``."""
+    copy_database(seeded.database, folder / "forge.sqlite3")
+    made = manage_all(server_env(folder), *(("create_token", "--agent", a) for a in AGENTS))
+    tokens = {**seeded.tokens, **{a: t.strip() for a, t in zip(AGENTS, made, strict=True)}}
+    return Seed(folder / "forge.sqlite3", tokens)
+
+
 @contextmanager
-def forge(folder: Path, agents: tuple[str, ...] = ("bot", "other"),
-          **extra_env: str) -> Iterator[Forge]:
-    """``serve``'s database, users and tokens, plus agent tokens, under a daphne of our own."""
-    with serve(folder, **extra_env) as first:
-        env, tokens = dict(first.env), dict(first.tokens)
-    for agent in agents:
-        tokens[agent] = manage(env, "create_token", "--agent", agent).strip()
+def forge(folder: Path, seeded: Seed, **extra_env: str) -> Iterator[Forge]:
+    """A copy of ``seeded`` (``with_agents``'s) under a daphne of our own."""
+    copy_database(seeded.database, folder / "forge.sqlite3")
     port = free_port()
-    live = Forge(f"http://127.0.0.1:{port}", env, tokens, folder, port)
+    live = Forge(f"http://127.0.0.1:{port}", server_env(folder, **extra_env),
+                 dict(seeded.tokens), folder, port)
     live.start()
     try:
         yield live

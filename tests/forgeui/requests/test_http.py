@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from forgeui.client import ForgeClient
+from tests.e2e.conftest import Seed
 from tests.forgeui.requests.live import Forge, ask, forge
 
 pytestmark = pytest.mark.slow
@@ -26,8 +27,8 @@ DIFF_ARGS = {"path": "notes.txt", "old": "hello\n", "new": "hello world\n"}
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
-    with forge(tmp_path_factory.mktemp("requests"), FORGE_SWEEP_SECONDS="0.3",
+def live(tmp_path_factory: pytest.TempPathFactory, agents_seeded: Seed) -> Iterator[Forge]:
+    with forge(tmp_path_factory.mktemp("requests"), agents_seeded, FORGE_SWEEP_SECONDS="0.3",
                FORGE_REQUESTS_APPROVE_ON_DEADLINE="trusted") as server:
         yield server
 
@@ -239,10 +240,10 @@ def wait_for_request(live: Forge, action: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def inside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+def inside(tmp_path_factory: pytest.TempPathFactory, agents_seeded: Seed) -> Iterator[Forge]:
     """A forge that may call back to this machine (a receiver inside the network)."""
-    with forge(tmp_path_factory.mktemp("inside"), FORGE_WEBHOOK_ALLOW_PRIVATE="1",
-               FORGE_SWEEP_SECONDS="0.3") as server:
+    with forge(tmp_path_factory.mktemp("inside"), agents_seeded,
+               FORGE_WEBHOOK_ALLOW_PRIVATE="1", FORGE_SWEEP_SECONDS="0.3") as server:
         yield server
 
 

@@ -21,15 +21,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
-from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import ROOT, Seed
 from tests.forgeui.requests.live import Forge, forge
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
-    with forge(tmp_path_factory.mktemp("mcp"), FORGE_MCP_PROGRESS_SECONDS="0.5") as server:
+def live(tmp_path_factory: pytest.TempPathFactory, agents_seeded: Seed) -> Iterator[Forge]:
+    with forge(tmp_path_factory.mktemp("mcp"), agents_seeded,
+               FORGE_MCP_PROGRESS_SECONDS="0.5") as server:
         yield server
 
 

@@ -5,25 +5,12 @@ passwords lock out only the stranger, never the person at their own address."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.conftest import (
-    PASSWORDS,
-    ROOT,
-    Seed,
-    copy_database,
-    free_port,
-    seed,
-    server_env,
-    wait_until_up,
-)
+from tests.e2e.conftest import PASSWORDS, Seed, serve
 
 pytestmark = pytest.mark.slow
 LIMIT = 5  # FORGE_LOGIN_FAILURE_LIMIT's default, which the servers here run with
@@ -31,48 +18,20 @@ CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 PROXY = "203.0.113.1"  # what a trusted proxy appends: the address it was called from
 
 
-@contextmanager
-def proxied(folder: Path, seeded: Seed, **extra_env: str) -> Iterator[str]:
-    """daphne with ``--proxy-headers`` on a copy of ``seeded``; its URL."""
-    port = free_port()
-    env = server_env(folder, FORGE_LOGIN_FAILURE_LIMIT=str(LIMIT), **extra_env)
-    copy_database(seeded.database, folder / "forge.sqlite3")
-    with (folder / "daphne.log").open("wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "--proxy-headers", "-b", "127.0.0.1", "-p",
-             str(port), "forgeui.asgi:application"], cwd=ROOT, env=env, stdout=log,
-            stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_until_up(url, server)
-            yield url
-        finally:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+@pytest.fixture(scope="module")
+def behind_proxy(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[str]:
+    """A forge told it sits behind one proxy, under ``daphne --proxy-headers``."""
+    with serve(tmp_path_factory.mktemp("one-proxy"), seeded, proxy_headers=True,
+               FORGE_LOGIN_FAILURE_LIMIT=str(LIMIT), FORGE_TRUSTED_PROXIES="1") as live:
+        yield live.url
 
 
 @pytest.fixture(scope="module")
-def seeded_forge(tmp_path_factory: pytest.TempPathFactory) -> Seed:
-    return seed(tmp_path_factory.mktemp("throttle-seed"))
-
-
-@pytest.fixture(scope="module")
-def behind_proxy(tmp_path_factory: pytest.TempPathFactory, seeded_forge: Seed) -> Iterator[str]:
-    """A forge told it sits behind one proxy."""
-    with proxied(tmp_path_factory.mktemp("one-proxy"), seeded_forge,
-                 FORGE_TRUSTED_PROXIES="1") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def no_proxy(tmp_path_factory: pytest.TempPathFactory, seeded_forge: Seed) -> Iterator[str]:
-    """A forge with the default: no proxy is trusted."""
-    with proxied(tmp_path_factory.mktemp("no-proxy"), seeded_forge) as url:
-        yield url
+def no_proxy(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[str]:
+    """A forge with the default, no proxy trusted, under ``daphne --proxy-headers``."""
+    with serve(tmp_path_factory.mktemp("no-proxy"), seeded, proxy_headers=True,
+               FORGE_LOGIN_FAILURE_LIMIT=str(LIMIT)) as live:
+        yield live.url
 
 
 def log_in(url: str, username: str, password: str, forwarded: str | None = None) -> int:
