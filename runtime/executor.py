@@ -69,6 +69,9 @@ class DurableExecutor:
     a lone sync node runs on the store's thread, between its step's saves.
     """
 
+    # What ``fork`` can change at the copy: a paused node's input, and pre-filled answers.
+    fork_edits: tuple[str, ...] = ("inputs", "answers")
+
     def __init__(
         self,
         nodes: Sequence[tuple[str, Any]],

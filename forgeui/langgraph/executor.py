@@ -41,7 +41,7 @@ class LangGraphExecutor:
     input_schema = None  # LangGraph validates its own input
     # A fork asks its interrupts anew (new task ids), so no pre-filled answer can name the
     # copy's; an edited input is LangGraph's own ``update_state`` on the copy.
-    fork_edits = ("inputs",)
+    fork_edits: tuple[str, ...] = ("inputs",)
 
     def __init__(self, name: str, graph: Pregel) -> None:
         self.name = name

@@ -644,9 +644,8 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     latest = _latest(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    allowed = getattr(executor, "fork_edits", ("inputs", "answers"))
     for name, changes in (("inputs", inputs), ("answers", answers)):
-        if changes and name not in allowed:
+        if changes and name not in executor.fork_edits:
             raise InvalidRequest(f"this graph's forks take no pre-filled {name}: fork, then "
                                  f"answer the copy", loc=["body", name])
     edits = _fork_edits(user, executor, source, inputs or {}, answers or {})

@@ -103,7 +103,7 @@ def fork_edits(root: RunNode) -> tuple[str, ...]:
         executor = registry.executor_for(root.run.graph)
     except ForgeUIError:
         return ()
-    return tuple(getattr(executor, "fork_edits", ("inputs", "answers")))
+    return executor.fork_edits
 
 
 def drawing(root: RunNode) -> tuple[str, str]:
