@@ -37,6 +37,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]
 PASSWORDS = {"reviewer": "forge-reviewer", "supervisor": "forge-supervisor",
              "auditor": "forge-auditor", "admin": "forge-admin"}
+# The two sizes every page must work at: a laptop and a phone.
+SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
 # The site's approval policies: two of three named people sign off a signoff run.
 POLICIES = {"four-eyes": {"nodes": ["signoff/sign"], "approvals": 2,
                           "users": ["reviewer", "supervisor", "admin"]}}
@@ -111,17 +113,19 @@ def manage_all(env: dict[str, str], *commands: tuple[str, ...]) -> list[str]:
     return found
 
 
-def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 60,
+                  probe: str = "/api/health", name: str = "daphne") -> None:
+    """Wait until ``url + probe`` answers; fail at once if ``server`` (``name``) exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"daphne exited with {server.returncode}")
+            raise RuntimeError(f"{name} exited with {server.returncode}")
         try:
-            with urllib.request.urlopen(url + "/api/health", timeout=1):
+            with urllib.request.urlopen(url + probe, timeout=2):
                 return
         except (OSError, urllib.error.URLError):
             time.sleep(0.1)
-    raise RuntimeError("daphne did not come up")
+    raise RuntimeError(f"{name} did not come up")
 
 
 @dataclass(frozen=True)
@@ -197,12 +201,17 @@ def serve(folder: Path, seeded: Seed | None = None, proxy_headers: bool = False,
             wait_until_up(url, server)
             yield LiveServer(url, env, seeded.tokens)
         finally:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_process(server)
+
+
+def stop_process(process: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """SIGTERM, and SIGKILL after ``grace`` seconds if it is still there."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 # Module scope: the sync Playwright API keeps an event loop running in this thread until
@@ -231,9 +240,11 @@ def browser() -> Iterator[Any]:
 
 
 def log_in(browser: Any, server: LiveServer, who: str, path: str = "/",
-           live: bool = True) -> Any:
-    """A fresh browser context (its own cookies), logged in as ``who``, at ``path``."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+           live: bool = True, viewport: dict[str, int] | None = None,
+           bypass_csp: bool = False) -> Any:
+    """A fresh browser context (its own cookies), logged in as ``who``, at ``path``.
+    ``bypass_csp`` lets axe's script tag in (``test_accessibility.check``)."""
+    context = browser.new_context(viewport=viewport or SIZES[0], bypass_csp=bypass_csp)
     context.set_default_timeout(20_000)  # a loaded machine is slow, not broken
     page = context.new_page()
     page.goto(f"{server.url}/accounts/login/?next={path}")
@@ -247,6 +258,20 @@ def log_in(browser: Any, server: LiveServer, who: str, path: str = "/",
 
 
 Login = Callable[..., Any]
+
+
+@pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])
+def size(request: pytest.FixtureRequest) -> dict[str, int]:
+    """Each test that takes it runs at both sizes every page must work at."""
+    return dict(request.param)
+
+
+@pytest.fixture
+def sized_reviewer(browser: Any, forge: LiveServer, size: dict[str, int]) -> Iterator[Any]:
+    """The reviewer logged in at ``size``, on the inbox, ready for ``check``."""
+    page = log_in(browser, forge, "reviewer", live=False, viewport=size, bypass_csp=True)
+    yield page
+    page.context.close()
 
 
 @pytest.fixture

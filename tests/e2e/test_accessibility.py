@@ -18,7 +18,6 @@ import pytest
 from .conftest import PASSWORDS, LiveServer, manage
 
 AXE = Path(__file__).parent / "vendor" / "axe-4.14.1.min.js"
-SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
 RUN_AXE = """async () => {
     const found = await axe.run(document, {resultTypes: ["violations"]});
     return found.violations.filter(v => ["serious", "critical"].includes(v.impact))
@@ -106,11 +105,6 @@ def expired(forge: LiveServer) -> tuple[dict[str, Any], dict[str, Any]]:
         if forge.api("GET", f"/api/interrupts/{defaulted['id']}")["status"] == "answered":
             return overdue, defaulted
     raise AssertionError("the deadline sweep never answered the interrupt with its default")
-
-
-@pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])
-def size(request: pytest.FixtureRequest) -> dict[str, int]:
-    return dict(request.param)
 
 
 def check(page: Any, where: str) -> list[str]:

@@ -11,19 +11,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
 from .conftest import PASSWORDS, LiveServer, Login
 from .test_accessibility import check
 
-SIZES = [{"width": 1440, "height": 900}, {"width": 390, "height": 844}]
 LIVE_MS = 5000
-
-
-@pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])
-def size(request: pytest.FixtureRequest) -> dict[str, int]:
-    return dict(request.param)
 
 
 def paused(forge: LiveServer, ledger: Path, version: str) -> dict[str, Any]:

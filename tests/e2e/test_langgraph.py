@@ -4,14 +4,12 @@ reviewer answers them there, a plain question and a HITL middleware review alike
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
-from .conftest import PASSWORDS, LiveServer, Login
-from .test_accessibility import SIZES, check
+from .conftest import LiveServer, Login
+from .test_accessibility import check
 
 MAIL = {"to": "dana@example.com", "body": "the report", "outcome": ""}
 
@@ -45,31 +43,11 @@ def test_a_langgraph_interrupt_arrives_live_and_is_answered_in_the_browser(
     assert pending[0]["payload"] == {"question": "pay True?"}  # interrupt() returned True
 
 
-@pytest.fixture(params=SIZES, ids=["1440x900", "390x844"])
-def size(request: pytest.FixtureRequest) -> dict[str, int]:
-    return dict(request.param)
-
-
-@pytest.fixture
-def reviewer(browser: Any, forge: LiveServer, size: dict[str, int]) -> Iterator[Any]:
-    # The page's CSP forbids inline scripts, axe's tag included: tests only bypass it.
-    context = browser.new_context(viewport=size, bypass_csp=True)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    page.goto(f"{forge.url}/accounts/login/?next=/")
-    page.fill("#id_username", "reviewer")
-    page.fill("#id_password", PASSWORDS["reviewer"])
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{forge.url}/")
-    yield page
-    context.close()
-
-
 def test_a_middleware_review_is_decided_call_by_call(
-        forge: LiveServer, reviewer: Any, size: dict[str, int]) -> None:
+        forge: LiveServer, sized_reviewer: Any, size: dict[str, int]) -> None:
     started = forge.api("POST", "/api/runs", {"graph": "lg_middleware", "input": MAIL})
     [pending] = forge.pending(started["thread_id"], at_least=1)
-    page = reviewer
+    page = sized_reviewer
     page.goto(f"{forge.url}/interrupts/{pending['id']}/")
     expect(page.locator(".asker")).to_contain_text("Proposed by node tools")
     assert page.locator("input[name=decision-1][value=edit]").count() == 0

@@ -14,9 +14,6 @@ import secrets
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -28,8 +25,18 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import expect
 
-from .conftest import PASSWORDS, ROOT, LiveServer, Seed, free_port, serve
-from .test_accessibility import SIZES, check
+from .conftest import (
+    PASSWORDS,
+    ROOT,
+    SIZES,
+    LiveServer,
+    Seed,
+    free_port,
+    serve,
+    stop_process,
+    wait_until_up,
+)
+from .test_accessibility import check
 
 CLIENT_ID = "forge-e2e"
 ROLES = {"payments": "reviewer", "compliance": "auditor"}
@@ -59,19 +66,6 @@ def rsa_key_pem() -> str:
                              serialization.NoEncryption()).decode()
 
 
-def wait_for(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the provider exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (OSError, urllib.error.URLError):
-            time.sleep(0.2)
-    raise RuntimeError("the provider did not come up")
-
-
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     folder = tmp_path_factory.mktemp("idp")
@@ -91,15 +85,11 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
             [sys.executable, "-m", "django", "runserver", f"127.0.0.1:{port}", "--noreload"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_for(f"{issuer}/.well-known/openid-configuration", process)
+            wait_until_up(issuer, process, probe="/.well-known/openid-configuration",
+                          name="the provider")
             yield Provider(issuer, env, secrets.token_urlsafe(24))
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
 
 
 @pytest.fixture(scope="module")

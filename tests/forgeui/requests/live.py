@@ -17,6 +17,7 @@ from tests.e2e.conftest import (
     free_port,
     manage_all,
     server_env,
+    stop_process,
     wait_until_up,
 )
 
@@ -43,12 +44,7 @@ class Forge:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+            stop_process(self.process)
             self.process = None
 
 
