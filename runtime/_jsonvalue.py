@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterable
 from typing import Any
 
 try:  # several times faster than the standard library at writing JSON
@@ -80,50 +79,6 @@ def json_text(value: Any) -> bytes:
         except TypeError:  # orjson.JSONEncodeError: e.g. integers past 64 bits
             pass
     return dumps(value).encode()
-
-
-class KnownTexts:
-    """The JSON texts of values a checkpoint holds and nothing changes in place (its
-    tasks' inputs and outputs), each taken once: they tell whether a node changed the
-    input it was lent, and the head is written around them."""
-
-    def __init__(self) -> None:
-        # By id, with the value kept alive so that its id stays its own.
-        self._texts: dict[int, tuple[Any, bytes]] = {}
-
-    def of(self, value: Any) -> bytes:
-        known = self._texts.get(id(value))
-        if known is not None and known[0] is value:
-            return known[1]
-        text = json_text(value)
-        self._texts[id(value)] = (value, text)
-        return text
-
-    def large(self, value: Any) -> bool:
-        """Is ``value`` a container whose text is longer than ``SMALL_TEXT``?"""
-        return isinstance(value, dict | list) and len(self.of(value)) > SMALL_TEXT
-
-    def framed(self, value: Any) -> Any:
-        """``value`` to write into a larger text: its known text, when it is large and
-        orjson can splice it in (``dumps_framed``); else itself."""
-        if orjson is None or not self.large(value):
-            return value
-        return orjson.Fragment(self._texts[id(value)][1])  # taken by large()
-
-    def keep_only(self, values: Iterable[Any]) -> None:
-        kept = {id(value) for value in values}
-        self._texts = {key: known for key, known in self._texts.items() if key in kept}
-
-
-def dumps_framed(value: Any) -> str | None:
-    """``dumps_proven`` of a value holding ``KnownTexts.framed`` parts; None when orjson
-    cannot write it (the caller then writes the value itself)."""
-    if orjson is not None:
-        try:
-            return orjson.dumps(value).decode()
-        except TypeError:  # orjson.JSONEncodeError: e.g. integers past 64 bits
-            pass
-    return None
 
 
 def json_clone(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._jsonvalue import SMALL_TEXT, KnownTexts, NotJSON, json_text, loads
+from ._jsonvalue import SMALL_TEXT, NotJSON, json_text, loads
 
 
 @dataclass(slots=True)
@@ -47,6 +47,6 @@ class Lent:
             self.value[:] = original
 
 
-def lend(value: Any, texts: KnownTexts) -> Lent:
-    """``value`` lent to a node: its text is taken now (or known) if it is a container."""
-    return Lent(value, texts.of(value) if isinstance(value, dict | list) else None)
+def lend(value: Any) -> Lent:
+    """``value`` lent to a node: its text is taken now if it is a container."""
+    return Lent(value, json_text(value) if isinstance(value, dict | list) else None)

@@ -64,36 +64,24 @@ def _equal_as_json(old: dict[str, Any] | list[Any], new: dict[str, Any] | list[A
     return True
 
 
-# Patches of lists already worked out during one encoding, by the ids of the two lists:
-# a step's output is diffed against its task's input twice, as history and as the next
-# task's input, and comparing a long list is the costly part.
-Memo = dict[tuple[int, int], Patch]
-
-
-def diff(old: Any, new: Any, memo: Memo | None = None) -> Patch | None:
-    """The patch that turns ``old`` into ``new``; None when they are the same. ``memo``:
-    patches of lists found earlier between values that are still alive, to reuse."""
+def diff(old: Any, new: Any) -> Patch | None:
+    """The patch that turns ``old`` into ``new``; None when they are the same."""
     if same(old, new):
         return None
     if type(old) is dict and type(new) is dict:
-        return _diff_dicts(old, new, memo)
+        return _diff_dicts(old, new)
     if type(old) is list and type(new) is list:
-        if memo is None:
-            return _diff_lists(old, new, memo)
-        key = (id(old), id(new))
-        if key not in memo:
-            memo[key] = _diff_lists(old, new, memo)
-        return memo[key]
+        return _diff_lists(old, new)
     return {"v": new}
 
 
-def _diff_dicts(old: dict[str, Any], new: dict[str, Any], memo: Memo | None) -> Patch:
+def _diff_dicts(old: dict[str, Any], new: dict[str, Any]) -> Patch:
     changed: dict[str, Any] = {}
     for key, value in new.items():
         if key not in old:
             changed[key] = {"v": value}
             continue
-        item_patch = diff(old[key], value, memo)
+        item_patch = diff(old[key], value)
         if item_patch is not None:
             changed[key] = item_patch
     removed = [key for key in old if key not in new]
@@ -105,14 +93,14 @@ def _diff_dicts(old: dict[str, Any], new: dict[str, Any], memo: Memo | None) -> 
     return patch
 
 
-def _diff_lists(old: list[Any], new: list[Any], memo: Memo | None) -> Patch:
+def _diff_lists(old: list[Any], new: list[Any]) -> Patch:
     size = len(old)
     if len(new) > size and same(old, new[:size]):
         return {"a": new[size:]}
     if len(new) == size and size:
         changed = {}
         for index, (a, b) in enumerate(zip(old, new, strict=True)):
-            patch = diff(a, b, memo)
+            patch = diff(a, b)
             if patch is not None:
                 changed[str(index)] = patch
         return {"l": changed}

@@ -11,33 +11,47 @@ inputs, pending interrupts, answers, the tree's children, ...); its *history* (`
   against the input of the task that made it, or ``full``: the whole history, for a
   checkpoint built by hand rather than by the executor.
 
-A store also keeps one recent head of each thread whole, so going on with a run reads
-that head and the few records after it (``loaded``). Every other checkpoint is
-rebuilt by replaying records from the thread's first (``Replay``): a linear walk, never
-needed on the run's hot path.
+Each value is stored once. A task's input is mostly the output of the task before it,
+and a done task's output is its history entry's: the stored head names such a value by
+reference (``"input@": task_id``, the output of that task) instead of holding it, so a
+head stays small however large the values it carries, and a record holds each new value
+once, in its history entry.
+
+A store also keeps a recent head of each thread whole, with the values its references
+name (``"_values"``), so going on with a run reads that head and the few records after it
+(``loaded``). Every other checkpoint is rebuilt by replaying records from the thread's
+first (``replay``): a linear walk, never needed on the run's hot path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from . import _patch, _tree
-from ._jsonvalue import SMALL_TEXT, KnownTexts, dumps_framed, dumps_proven, loads
-from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing
+from ._jsonvalue import SMALL_TEXT, dumps_proven, json_clone, loads
+from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing, Saved
 
 HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
+# A key ending so holds a reference: the task id whose output the value is.
+REF = "@"
+# The values a stored head names by reference, in a head kept whole.
+VALUES = "_values"
+# The task fields, and the head's field, that may name a value by reference.
+_TASK_VALUES = ("input", "output")
 
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """One save, ready for a store: the new head (JSON) and the step record (JSON)."""
+    """One save, ready for a store: the step record (JSON) and the new head, written
+    whole only when a store asks for it (``head``)."""
 
-    head: str
+    head_text: Callable[[], str]
     record: str
     base_id: str | None
+    # Is the head, written whole, at most SMALL_TEXT long?
+    small: bool
     # The interrupts pending in the head this record patches (None: saved whole), so a
     # store mirroring rows can tell new interrupts from kept ones without reading.
     was_pending: frozenset[str] | None = None
@@ -51,6 +65,7 @@ def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
 
 
 def head_of(cp: Checkpoint) -> dict[str, Any]:
+    """The checkpoint's head with its values in place (sharing ``cp``'s containers)."""
     doc = {name: cp.stored(name) for name in HEAD_NAMES}
     doc["_last"] = cp.last_completed
     # What the executor derives from the tasks and interrupts is not stored twice.
@@ -60,49 +75,6 @@ def head_of(cp: Checkpoint) -> dict[str, Any]:
     if doc["interrupt_payload"] is payload:
         del doc["interrupt_payload"]
     return doc
-
-
-# A task's input and output. The executor replaces them but never changes one in place,
-# and a node that changes its lent input has it put back, so a snapshot may share them.
-_SHARED_TASK_VALUES = ("input", "output")
-
-
-def snapshot(head: dict[str, Any], head_text: str | None = None,
-             ) -> Callable[[], dict[str, Any]]:
-    """A copy of ``head`` that the executor's later changes to it cannot reach, built when
-    first needed: its own containers, sharing only each task's input and output, which
-    are the large part and make an unchanged input the same object in the next save's
-    diff. What it copies is taken now, as JSON text; most runs end before reading it.
-    ``head_text``, the head's own JSON when at hand: a small head is read again from it."""
-    if head_text is not None and len(head_text) <= SMALL_TEXT:
-        return partial(loads, head_text)
-    skeleton, shared = dict(head), []
-    if "tasks" in head:
-        skeleton["tasks"] = [{key: value for key, value in task.items()
-                              if key not in _SHARED_TASK_VALUES} for task in head["tasks"]]
-        shared = [{key: task[key] for key in _SHARED_TASK_VALUES if key in task}
-                  for task in head["tasks"]]
-    return partial(_with_shared_values, dumps_proven(skeleton), shared)
-
-
-def _head_text(head: dict[str, Any], texts: KnownTexts) -> str:
-    """The head's JSON, its tasks' inputs and outputs written from their known texts."""
-    tasks = head.get("tasks") or ()
-    values = [task[key] for task in tasks for key in _SHARED_TASK_VALUES if key in task]
-    texts.keep_only(values)
-    if not any(texts.large(value) for value in values):
-        return dumps_proven(head)
-    framed = dict(head)
-    framed["tasks"] = [{key: texts.framed(value) if key in _SHARED_TASK_VALUES else value
-                        for key, value in task.items()} for task in tasks]
-    return dumps_framed(framed) or dumps_proven(head)
-
-
-def _with_shared_values(skeleton_text: str, shared: list[dict[str, Any]]) -> dict[str, Any]:
-    copy: dict[str, Any] = loads(skeleton_text)
-    for task, values in zip(copy.get("tasks", ()), shared, strict=True):
-        task.update(values)
-    return copy
 
 
 def _derived(doc: dict[str, Any]) -> tuple[Any, Any]:
@@ -116,45 +88,142 @@ def _derived(doc: dict[str, Any]) -> tuple[Any, Any]:
             first.get("payload") if first else None)
 
 
+def by_reference(head: dict[str, Any], known: dict[int, str]) -> tuple[dict[str, Any],
+                                                                       dict[str, Any]]:
+    """``head`` as stored: each task input or output, and the run's output, that is a
+    value ``known`` names (by ``id``: the very object, which nothing changes in place)
+    becomes a reference; and the values named."""
+    values: dict[str, Any] = {}
+
+    def named(holder: dict[str, Any], key: str) -> dict[str, Any] | None:
+        value = holder.get(key)
+        ref = known.get(id(value)) if isinstance(value, dict | list) else None
+        if ref is None:
+            return None
+        values[ref] = value
+        return {k + REF if k == key else k: ref if k == key else v for k, v in holder.items()}
+
+    doc = dict(head)
+    if "tasks" in head:
+        tasks = []
+        for task in head["tasks"]:
+            for key in _TASK_VALUES:
+                task = named(task, key) or task
+            tasks.append(task)
+        doc["tasks"] = tasks
+    return named(doc, "output") or doc, values
+
+
+def resolved(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A stored head with its references replaced by the values they name."""
+    head = dict(doc)
+    if "tasks" in doc:
+        head["tasks"] = [_resolved(task, values) for task in doc["tasks"]]
+    return _resolved(head, values, ("output",))
+
+
+def _resolved(holder: dict[str, Any], values: dict[str, Any],
+              keys: tuple[str, ...] = _TASK_VALUES) -> dict[str, Any]:
+    if not any(key + REF in holder for key in keys):
+        return holder
+    return {k[:-1] if k[:-1] in keys and k.endswith(REF) else k:
+            values[v] if k[:-1] in keys and k.endswith(REF) else v for k, v in holder.items()}
+
+
+def _refs(doc: dict[str, Any]) -> Iterator[str]:
+    for holder in (doc, *doc.get("tasks", ())):
+        for key in _TASK_VALUES:
+            if key + REF in holder:
+                yield holder[key + REF]
+
+
+def _saved_as(cp: Checkpoint, base_id: str | None) -> Saved | None:
+    """The head saved as ``base_id``, if ``cp`` was built on it."""
+    saved = cp.saved
+    return saved if saved is not None and base_id is not None and saved.id == base_id else None
+
+
+def _saved(checkpoint_id: str, doc: dict[str, Any], values: dict[str, Any]) -> Saved:
+    """What a checkpoint keeps of the head saved as ``checkpoint_id``: its own copy of the
+    stored head (small: its values are references) and the values it names."""
+    return Saved(checkpoint_id, json_clone(doc), {ref: values[ref] for ref in _refs(doc)})
+
+
 def encode(cp: Checkpoint) -> Encoded:
     """``cp`` as a head and a record against its base; remembers the head as the base
     of the next save (``Checkpoint.saved``)."""
-    head = head_of(cp)
-    head_text = _head_text(head, cp.texts)
-    base_id = cp.parent_id if cp.parent_id is not None else cp.forked_from_base
-    base_head = cp.base_head(base_id)
-    record: dict[str, Any] = {}
-    memo: _patch.Memo = {}
-    if base_head is not None:
-        record["head"] = _patch.diff(base_head, head, memo)
-    else:
-        record["head"] = {"v": head}
+    base_id = cp.parent_id
+    if base_id is None and cp.saved is not None:
+        base_id = cp.saved.id  # a fork's first save: a patch against what it copied
+    base = _saved_as(cp, base_id)
+    # Outputs made since the base, and the values the base names: a value named by an
+    # earlier record is named again only by a record that patches that base's head, so
+    # a head kept whole and the records after it always hold what they name.
+    known = {id(v): ref for ref, v in base.values.items()} if base is not None else {}
     additions = cp.additions
+    for entry in additions.history if additions else ():
+        if entry.get("task_id") and not entry.get("cancelled"):
+            known[id(entry["output"])] = entry["task_id"]
+    doc, values = by_reference(head_of(cp), known)
+    record: dict[str, Any] = {"head": {"v": doc} if base is None else _patch.diff(base.doc, doc)}
     if additions is None or (base_id is None and not additions.reset):
-        history, state, resolved = cp.history, cp.state, cp.resolved
-        record["full"] = {"history": history, "state": state, "resolved": resolved}
+        history, state, resolved_ = cp.history, cp.state, cp.resolved
+        record["full"] = {"history": history, "state": state, "resolved": resolved_}
     else:
-        record["add"] = _encode_additions(additions, base_head, memo)
-    cp.remember_head(snapshot(head, head_text))
-    was_pending = None if base_head is None else frozenset(
-        i["id"] for i in base_head.get("interrupts", ()))
-    base_run = None if base_head is None else base_head.get("run_id")
-    return Encoded(head_text, dumps_proven(record), base_id, was_pending, base_run)
+        record["add"] = _encode_additions(additions, base)
+    saved = cp.saved = _saved(cp.id, doc, values)
+    was_pending = None if base is None else frozenset(
+        i["id"] for i in base.doc.get("interrupts", ()))
+    base_run = None if base is None else base.doc.get("run_id")
+    return Encoded(lambda: whole_head(saved), dumps_proven(record), base_id,
+                   _at_most(SMALL_TEXT, saved.doc, saved.values) >= 0, was_pending, base_run)
 
 
-def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,
-                      memo: _patch.Memo) -> dict[str, Any]:
-    inputs = {t["id"]: t.get("input") for t in (base_head or {}).get("tasks", ())}
+def whole_head(saved: Saved) -> str:
+    """The head as a store keeps it whole: the stored head and the values it names."""
+    if not saved.values:
+        return dumps_proven(saved.doc)
+    return dumps_proven({**saved.doc, VALUES: saved.values})
+
+
+def _at_most(budget: int, *values: Any) -> int:
+    """``budget`` less the JSON length of ``values`` (roughly), or -1 once past it: the
+    walk stops there, so telling a large value costs no more than a small one."""
+    for value in values:
+        if budget < 0:
+            return -1
+        if isinstance(value, dict):
+            budget = _at_most(budget - 2 - 4 * len(value), *value.keys(), *value.values())
+        elif isinstance(value, list):
+            budget = _at_most(budget - 2 - len(value), *value)
+        elif isinstance(value, str):
+            budget -= len(value) + 2
+        else:
+            budget -= 8
+    return max(budget, -1)
+
+
+def _inputs(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """Each task's input in a stored head, by task id."""
+    return {t["id"]: values[t["input" + REF]] if "input" + REF in t else t.get("input")
+            for t in doc.get("tasks", ())}
+
+
+def _encode_additions(additions: Additions, base: Saved | None) -> dict[str, Any]:
+    inputs = _inputs(base.doc, base.values) if base is not None else {}
     entries = []
     for entry in additions.history:
         task_id = entry.get("task_id")
         if task_id in inputs and not entry.get("cancelled"):
-            patch = _patch.diff(inputs[task_id], entry["output"], memo)
+            patch = _patch.diff(inputs[task_id], entry["output"])
             entries.append({"node": entry["node"], "from": task_id, "p": patch})
         else:
-            entries.append({k: v for k, v in entry.items() if k != "task_id"})
+            kept = {k: v for k, v in entry.items() if k != "task_id"}
+            if task_id and not entry.get("cancelled"):
+                kept["t"] = task_id  # so a head can name this output
+            entries.append(kept)
     # An ended interrupt was pending in the base's head: keep only how it ended.
-    pending = {i["id"]: i for i in (base_head or {}).get("interrupts", ())}
+    pending = {i["id"]: i for i in (base.doc if base else {}).get("interrupts", ())}
     ended = [{"from": r["id"], "p": _patch.diff(pending[r["id"]], r)} if r["id"] in pending
              else r for r in additions.resolved]
     encoded: dict[str, Any] = {"h": entries, "r": ended}
@@ -165,15 +234,25 @@ def _encode_additions(additions: Additions, base_head: dict[str, Any] | None,
 
 @dataclass
 class Replayed:
-    """A checkpoint rebuilt from records: its head and what it has accumulated."""
+    """A checkpoint rebuilt from records: its stored head, what it has accumulated, and
+    every output made so far by task id (what references name: one map for a whole
+    replay, which only adds to it, as a task id names one output in a lineage)."""
 
     head: dict[str, Any]
     history: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     resolved: list[dict[str, Any]] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
 
     def checkpoint(self) -> Checkpoint:
-        return from_head(self.head, (self.history, self.state, self.resolved))
+        return from_head(resolved(self.head, self.values),
+                         (self.history, self.state, self.resolved))
+
+    def saved_checkpoint(self, checkpoint_id: str) -> Checkpoint:
+        """``checkpoint()``, ready for its next save to be a patch against this head."""
+        cp = self.checkpoint()
+        cp.saved = _saved(checkpoint_id, self.head, self.values)
+        return cp
 
 
 def replay(records: Iterable[str | dict[str, Any]], start: Replayed | None = None,
@@ -186,9 +265,12 @@ def replay(records: Iterable[str | dict[str, Any]], start: Replayed | None = Non
     in place, so reaching a late checkpoint costs its length, not its length squared.
     """
     current = start
-    if skip and current is not None:
-        current = Replayed(current.head, list(current.history), dict(current.state),
-                           list(current.resolved))
+    if current is not None:
+        current = Replayed(current.head, current.history, current.state, current.resolved,
+                           dict(current.values))
+        if skip:
+            current.history, current.state = list(current.history), dict(current.state)
+            current.resolved = list(current.resolved)
     for index, raw in enumerate(records):
         record = loads(raw) if isinstance(raw, str) else raw
         if index < skip:
@@ -202,26 +284,31 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
     """``prev`` moved on by one record; ``in_place``: ``prev``'s lists are the replay's
     own, to grow rather than copy."""
     prev_head = prev.head if prev is not None else {}
+    values = prev.values if prev is not None else {}
     head = _patch.apply(prev_head, record["head"])
     if "full" in record:
         full = record["full"]
         if in_place:
             return Replayed(head, list(full["history"]), dict(full["state"]),
-                            list(full["resolved"]))
-        return Replayed(head, full["history"], full["state"], full["resolved"])
+                            list(full["resolved"]), values)
+        return Replayed(head, full["history"], full["state"], full["resolved"], values)
     added = record["add"]
     if prev is None or added.get("reset"):
-        history, state, resolved = [], {}, []
+        history, state, resolved_ = [], {}, []
     else:
-        history, state, resolved = prev.history, prev.state, prev.resolved
-    inputs = {t["id"]: t.get("input") for t in prev_head.get("tasks", ())}
+        history, state, resolved_ = prev.history, prev.state, prev.resolved
     if added["h"]:
         if not in_place:
             history, state = list(history), dict(state)
+        inputs = _inputs(prev_head, values)
         for entry in added["h"]:
             if "p" in entry:
-                entry = {"node": entry["node"], "output": _patch.apply(inputs[entry["from"]],
-                                                                       entry["p"])}
+                output = _patch.apply(inputs[entry["from"]], entry["p"])
+                values[entry["from"]] = output
+                entry = {"node": entry["node"], "output": output}
+            elif "t" in entry:
+                values[entry["t"]] = entry["output"]
+                entry = {k: v for k, v in entry.items() if k != "t"}
             history.append(entry)
             if not entry.get("cancelled"):
                 state[entry["node"]] = entry["output"]
@@ -230,15 +317,15 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
         ended = [_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
                  for r in added["r"]]
         if in_place:
-            resolved.extend(ended)
+            resolved_.extend(ended)
         else:
-            resolved = [*resolved, *ended]
-    return Replayed(head, history, state, resolved)
+            resolved_ = [*resolved_, *ended]
+    return Replayed(head, history, state, resolved_, values)
 
 
 def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> Checkpoint:
-    """A checkpoint from its head; ``growing`` is its history, state and resolved, or a
-    function that builds them when first read."""
+    """A checkpoint from its head, values in place; ``growing`` is its history, state and
+    resolved, or a function that builds them when first read."""
     fields = {name: doc[name] for name in HEAD_NAMES if name in doc}
     pending_input, payload = _derived(doc)
     fields.setdefault("pending_input", pending_input)
@@ -249,29 +336,28 @@ def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> 
 
 
 def copy_head(src: Checkpoint) -> Checkpoint:
-    """A new checkpoint with ``src``'s head (a deep copy) and, shared, its history: saved,
-    it is a record against ``src`` however long its history is."""
-    text = dumps_proven(head_of(src))
-    doc = loads(text)
-    cp = from_head(doc, src.growing_source())
-    cp.forked_from_base = src.id
-    cp.remember_head(snapshot(doc, text), src.id)
+    """A new checkpoint with ``src``'s head (its own containers, sharing the values kept
+    once) and, shared, its history: saved, it is a record against ``src`` however long
+    its history is."""
+    base = _saved_as(src, src.id)
+    known = {id(v): ref for ref, v in base.values.items()} if base is not None else {}
+    doc, values = by_reference(head_of(src), known)
+    cp = from_head(resolved(json_clone(doc), values), src.growing_source())
+    cp.saved = base
     return cp
 
 
 def loaded(head_text: str, checkpoint_id: str, growing: Growing | Callable[[], Growing],
            after: Iterable[str] = ()) -> Checkpoint:
     """The latest checkpoint of a thread, ready for the executor to go on from (its next
-    save is a patch against its head): a stored head, brought up to date by the head
-    patches of the records ``after`` it when it is an earlier checkpoint's."""
+    save is a patch against its head): a stored head, brought up to date by the records
+    ``after`` it when it is an earlier checkpoint's."""
     doc = loads(head_text)
-    text: str | None = head_text
+    current = Replayed(doc, values=doc.pop(VALUES, {}))
     for raw in after:
-        doc, text = _patch.apply(doc, loads(raw)["head"]), None
-    # Taken before the executor changes what the checkpoint shares with doc.
-    base = snapshot(doc, text)
-    cp = from_head(doc, growing)
-    cp.remember_head(base, checkpoint_id)
+        current = _step(current, loads(raw), in_place=True)
+    cp = from_head(resolved(current.head, current.values), growing)
+    cp.saved = _saved(checkpoint_id, current.head, current.values)
     return cp
 
 
@@ -281,7 +367,7 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Encoded]:
     prev: Checkpoint | None = None
     for doc in docs:
         cp = Checkpoint.from_dict(doc)
-        history, state, resolved = cp.history, cp.state, cp.resolved
+        history, state, resolved_ = cp.history, cp.state, cp.resolved
         if history:
             last = history[-1]
             done = next((t["id"] for t in reversed(cp.engine.tasks) if t["node"] == last["node"]),
@@ -291,13 +377,13 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Encoded]:
         additions = _added_since(prev, cp) if prev is not None else None
         if additions is not None:
             cp.additions = additions
-            assert prev is not None and prev._base is not None
-            cp.remember_head(prev._base[1], prev.id)
-        elif not (history or state or resolved):
+            assert prev is not None
+            cp.saved = prev.saved
+        elif not (history or state or resolved_):
             cp.additions = Additions(reset=True)
         encoded = encode(cp)
         yield encoded
-        cp.__dict__.update(_history=history, _state=state, _resolved=resolved)
+        cp.__dict__.update(_history=history, _state=state, _resolved=resolved_)
         prev = cp
 
 

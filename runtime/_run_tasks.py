@@ -72,7 +72,7 @@ class TaskRunning(RunChildren):
         (None) the node gets a copy."""
         if self._parallel or self.tree.durability != "sync":
             return None
-        return lend(task["input"], self.cp.texts)
+        return lend(task["input"])
 
     @staticmethod
     def _given(task: dict[str, Any], lent: Lent | None) -> Any:
@@ -84,7 +84,7 @@ class TaskRunning(RunChildren):
         if lent is None or (lent.intact() if intact is None else intact):
             return
         lent.put_back()
-        self.cp.forget_base()
+        self.cp.saved = None  # it may share what the node changed
 
     def _settle(self, task: dict[str, Any], output: Any, lent: Lent | None = None) -> None:
         intact = lent is not None and lent.intact()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from ._jsonvalue import KnownTexts, dumps_proven
+from ._jsonvalue import dumps_proven
 from .errors import CheckpointConflict
 from .types import RunStatus
 
@@ -69,6 +69,18 @@ class _GrowingField:
             obj.settle()
         obj.__dict__[self.slot] = list(value) if isinstance(value, tuple) else value
         obj.__dict__["additions"] = None  # set by hand: a store saves it whole
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """A head as it was saved (or loaded) as checkpoint ``id``, kept for the next save's
+    record to be a patch against it: ``doc``, the head with each value kept once named by
+    reference (the checkpoint's own copy, which nothing changes), and ``values``, what
+    those references name (shared with the checkpoint, which never changes them)."""
+
+    id: str
+    doc: dict[str, Any]
+    values: dict[str, Any]
 
 
 @dataclass
@@ -146,11 +158,8 @@ class Checkpoint:
         # come from when they are not plain values yet.
         self.additions: Additions | None = self.__dict__.get("additions")
         self._source: Callable[[], Growing] | None = None
-        self._base: tuple[str, Callable[[], dict[str, Any]]] | None = None
-        self._base_doc: dict[str, Any] | None = None
-        self.forked_from_base: str | None = None
+        self.saved: Saved | None = None
         self.last_completed: dict[str, Any] | None = None
-        self.texts = KnownTexts()  # of its tasks' inputs and outputs
         # Where a store that numbers its threads put this checkpoint: (id, place from 1).
         self.position: tuple[str, int] | None = None
 
@@ -217,25 +226,6 @@ class Checkpoint:
             return self._source
         growing = (self.history, self.state, self.resolved)
         return lambda: growing
-
-    def base_head(self, base_id: str | None) -> dict[str, Any] | None:
-        """The head saved as ``base_id``, if this checkpoint was built on it."""
-        if base_id is None or self._base is None or self._base[0] != base_id:
-            return None
-        if self._base_doc is None:
-            self._base_doc = self._base[1]()
-        return self._base_doc
-
-    def remember_head(self, head: Callable[[], dict[str, Any]],
-                      checkpoint_id: str | None = None) -> None:
-        """The head just written (or loaded) as ``checkpoint_id`` (default: this id), as a
-        snapshot nobody changes, built by ``head`` when first read: the next save of this
-        checkpoint is a patch against it."""
-        self._base, self._base_doc = (checkpoint_id or self.id, head), None
-
-    def forget_base(self) -> None:
-        """The remembered head may have been changed: the next save is written whole."""
-        self._base, self._base_doc = None, None
 
     def stored(self, name: str) -> Any:
         """The value stored under ``name``, one of ``FIELD_NAMES``."""

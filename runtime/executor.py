@@ -165,7 +165,7 @@ class DurableExecutor:
         )
         cp.additions = Additions(reset=True)
         if existing is not None:  # the new run's first save is a patch against the old head
-            cp._base, cp._base_doc = existing._base, existing._base_doc
+            cp.saved = existing.saved
         return RunExecution(self._graph, cp, self._tree_state(cp, loop),
                             existing.id if existing else None)
 

@@ -7,8 +7,9 @@ primitives, each blocking, each on the backend's own terms (a dict, a table, a f
 - ``append(cp, step)``: add ``step.record`` after ``cp.parent_id`` in ``cp.thread_id``, a
   compare-and-set (``CheckpointConflict`` unless ``cp.parent_id`` is the thread's latest
   checkpoint, ``None`` for a thread's first); keep ``step.head`` as the thread's recent
-  head unless ``step.keeps_head`` is False (a fork's first checkpoint, rebuilt from the
-  checkpoint it was forked from); keep ``step.base_id`` beside the record.
+  head where ``step.head_is_due`` (forget the one kept when ``step.keeps_head`` is False:
+  a fork's first checkpoint, rebuilt from the checkpoint it was forked from); keep
+  ``step.base_id`` beside the record.
 - ``read_head(thread_id)``: the thread's latest checkpoint id, a recent head and the
   records after it (``StoredHead``), or None for an unknown thread.
 - ``read_lineage(checkpoint_id, visible_only)``: the records of the checkpoint's thread
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -40,25 +41,47 @@ from ._records import Encoded, Replayed
 from .checkpoint import Checkpoint, Growing
 
 __all__ = [
-    "Lineage", "RecordStore", "Step", "StoredHead", "from_full_copies", "json_text", "patch_of",
+    "HEAD_EVERY", "SMALL_HEAD", "Lineage", "RecordStore", "Step", "StoredHead",
+    "from_full_copies", "json_text", "patch_of",
 ]
+
+
+# A large head is kept whole at every HEAD_EVERY-th position of its thread (and at its
+# first two), so a save writes what its step changed and a load reads at most
+# HEAD_EVERY - 1 records after the head; a small one (at most SMALL_HEAD) at every save.
+SMALL_HEAD = 4096
+HEAD_EVERY = 32
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One save as a backend stores it: ``record`` (JSON), the thread's new recent
-    ``head`` (JSON), kept unless ``keeps_head`` is False, and ``base_id``: the checkpoint
-    the record is written against when that is not its parent (a fork's first), else None.
+    """One save as a backend stores it: ``record`` (JSON); the thread's new recent head,
+    written whole (JSON) by ``head_text`` when a backend keeps it, which it may only when
+    ``keeps_head`` (not for a fork's first checkpoint, rebuilt from the checkpoint it
+    was forked from) and should when ``head_is_due``; and ``base_id``: the checkpoint the
+    record is written against when that is not its parent (a fork's first), else None.
     """
 
     record: str
-    head: str
+    head_text: Callable[[], str]
     base_id: str | None
     keeps_head: bool = True
+    # Is the head, written whole, at most SMALL_HEAD long?
+    small_head: bool = True
     # For a backend mirroring rows, so it need not read them back: the interrupts pending
     # in the head the record patches (None: written whole) and that head's run id.
     was_pending: frozenset[str] | None = None
     base_run_id: str | None = None
+
+    @property
+    def head(self) -> str:
+        """The head written whole (JSON)."""
+        return self.head_text()
+
+    def head_is_due(self, position: int) -> bool:
+        """Should the head be kept whole at ``position`` (from 1) of its thread?"""
+        return self.keeps_head and (self.small_head or position % HEAD_EVERY == 0
+                                    or position <= 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +120,9 @@ def json_text(value: Any) -> str:
 
 def _step_of(cp: Checkpoint, encoded: Encoded) -> Step:
     base = encoded.base_id if encoded.base_id != cp.parent_id else None
-    return Step(encoded.record, encoded.head, base, not _records.is_fork_start(cp, encoded),
-                encoded.was_pending, encoded.base_run_id)
+    return Step(encoded.record, encoded.head_text, base,
+                not _records.is_fork_start(cp, encoded), encoded.small, encoded.was_pending,
+                encoded.base_run_id)
 
 
 def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Step]:
@@ -106,7 +130,7 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Step]:
     oldest first: what a store migrating such a thread writes (the last one's head is
     the thread's latest)."""
     for encoded in _records.from_full_copies(docs):
-        yield Step(encoded.record, encoded.head, None)
+        yield Step(encoded.record, encoded.head_text, None, small_head=encoded.small)
 
 
 class RecordStore(ABC):
@@ -163,7 +187,7 @@ class RecordStore(ABC):
         lineage = self.read_lineage(checkpoint_id, visible_only=True)
         if lineage is None:
             return None
-        cp = self._last_of(lineage).checkpoint()
+        cp = self._last_of(lineage).saved_checkpoint(checkpoint_id)
         cp.position = (checkpoint_id, len(lineage.records))
         return cp
 

@@ -2,11 +2,11 @@
 
 A thread is a ``Thread`` row (the compare-and-set cell, which also says where a recent
 head is kept whole) and one ``Checkpoint`` row per save holding that save's step record
-(``runtime.store_kit``): what the step changed, not a copy of what came before. A small
-head is kept in the thread's row at every save. A large one is written only every
-``HEAD_EVERY`` positions, into that checkpoint's row (the one kept before is cleared), so
-the thread's row, which every save updates, stays small however long the conversation; a
-load brings the head up to date from the records after it.
+(``runtime.store_kit``): what the step changed, not a copy of what came before. A head is
+kept whole where the kit says it is due: a small one in the thread's row at every save, a
+large one every ``HEAD_EVERY`` positions in that checkpoint's row (the one kept before is
+cleared), so the thread's row, which every save updates, stays small however long the
+conversation; a load brings the head up to date from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
 row and the ``Run`` / ``Interrupt`` rows that mirror it (``rows``), sent as one batch of
@@ -49,24 +49,10 @@ T = TypeVar("T")
 _READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="forge-history")
 
 
-# A head this small is written whole at every save: one row to read back, and about the
-# size of a record anyway. A larger one is written when its position is a multiple of
-# HEAD_EVERY, so a save writes what its step changed and a load reads at most
-# HEAD_EVERY - 1 records after the head.
-SMALL_HEAD = 4096
-HEAD_EVERY = 32
-
-
-def _writes_head(seq: int, head: str) -> bool:
-    """Is the head written whole at position ``seq``? Always at position 2 too: the first
-    save after a fork's start, which has no head of its own."""
-    return bool(head) and (len(head) <= SMALL_HEAD or seq % HEAD_EVERY == 0 or seq <= 2)
-
-
-def _in_thread_row(head: str) -> str:
+def _in_thread_row(step: Step, head: str) -> str:
     """What the thread's row keeps of a head written whole: a small one; "" for a large
     one, which its checkpoint's row keeps."""
-    return head if len(head) <= SMALL_HEAD else ""
+    return head if step.small_head else ""
 
 
 def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
@@ -134,16 +120,16 @@ class DjangoCheckpointStore(RecordStore):
         """The save's one transaction (see the module's docstring)."""
         try:
             with transaction.atomic(using=self.using):
-                head = step.head if step.keeps_head else ""
                 seq = self._position(cp)
-                whole = _writes_head(seq, head)
-                kept_here = whole and not _in_thread_row(head)
+                whole = step.head_is_due(seq)
+                head = step.head if whole else ""
+                kept_here = whole and not step.small_head
                 if cp.parent_id is None:
                     writes = [queries.thread_insert(self.using, cp.thread_id, cp.id,
-                                                    _in_thread_row(head), 1 if head else 0)]
+                                                    _in_thread_row(step, head), 1 if head else 0)]
                 else:
                     writes = [queries.thread_move(cp.thread_id, cp.parent_id, cp.id, seq,
-                                                  _in_thread_row(head) if whole else None)]
+                                                  _in_thread_row(step, head) if whole else None)]
                 if kept_here:  # the thread keeps one head: the one it kept before goes
                     writes.append(queries.kept_heads_clear(cp.thread_id))
                 writes.append(queries.checkpoint_insert(self.using, {

@@ -11,12 +11,12 @@ from ..store_kit import Lineage, RecordStore, Step, StoredHead
 
 class InMemoryCheckpointStore(RecordStore):
     """Keeps step records (``runtime.store_kit``) as JSON text, so callers never share
-    mutable state with it; each thread's latest head is kept whole."""
+    mutable state with it; each thread keeps a recent head whole, where it is due."""
 
     def __init__(self) -> None:
         self._records: dict[str, tuple[str, str | None, str]] = {}  # id -> thread, base, record
         self._threads: dict[str, list[str]] = {}
-        self._heads: dict[str, str] = {}
+        self._heads: dict[str, tuple[str, int]] = {}  # thread -> head, its position
         self._runs: dict[str, str] = {}  # run id -> latest checkpoint id
         self._lock = threading.Lock()  # callers may run loops in several threads
 
@@ -29,9 +29,9 @@ class InMemoryCheckpointStore(RecordStore):
             chain.append(cp.id)
             base = step.base_id if step.base_id is not None else cp.parent_id
             self._records[cp.id] = (cp.thread_id, base, step.record)
-            if step.keeps_head:
-                self._heads[cp.thread_id] = step.head
-            else:
+            if step.head_is_due(len(chain)):
+                self._heads[cp.thread_id] = (step.head, len(chain))
+            elif not step.keeps_head:
                 self._heads.pop(cp.thread_id, None)  # rebuilt from the original until saved
             self._runs[cp.run_id] = cp.id
 
@@ -39,7 +39,12 @@ class InMemoryCheckpointStore(RecordStore):
         chain = self._threads.get(thread_id)
         if not chain:
             return None
-        return StoredHead(chain[-1], len(chain), self._heads.get(thread_id))
+        kept = self._heads.get(thread_id)
+        if kept is None:
+            return StoredHead(chain[-1], len(chain), None)
+        head, position = kept
+        after = [self._records[i][2] for i in chain[position:]]
+        return StoredHead(chain[-1], len(chain), head, after)
 
     def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
         found = self._records.get(checkpoint_id)

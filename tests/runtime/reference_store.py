@@ -36,7 +36,7 @@ class FullCopyReference(InMemoryCheckpointStore):
         added = cp.additions
         if added is None:
             return {**head, "history": cp.history, "state": cp.state, "resolved": cp.resolved}
-        base = cp.parent_id or cp.forked_from_base
+        base = cp.parent_id or (cp.saved.id if cp.saved is not None else None)
         empty: dict[str, Any] = {"history": [], "state": {}, "resolved": []}
         prev = empty if added.reset or base is None else self.full[base]
         history = prev["history"] + [{k: v for k, v in e.items() if k != "task_id"}

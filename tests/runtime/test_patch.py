@@ -10,7 +10,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import example, given
 
-from runtime._patch import Memo, apply, diff, same
+from runtime._patch import apply, diff, same
 
 scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(
     allow_nan=False, allow_infinity=False, width=16) | st.text(max_size=3)
@@ -97,15 +97,3 @@ def test_equal_dicts_in_another_key_order_are_the_same() -> None:
     old = {"a": 0, "b": shared, "c": [True]}
     assert same(old, {"c": [True], "b": shared, "a": 0})
     assert not same(old, {"c": [1], "b": shared, "a": 0})
-
-
-def test_a_memo_gives_the_patch_found_before_for_the_same_pair() -> None:
-    old = {"messages": [{"n": i} for i in range(20)]}
-    new = {"messages": [*old["messages"], {"n": 20}]}
-    memo: Memo = {}
-    first = diff(old, new, memo)
-    assert first == diff(old, new) == {"d": {"messages": {"a": [{"n": 20}]}}}
-    assert memo == {(id(old["messages"]), id(new["messages"])): {"a": [{"n": 20}]}}
-    again = diff({"x": old}, {"x": new}, memo)
-    assert again == {"d": {"x": first}}
-    assert again["d"]["x"]["d"]["messages"] is first["d"]["messages"]

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime._jsonvalue import KnownTexts, dumps_proven
-from runtime._records import _head_text, replay, snapshot
-from tests.runtime.store_conformance import chat_graph, talk
+from runtime._jsonvalue import SMALL_TEXT
+from runtime._records import _at_most, replay
+from runtime.store_kit import HEAD_EVERY
+from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
 
 def records_of(store: InMemoryCheckpointStore, thread_id: str) -> list[str]:
@@ -62,41 +63,43 @@ async def test_a_fork_replays_from_its_original_with_a_skip() -> None:
     assert len(found.history) == 7
 
 
-def test_a_snapshot_of_a_head_shares_only_task_inputs_and_outputs() -> None:
-    conversation = {"messages": [{"role": "user", "content": "hi"}]}
-    task = {"id": "t1", "node": "ask", "input": conversation, "status": "interrupted",
-            "answers": [], "output": {"done": False}}
-    head = {"tasks": [task], "interrupts": [{"id": "i1", "payload": {"q": "?"}}],
-            "once": {"k": [1]}, "status": "interrupted"}
-    expected = json.loads(json.dumps(head))
-    taken, read_again = snapshot(head), snapshot(head, json.dumps(head))
-    # What the executor changes in place after a save, before the snapshot is first read,
-    # does not reach it.
-    task["status"] = "pending"
-    task["answers"].append("yes")
-    head["interrupts"][0]["checkpoint_id"] = "cp-2"
-    head["interrupts"].append({"id": "i2"})
-    head["once"]["k"].append(2)
-    head["status"] = "running"
-    assert read_again() == expected
-    built = taken()
-    assert built == expected
-    assert built["tasks"][0]["input"] is conversation
-    assert built["tasks"][0]["output"] is task["output"]
-    assert snapshot({"status": "done"})() == {"status": "done"}
-    # A large head is taken apart, whether its text is at hand or not.
-    task["input"] = {"messages": ["x" * 5000]}
-    large = snapshot(head, json.dumps(head))()
-    assert large["tasks"][0]["input"] is task["input"]
+async def test_a_message_is_stored_once_and_heads_name_it() -> None:
+    store = InMemoryCheckpointStore()
+    thread = await talk(chat_graph(store), 40)
+    records = records_of(store, thread)
+    text = "".join(records)
+    for message in expected_messages(40):
+        assert text.count(message["content"]) == 3  # answer accepted, answer ended, output
+    # The step that routes to the next task names its input: the output just recorded.
+    moved = [json.loads(r) for r in records if '"input@"' in r]
+    assert len(moved) == 40
+    head, position = store._heads[thread]
+    assert json.loads(head)["_values"] and position % HEAD_EVERY == 0
+    latest, listed = await store.load(thread), (await store.list(thread))[-1]
+    assert latest is not None and latest == listed
+    assert latest.pending_input == {"messages": expected_messages(40)}
 
 
-@pytest.mark.parametrize("task_input", [
-    {"messages": [{"content": "é ✓"}], "score": -0.0}, {"big": 2**70}, [1, [2]], "plain", None,
-    {"messages": [{"content": "é ✓ " * 50}] * 40}, {"big": 2**70, "pad": "x" * 5000},
-])
-def test_a_head_written_around_known_texts_reads_back_equal(task_input: Any) -> None:
-    texts = KnownTexts()
-    head = {"run_id": "r", "tasks": [{"id": "t", "input": task_input, "output": [task_input]}]}
-    once, twice = _head_text(head, texts), _head_text(head, texts)
-    assert json.loads(once) == json.loads(twice) == head
-    assert json.loads(once) == json.loads(dumps_proven(head))
+@pytest.mark.parametrize("turns", [HEAD_EVERY - 1, HEAD_EVERY, HEAD_EVERY + 3])
+async def test_a_head_kept_whole_and_the_records_after_it_load_what_a_replay_gives(
+        turns: int) -> None:
+    store = InMemoryCheckpointStore()
+    executor = chat_graph(store)
+    thread = await talk(executor, turns)
+    for checkpoint_id in store._threads[thread][-3:]:
+        by_id = await store.load_by_id(checkpoint_id)
+        assert by_id is not None
+    latest = await store.load(thread)
+    assert latest == (await store.list(thread))[-1]
+    # Going on from it writes a patch, and loads the same again.
+    await executor.resume(thread, "one more")
+    again = await store.load(thread)
+    assert again is not None and again == (await store.list(thread))[-1]
+    assert again.history[-1]["output"]["messages"][-1]["content"] == "one more"
+
+
+def test_telling_a_small_value_stops_at_its_budget() -> None:
+    assert _at_most(100, {"a": "x" * 10}) > 0
+    assert _at_most(100, {"a": "x" * 200}) == -1
+    huge = [{"text": "y" * 100}] * 100_000
+    assert _at_most(SMALL_TEXT, huge) == -1  # without walking all of it

@@ -12,8 +12,8 @@ import pytest
 from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Thread
 from forgeui.store import DjangoCheckpointStore
-from forgeui.store.checkpoints import HEAD_EVERY, SMALL_HEAD
 from runtime import Checkpoint
+from runtime.store_kit import HEAD_EVERY, SMALL_HEAD
 from tests.runtime.store_conformance import chat_graph, expected_messages
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
