@@ -143,10 +143,27 @@ def _saved_as(cp: Checkpoint, base_id: str | None) -> Saved | None:
     return saved if saved is not None and base_id is not None and saved.id == base_id else None
 
 
-def _saved(checkpoint_id: str, doc: dict[str, Any], values: dict[str, Any]) -> Saved:
+def _saved(checkpoint_id: str, doc: dict[str, Any], values: dict[str, Any],
+           known: Saved | None = None) -> Saved:
     """What a checkpoint keeps of the head saved as ``checkpoint_id``: its own copy of the
-    stored head (small: its values are references) and the values it names."""
-    return Saved(checkpoint_id, json_clone(doc), {ref: values[ref] for ref in _refs(doc)})
+    stored head (small: its values are references), the values it names and their sizes
+    (those ``known`` has already measured are not measured again)."""
+    text = dumps_proven(doc)
+    named = {ref: values[ref] for ref in _refs(doc)}
+    sizes = {ref: known.sizes[ref] if known is not None and ref in known.sizes
+             else _size(value) for ref, value in named.items()}
+    return Saved(checkpoint_id, loads(text), named, text, sizes)
+
+
+def _size(value: Any) -> int:
+    left = _at_most(SMALL_TEXT, value)
+    return -1 if left < 0 else SMALL_TEXT - left
+
+
+def _is_small(saved: Saved) -> bool:
+    """Is the head, written whole, at most ``SMALL_TEXT`` long (roughly)?"""
+    sizes = saved.sizes.values()
+    return min(sizes, default=0) >= 0 and len(saved.doc_text) + sum(sizes) <= SMALL_TEXT
 
 
 def encode(cp: Checkpoint) -> Encoded:
@@ -171,36 +188,41 @@ def encode(cp: Checkpoint) -> Encoded:
         record["full"] = {"history": history, "state": state, "resolved": resolved_}
     else:
         record["add"] = _encode_additions(additions, base)
-    saved = cp.saved = _saved(cp.id, doc, values)
+    saved = cp.saved = _saved(cp.id, doc, values, base or cp.saved)
     was_pending = None if base is None else frozenset(
         i["id"] for i in base.doc.get("interrupts", ()))
     base_run = None if base is None else base.doc.get("run_id")
-    return Encoded(lambda: whole_head(saved), dumps_proven(record), base_id,
-                   _at_most(SMALL_TEXT, saved.doc, saved.values) >= 0, was_pending, base_run)
+    return Encoded(lambda: whole_head(saved), dumps_proven(record), base_id, _is_small(saved),
+                   was_pending, base_run)
 
 
 def whole_head(saved: Saved) -> str:
     """The head as a store keeps it whole: the stored head and the values it names."""
     if not saved.values:
-        return dumps_proven(saved.doc)
+        return saved.doc_text
     return dumps_proven({**saved.doc, VALUES: saved.values})
 
 
 def _at_most(budget: int, *values: Any) -> int:
     """``budget`` less the JSON length of ``values`` (roughly), or -1 once past it: the
     walk stops there, so telling a large value costs no more than a small one."""
+    return _left(budget, values)
+
+
+def _left(budget: int, values: Iterable[Any]) -> int:
     for value in values:
-        if budget < 0:
-            return -1
         if isinstance(value, dict):
-            budget = _at_most(budget - 2 - 4 * len(value), *value.keys(), *value.values())
+            budget = _left(budget - 2 - 4 * len(value), value)  # its keys
+            budget = _left(budget, value.values())
         elif isinstance(value, list):
-            budget = _at_most(budget - 2 - len(value), *value)
+            budget = _left(budget - 2 - len(value), value)
         elif isinstance(value, str):
             budget -= len(value) + 2
         else:
             budget -= 8
-    return max(budget, -1)
+        if budget < 0:
+            return -1
+    return budget
 
 
 def _inputs(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

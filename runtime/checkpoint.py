@@ -81,6 +81,9 @@ class Saved:
     id: str
     doc: dict[str, Any]
     values: dict[str, Any]
+    doc_text: str  # the JSON of ``doc``
+    # Each value's JSON length, roughly, or -1 past SMALL_TEXT: taken once per value.
+    sizes: dict[str, int]
 
 
 @dataclass
