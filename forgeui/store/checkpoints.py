@@ -35,7 +35,7 @@ from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 
 from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
 
@@ -181,6 +181,10 @@ class DjangoCheckpointStore(RecordStore):
             if conflict is None:
                 raise
             raise conflict from exc
+        except DatabaseError:
+            if alone:  # a connection that broke goes, as a failed transaction's would
+                connections[self.using].close_if_unusable_or_obsolete()
+            raise
         cp.position = (cp.id, seq)
 
     def _position(self, cp: Checkpoint) -> int:
