@@ -2,7 +2,8 @@
 
 Ids must become visible in id order: ``write_events`` serialises event writers until they
 commit (SQLite's write lock, held from a transaction's first write; an advisory lock on
-PostgreSQL, taken by the insert itself before it draws an id: ``queries.events_insert``).
+PostgreSQL, taken by the insert itself before it draws an id: ``queries.events_insert``,
+and ``queries.save_all`` for a save's events, written in the save's one statement).
 The checkpoint store writes its events inside the save; ``publish_on_commit`` writes a
 request's events in a short transaction of their own once the request's transaction has
 committed. Either way ``announce`` tells the listeners after the commit: the inbox
@@ -98,12 +99,14 @@ def write_events(drafts: list[EventDraft], using: str = DEFAULT_DB_ALIAS) -> lis
     """
     if not drafts:
         return []
+    return queries.events_insert(using, event_rows(drafts))
+
+
+def event_rows(drafts: list[EventDraft]) -> list[Event]:
+    """The unsaved rows of ``drafts``, made now."""
     now = timezone.now()
-    return queries.events_insert(using, [
-        Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
-              interrupt_id=d.interrupt_id, data=d.data, created_at=now)
-        for d in drafts
-    ])
+    return [Event(kind=d.kind, run_id=d.run_id, root_thread_id=d.root_thread_id,
+                  interrupt_id=d.interrupt_id, data=d.data, created_at=now) for d in drafts]
 
 
 # Called with each batch of committed event ids; the inbox app adds its broadcast.

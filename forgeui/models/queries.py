@@ -1,13 +1,17 @@
 """The hand-written statements of a save, by name, run through ``connection.cursor()``.
 
-A save's writes are known before any of them runs, so they go as one batch
-(``write_all``): on PostgreSQL one statement, each write a part of its ``WITH``, so one
-round trip; on SQLite, whose statements cost no round trip, one after another. The writes
-of one batch touch different rows and none reads what another writes (on PostgreSQL they
-all see the statement's one snapshot). Values are adapted by the model fields
-themselves (``get_db_prep_save``), so a row written here reads back as the ORM wrote it.
-The inbox's event rows are written here too (``events_insert``), by the store's saves and
-every other writer alike. Everything else is plain ORM.
+A save's writes are known before any of them runs. On PostgreSQL they go as one
+statement (``save_all``), each write a part of its ``WITH`` and the inbox events the save
+deserves with them, so a save is one round trip: one statement, which outside a caller's
+transaction is its own transaction (no ``BEGIN``, no ``COMMIT`` to wait for). There every
+write after the first touches nothing unless the first, the thread's compare-and-set,
+moved the row (``Write.guarded``), so a lost compare-and-set writes nothing. On SQLite,
+whose statements cost no round trip, they run one after another (``write_all``) and the
+events after them. The writes of one save touch different rows and none reads what
+another writes (on PostgreSQL they all see the statement's one snapshot). Values are
+adapted by the model fields themselves (``get_db_prep_save``), so a row written here
+reads back as the ORM wrote it. The inbox's event rows are written here too
+(``events_insert``) by every other writer. Everything else is plain ORM.
 """
 
 from __future__ import annotations
@@ -26,11 +30,18 @@ THREAD, CHECKPOINT, RUN = Thread._meta.db_table, Checkpoint._meta.db_table, Run.
 INTERRUPT = Interrupt._meta.db_table
 
 
+# Inside a save's one statement: the save's first write, the compare-and-set, moved the row.
+MOVED = "EXISTS (SELECT FROM w0)"
+
+
 class Write(NamedTuple):
-    """One data-modifying statement and its parameters (``%s`` placeholders)."""
+    """One data-modifying statement and its parameters (``%s`` placeholders).
+    ``guarded``: the same write as a part of a save's one statement (``save_all``), where
+    it touches nothing unless the thread's row moved ("": the same as ``sql``)."""
 
     sql: str
     params: Sequence[Any]
+    guarded: str = ""
 
 
 def _prep(model: type[Model], using: str, values: dict[str, Any]) -> list[Any]:
@@ -39,21 +50,66 @@ def _prep(model: type[Model], using: str, values: dict[str, Any]) -> list[Any]:
             for name, value in values.items()]
 
 
+def _cast(field: Any, connection: Any) -> str:
+    """A placeholder typed as the column: a ``VALUES`` list in a ``FROM`` would otherwise
+    take an untyped value (a NULL, a string for a JSON column) for text."""
+    return f"CAST(%s AS {field.db_type(connection)})"
+
+
+def one_statement(using: str) -> bool:
+    """Does a save go as one statement (``save_all``) on this database?"""
+    return bool(connections[using].vendor == "postgresql")
+
+
 def write_all(using: str, writes: Sequence[Write]) -> list[int]:
-    """Run ``writes`` in the current transaction; how many rows each one touched."""
-    connection = connections[using]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and len(writes) > 1:
-            parts = ", ".join(f"w{n} AS ({w.sql} RETURNING 1)" for n, w in enumerate(writes))
-            counts = ", ".join(f"(SELECT count(*) FROM w{n})" for n in range(len(writes)))
-            cursor.execute(f"WITH {parts} SELECT {counts}",
-                           [p for w in writes for p in w.params])
-            return [int(n) for n in cursor.fetchone()]
-        touched = []
+    """Run ``writes`` one after another in the current transaction; how many rows each
+    one touched."""
+    touched = []
+    with connections[using].cursor() as cursor:
         for w in writes:
             cursor.execute(w.sql, w.params)
             touched.append(cursor.rowcount)
-        return touched
+    return touched
+
+
+def save_all(using: str, writes: Sequence[Write],
+             events: Sequence[tuple[Model, Sequence[int]]]) -> tuple[list[int], list[int]]:
+    """PostgreSQL: a save's ``writes`` (the first its compare-and-set) and its event rows
+    (unsaved ``Event`` instances, each with the writes one of which must touch a row for
+    it to be written; none: always) as one statement. How many rows each write touched,
+    and the ids of the events written, in row order.
+
+    The event-ordering lock is taken after every write has run (it reads their counts),
+    so a save holding it waits for nothing but its commit, as when the events were a
+    statement of their own after the writes; and before an id is drawn."""
+    connection = connections[using]
+    parts = [f"w{n} AS ({w.guarded or w.sql} RETURNING 1)" for n, w in enumerate(writes)]
+    params = [p for w in writes for p in w.params]
+    counts = ", ".join(f"(SELECT count(*) FROM w{n}) AS n{n}" for n in range(len(writes)))
+    if not events:
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {', '.join(parts)} SELECT {counts}", params)
+            return [int(n) for n in cursor.fetchone()], []
+    table = events[0][0]._meta.db_table  # Event's: that module imports this one
+    fields = [events[0][0]._meta.get_field(name) for name in EVENT_COLUMNS]
+    wanted = [" OR ".join(f"n{k} > 0" for k in when) or "TRUE" for _, when in events]
+    row = f"(%s, {', '.join(_cast(f, connection) for f in fields)})"
+    parts += [f"touched AS MATERIALIZED (SELECT {counts})",
+              "event_order AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s) FROM touched"
+              f" WHERE n0 > 0 AND ({' OR '.join(wanted)}))",
+              f"events AS (INSERT INTO {table} ({', '.join(EVENT_COLUMNS)})"
+              f" SELECT {', '.join(EVENT_COLUMNS)} FROM event_order, touched,"
+              f" (VALUES {', '.join([row] * len(events))}) AS v(n, {', '.join(EVENT_COLUMNS)})"
+              f" WHERE CASE n {' '.join(f'WHEN {n} THEN {w}' for n, w in enumerate(wanted))}"
+              " END ORDER BY n RETURNING id)"]
+    params.append(EVENT_ORDER_LOCK)
+    params += [p for n, (event, _) in enumerate(events) for p in
+               (n, *(f.get_db_prep_save(getattr(event, f.attname), connection) for f in fields))]
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT touched.*,"
+                       " ARRAY(SELECT id FROM events ORDER BY id) FROM touched", params)
+        *touched, ids = cursor.fetchone()
+    return [int(n) for n in touched], [int(i) for i in ids]
 
 
 def thread_seq(using: str, thread_id: str, latest_id: str) -> int | None:
@@ -89,8 +145,8 @@ def thread_move(thread_id: str, parent_id: str, latest_id: str, seq: int,
 
 def kept_heads_clear(thread_id: str) -> Write:
     """The large head a thread's checkpoint row kept goes when a newer one is kept."""
-    return Write(f"UPDATE {CHECKPOINT} SET head = '' WHERE thread_id = %s"
-                 " AND head <> ''", [thread_id])
+    sql = f"UPDATE {CHECKPOINT} SET head = '' WHERE thread_id = %s AND head <> ''"
+    return Write(sql, [thread_id], f"{sql} AND {MOVED}")
 
 
 CHECKPOINT_COLUMNS = ("id", "thread_id", "seq", "run_id", "parent_id", "base_id", "node",
@@ -100,8 +156,9 @@ CHECKPOINT_COLUMNS = ("id", "thread_id", "seq", "run_id", "parent_id", "base_id"
 def checkpoint_insert(using: str, values: dict[str, Any]) -> Write:
     """One checkpoint row; ``values`` has every one of ``CHECKPOINT_COLUMNS``."""
     params = _prep(Checkpoint, using, {name: values[name] for name in CHECKPOINT_COLUMNS})
-    return Write(f"INSERT INTO {CHECKPOINT} ({', '.join(CHECKPOINT_COLUMNS)})"
-                 f" VALUES ({', '.join(['%s'] * len(CHECKPOINT_COLUMNS))})", params)
+    into = f"INSERT INTO {CHECKPOINT} ({', '.join(CHECKPOINT_COLUMNS)})"
+    marks = ", ".join(["%s"] * len(CHECKPOINT_COLUMNS))
+    return Write(f"{into} VALUES ({marks})", params, f"{into} SELECT {marks} WHERE {MOVED}")
 
 
 # What a later checkpoint of a run can change. Its thread, tree, graph and place are fixed
@@ -117,16 +174,19 @@ def run_move(using: str, run_id: str, moved: dict[str, Any]) -> Write:
     """Move an existing run row; touches nothing if the row is not there."""
     params = _prep(Run, using, {name: moved[name] for name in RUN_MOVED})
     sets = ", ".join(f"{name} = %s" for name in RUN_MOVED)
-    return Write(f"UPDATE {RUN} SET {sets} WHERE run_id = %s", [*params, run_id])
+    sql = f"UPDATE {RUN} SET {sets} WHERE run_id = %s"
+    return Write(sql, [*params, run_id], f"{sql} AND {MOVED}")
 
 
 def run_upsert(using: str, values: dict[str, Any]) -> Write:
     """Make the run's row, or move it if it is there."""
     params = _prep(Run, using, {name: values[name] for name in RUN_COLUMNS})
     sets = ", ".join(f"{name} = excluded.{name}" for name in RUN_MOVED)
-    return Write(f"INSERT INTO {RUN} ({', '.join(RUN_COLUMNS)})"
-                 f" VALUES ({', '.join(['%s'] * len(RUN_COLUMNS))})"
-                 f" ON CONFLICT (run_id) DO UPDATE SET {sets}", params)
+    into = f"INSERT INTO {RUN} ({', '.join(RUN_COLUMNS)})"
+    marks = ", ".join(["%s"] * len(RUN_COLUMNS))
+    upsert = f"ON CONFLICT (run_id) DO UPDATE SET {sets}"
+    return Write(f"{into} VALUES ({marks}) {upsert}", params,
+                 f"{into} SELECT {marks} WHERE {MOVED} {upsert}")
 
 
 def interrupts_insert(using: str, rows: Sequence[Interrupt]) -> Write:
@@ -134,26 +194,31 @@ def interrupts_insert(using: str, rows: Sequence[Interrupt]) -> Write:
     connection = connections[using]
     fields = [f for f in Interrupt._meta.get_fields() if f.concrete]
     columns = ", ".join(f'"{f.column}"' for f in fields)
+    into = f"INSERT INTO {INTERRUPT} ({columns})"
     values = ", ".join(f"({', '.join(['%s'] * len(fields))})" for _ in rows)
     params = [f.get_db_prep_save(getattr(row, f.attname), connection)
               for row in rows for f in fields]
-    return Write(f"INSERT INTO {INTERRUPT} ({columns}) VALUES {values}"
-                 " ON CONFLICT (id) DO NOTHING", params)
+    guarded = ""
+    if connection.vendor == "postgresql":
+        typed = f"({', '.join(_cast(f, connection) for f in fields)})"
+        guarded = (f"{into} SELECT * FROM (VALUES {', '.join([typed] * len(rows))}) AS v"
+                   f" WHERE {MOVED} ON CONFLICT (id) DO NOTHING")
+    return Write(f"{into} VALUES {values} ON CONFLICT (id) DO NOTHING", params, guarded)
 
 
 def interrupts_at(ids: Sequence[str], checkpoint_id: str) -> Write:
     """Pending interrupts are answered against the run's latest checkpoint."""
     marks = ", ".join(["%s"] * len(ids))
-    return Write(f"UPDATE {INTERRUPT} SET checkpoint_id = %s WHERE id IN ({marks})",
-                 [checkpoint_id, *ids])
+    sql = f"UPDATE {INTERRUPT} SET checkpoint_id = %s WHERE id IN ({marks})"
+    return Write(sql, [checkpoint_id, *ids], f"{sql} AND {MOVED}")
 
 
 def interrupt_close(using: str, interrupt_id: str, status: str, answered_at: datetime) -> Write:
     """Close a pending interrupt; touches nothing if it is no longer pending."""
     params = _prep(Interrupt, using, {"status": status, "answered_at": answered_at})
-    return Write(f"UPDATE {INTERRUPT} SET status = %s, answered_at = %s"
-                 " WHERE id = %s AND status = %s",
-                 [*params, interrupt_id, InterruptStatus.PENDING.value])
+    sql = f"UPDATE {INTERRUPT} SET status = %s, answered_at = %s WHERE id = %s AND status = %s"
+    return Write(sql, [*params, interrupt_id, InterruptStatus.PENDING.value],
+                 f"{sql} AND {MOVED}")
 
 
 # Serialises event writers until they commit, so event ids become visible in id order.

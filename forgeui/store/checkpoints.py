@@ -9,10 +9,11 @@ cleared), so the thread's row, which every save updates, stays small however lon
 conversation; a load brings the head up to date from the records after it.
 
 ``save`` is one transaction: the conditional update of the thread row, the checkpoint
-row and the ``Run`` / ``Interrupt`` rows that mirror it (``rows``), sent as one batch of
-named statements (``models.queries``), then the inbox ``Event`` rows it causes, announced
-on the channel layer after the commit. This module is the one
-place where the database's ``IntegrityError`` becomes ``CheckpointConflict``.
+row, the ``Run`` / ``Interrupt`` rows that mirror it (``rows``) and the inbox ``Event``
+rows it causes, sent as named statements (``models.queries``; on PostgreSQL one
+statement in all), the events announced on the channel layer after the commit. This
+module is the one place where the database's ``IntegrityError`` becomes
+``CheckpointConflict``.
 
 The protocol is async; the ORM is sync. Each async method runs its sync half through
 ``sync_to_async`` (thread-sensitive, like Django's own async ORM methods). Sync callers
@@ -28,18 +29,19 @@ import builtins
 import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 
 from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
 
 from .. import models
 from ..models import queries
-from ..models.events import announce, write_events
+from ..models.events import announce, event_rows, write_events
 from .rows import mirror
 
 P = ParamSpec("P")
@@ -117,9 +119,14 @@ class DjangoCheckpointStore(RecordStore):
     # -- the store kit's primitives ----------------------------------------------------
 
     def append(self, cp: Checkpoint, step: Step) -> None:
-        """The save's one transaction (see the module's docstring)."""
+        """The save's one transaction (see the module's docstring). On PostgreSQL it is
+        one statement (``queries.save_all``), events included; outside a caller's
+        transaction that statement is the transaction, with no BEGIN and COMMIT of its
+        own to wait for."""
+        one = queries.one_statement(self.using)
+        alone = one and transaction.get_autocommit(using=self.using)
         try:
-            with transaction.atomic(using=self.using):
+            with nullcontext() if alone else transaction.atomic(using=self.using):
                 seq = self._position(cp)
                 whole = step.head_is_due(seq)
                 head = step.head if whole else ""
@@ -140,19 +147,30 @@ class DjangoCheckpointStore(RecordStore):
                     "record": step.record, "head": head if kept_here else ""}))
                 rows = mirror(cp, self.using, step.was_pending,
                               run_exists=step.base_run_id == cp.run_id)
-                touched = queries.write_all(self.using, writes + rows.writes)
+                if one:  # a lost compare-and-set writes nothing, events included
+                    made = event_rows([e.draft for e in rows.events])
+                    events = [(row, [len(writes) + i for i in e.when])
+                              for row, e in zip(made, rows.events, strict=True)]
+                    touched, ids = queries.save_all(self.using, writes + rows.writes, events)
+                else:
+                    touched, ids = queries.write_all(self.using, writes + rows.writes), []
                 if not touched[0]:
                     raise CheckpointConflict(cp.thread_id, cp.parent_id,
                                              self._latest_id(cp.thread_id))
-                drafts = rows.finish(touched[len(writes):])
-                if drafts:  # last: the event ordering lock waits for other writers
-                    transaction.on_commit(partial(announce, write_events(drafts, self.using)),
-                                          using=self.using)
+                if not one:  # last: the event ordering lock waits for other writers
+                    ids = write_events(rows.finish(self.using, touched[len(writes):]),
+                                       self.using)
+                if ids:  # at once when the statement was its own transaction
+                    transaction.on_commit(partial(announce, ids), using=self.using)
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
             if conflict is None:
                 raise
             raise conflict from exc
+        except DatabaseError:
+            if alone:  # a connection that broke goes, as a failed transaction's would
+                connections[self.using].close_if_unusable_or_obsolete()
+            raise
         cp.position = (cp.id, seq)
 
     def _position(self, cp: Checkpoint) -> int:

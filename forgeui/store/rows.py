@@ -8,7 +8,6 @@ back to pending.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -28,33 +27,52 @@ def from_ms(value: Any, default: datetime) -> datetime:
     return default
 
 
+class Deserved(NamedTuple):
+    """An event and the writes (indexes among the mirror's) one of which must touch a row
+    for it to be deserved; none: it always is."""
+
+    draft: EventDraft
+    when: tuple[int, ...] = ()
+
+
 class Mirror(NamedTuple):
-    """A save's writes to the run and interrupt rows (run in the save's batch, after its
-    own), and what makes the events deserved of how many rows each one touched."""
+    """A save's writes to the run and interrupt rows (in the save's batch, after its own;
+    the run row's first), the events they deserve, and the run row's upsert should its
+    move touch nothing (None: the run's write is the upsert)."""
 
     writes: list[queries.Write]
-    finish: Callable[[list[int]], list[EventDraft]]
+    events: list[Deserved]
+    missing_run: queries.Write | None = None
+
+    def finish(self, using: str, touched: list[int]) -> list[EventDraft]:
+        """After the writes ran one by one (how many rows each touched): the run row made
+        if its move found none, and the events deserved."""
+        if self.missing_run is not None and not touched[0]:  # not there after all
+            queries.write_all(using, [self.missing_run])
+        return [e.draft for e in self.events if not e.when or any(touched[i] for i in e.when)]
 
 
 def mirror(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None,
            run_exists: bool = False) -> Mirror:
     """Mirror ``cp`` into its run's row and interrupt rows. ``was_pending``: the
     interrupts pending at the checkpoint ``cp`` follows, when known; ``run_exists``: that
-    checkpoint mirrored this same run, so its row is there. (A run moved to running by an
-    accepted answer or a recover was announced when it was accepted, so a claim's save
-    announces nothing.)"""
+    checkpoint mirrored this same run, so its row is there (a save that is one statement
+    upserts the row all the same: no later statement of it could make a missing row). (A
+    run moved to running by an accepted answer or a recover was announced when it was
+    accepted, so a claim's save announces nothing.)"""
     interrupts = interrupt_writes(cp, using, was_pending)
-
-    def finish(touched: list[int]) -> list[EventDraft]:
-        if not touched[0]:  # the row was not there after all
-            queries.write_all(using, [run_write(cp, using, exists=False)])
-        drafts = interrupts.finish(touched[1:])
-        if drafts or cp.status != RunStatus.RUNNING or cp.parent_id is None:
-            drafts.append(EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
-                                     data={"status": cp.status, "checkpoint_id": cp.id}))
-        return drafts
-
-    return Mirror([run_write(cp, using, exists=run_exists), *interrupts.writes], finish)
+    events = [Deserved(e.draft, tuple(i + 1 for i in e.when)) for e in interrupts.events]
+    run_updated = EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
+                             data={"status": cp.status, "checkpoint_id": cp.id})
+    if cp.status != RunStatus.RUNNING or cp.parent_id is None or any(
+            not e.when for e in events):
+        events.append(Deserved(run_updated))
+    elif events:  # announced with the interrupt events, if any is
+        events.append(Deserved(run_updated, tuple(i for e in events for i in e.when)))
+    if run_exists and not queries.one_statement(using):
+        return Mirror([run_write(cp, using, exists=True), *interrupts.writes], events,
+                      run_write(cp, using, exists=False))
+    return Mirror([run_write(cp, using, exists=False), *interrupts.writes], events)
 
 
 def root_of(cp: Checkpoint) -> str:
@@ -101,7 +119,7 @@ def interrupt_writes(cp: Checkpoint, using: str,
     closing = ended(cp)
     pending = [i["id"] for i in cp.interrupts]
     if not pending and not closing:
-        return Mirror([], lambda touched: [])
+        return Mirror([], [])
     rows = Interrupt.objects.using(using)
     if was_pending is None:
         ids = pending + [r["id"] for r in closing]
@@ -121,7 +139,8 @@ def interrupt_writes(cp: Checkpoint, using: str,
     still_pending = [i for i in pending if i in known and i not in answered]
     if still_pending:
         writes.append(queries.interrupts_at(still_pending, cp.id))
-    closed: list[tuple[str, str]] = []
+    events = [Deserved(EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root_of(cp),
+                                  data["id"])) for data in new]
     for data in closing:
         if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:
             continue
@@ -134,20 +153,11 @@ def interrupt_writes(cp: Checkpoint, using: str,
             row = interrupt_row(cp, data, status)
             row.answered_at = answered_at
             writes.append(queries.interrupts_insert(using, [row]))
-        closed.append((data["id"], status))
-
-    def finish(touched: list[int]) -> list[EventDraft]:
-        drafts = [EventDraft(EventKind.INTERRUPT_CREATED, cp.run_id, root_of(cp), data["id"])
-                  for data in new]
-        moves = touched[len(touched) - len(closed):]
-        for (interrupt_id, status), moved in zip(closed, moves, strict=True):
-            kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
-                    else EventKind.INTERRUPT_ANSWERED)
-            if moved:
-                drafts.append(EventDraft(kind, cp.run_id, root_of(cp), interrupt_id))
-        return drafts
-
-    return Mirror(writes, finish)
+        kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
+                else EventKind.INTERRUPT_ANSWERED)
+        events.append(Deserved(EventDraft(kind, cp.run_id, root_of(cp), data["id"]),
+                               (len(writes) - 1,)))
+    return Mirror(writes, events)
 
 
 def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrupt:

@@ -18,7 +18,7 @@ from forgeui.models import Event, Interrupt, Run
 from forgeui.models.events import EventDraft, write_events
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
-from runtime import DurableExecutor, ResumeTarget
+from runtime import CheckpointConflict, DurableExecutor, ResumeTarget
 from tests.runtime.store_conformance import make_checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -210,3 +210,72 @@ def test_event_writers_wait_for_each_other_until_commit_on_postgres() -> None:
     assert order == ["released", "first commits", "second wrote"]
     ids = dict(Event.objects.using("postgres").values_list("run_id", "id"))
     assert ids["first"] < ids["second"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_a_lost_compare_and_set_in_a_saves_one_statement_writes_nothing_on_postgres() -> None:
+    """On PostgreSQL a save is one statement and its own transaction: every write and
+    event of it waits on the thread's compare-and-set, so a stale save leaves nothing."""
+    store = DjangoCheckpointStore("postgres")
+    try:
+        first = make_checkpoint("t-one", None, run_id="r-one", interrupts=[])
+        store.save_sync(first)
+        second = make_checkpoint("t-one", first.id, run_id="r-one")
+        store.save_sync(second)
+        events = Event.objects.using("postgres").count()
+        # Saved after ``first`` by a writer that missed ``second``; the position it
+        # believes in would fit no row, so only the compare-and-set can refuse it.
+        stale = make_checkpoint("t-one", first.id, run_id="r-one", status="completed",
+                                interrupts=[{"id": "i2", "payload": None}])
+        stale.position = (first.id, 5)
+        with pytest.raises(CheckpointConflict):
+            store.save_sync(stale)
+        run = Run.objects.using("postgres").get(pk="r-one")
+        assert (run.status, run.latest_checkpoint_id) == ("interrupted", second.id)
+        assert list(Interrupt.objects.using("postgres").values_list("id", flat=True)) == ["i1"]
+        assert Event.objects.using("postgres").count() == events
+        assert CheckpointRow.objects.using("postgres").filter(thread_id="t-one").count() == 2
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_a_saves_events_wait_for_an_earlier_event_writer_on_postgres() -> None:
+    """The event-ordering lock in a save's one statement: a save whose events come after
+    another writer's waits for that writer's commit, and its ids are the larger."""
+    holding, may_commit = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def writer() -> None:
+        try:
+            with transaction.atomic(using="postgres"):
+                write_events([EventDraft("run.updated", run_id="writer")], "postgres")
+                holding.set()
+                may_commit.wait(10)
+                order.append("writer commits")
+        finally:
+            connections.close_all()
+
+    def saver() -> None:
+        try:
+            holding.wait(10)
+            DjangoCheckpointStore("postgres").save_sync(
+                make_checkpoint("t-wait", None, run_id="r-wait"))
+            order.append("save done")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=saver)]
+    for thread in threads:
+        thread.start()
+    holding.wait(10)
+    time.sleep(0.3)  # time enough for the save to commit, were it not waiting
+    order.append("released")
+    may_commit.set()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["released", "writer commits", "save done"]
+    ids = list(Event.objects.using("postgres").order_by("id").values_list("run_id", flat=True))
+    assert ids[0] == "writer" and set(ids[1:]) == {"r-wait"} and len(ids) == 3
