@@ -1,6 +1,6 @@
 """Cluster benchmark: sustained resumes per second through the API.
 
-    python bench/cluster_bench.py [--runs 500] [--clients 20]
+    python bench/cluster_bench.py [--runs 500] [--clients 20] [--cluster JSON]
 
 Starts the same cluster as ``tests/forgeui/test_cluster.py`` (``tests.forgeui.cluster``):
 a Redis of its own, a fresh PostgreSQL database, two daphne and two ``rqworker``
@@ -22,14 +22,13 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.forgeui.cluster import Cluster, cluster, wait_until
+from tests.forgeui.cluster import Cluster, running, wait_until
 
 Sent = tuple[float, float]  # (POST sent at, epoch s; its round-trip, s)
 
@@ -88,8 +87,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--rate", type=float, default=0.0,
                         help="answers per second offered (default 0: all at once)")
+    parser.add_argument("--cluster", type=Path, metavar="JSON",
+                        help="use the running cluster this file describes "
+                             "(tests.forgeui.cluster.describe) instead of starting one")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder, cluster(Path(folder)) as forge:
+    with running(args.cluster, "forge-cluster-bench-") as forge:
         result = measure(forge, args.runs, args.clients, args.rate)
     offered = f"{args.rate:g}/s" if args.rate else "all at once"
     print(f"{result['runs']} answers ({offered}) from {result['clients']} clients over 2 "

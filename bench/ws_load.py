@@ -1,6 +1,6 @@
 """Websocket load under Redis: many idle inbox sockets, then a burst of interrupts.
 
-    python bench/ws_load.py [--clients 200] [--idle 60] [--interrupts 100]
+    python bench/ws_load.py [--clients 200] [--idle 60] [--interrupts 100] [--cluster JSON]
 
 Starts the cluster of ``tests/forgeui/test_cluster.py`` (``tests.forgeui.cluster``): a
 Redis of its own, a fresh PostgreSQL database, two daphne and two ``rqworker`` processes
@@ -25,14 +25,13 @@ import json
 import re
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.forgeui.cluster import Cluster, cluster, wait_until
+from tests.forgeui.cluster import Cluster, running, wait_until
 
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 P95_LIMIT_MS = 200.0
@@ -134,9 +133,11 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.05, help="seconds between starts")
     parser.add_argument("--p95-limit", type=float, default=P95_LIMIT_MS, metavar="MS",
                         help="the p95 that passes (the suite's smoke run only checks delivery)")
+    parser.add_argument("--cluster", type=Path, metavar="JSON",
+                        help="use the running cluster this file describes "
+                             "(tests.forgeui.cluster.describe) instead of starting one")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="forge-ws-load-") as folder, \
-            cluster(Path(folder)) as forge:
+    with running(args.cluster, "forge-ws-load-") as forge:
         found = asyncio.run(measure(forge, args.clients, args.idle, args.interrupts,
                                     args.gap))
     print(json.dumps(found, indent=2))

@@ -2,6 +2,8 @@
 
 Each run is a subprocess, as a person would start it: it must exit 0 and print its
 figures. The sizes prove that the script works end to end, not that a target is met.
+The cluster benches share one cluster the module starts (``--cluster``) with the very
+code they start their own with.
 A new script fails ``test_every_bench_script_has_a_smoke_run`` until it gets a line here;
 one too slow for ``make test`` even when tiny runs in ``make test-deep`` only.
 """
@@ -25,6 +27,7 @@ import pytest
 
 from tests.conftest import deep, missing
 from tests.e2e.conftest import free_port
+from tests.forgeui.cluster import cluster, describe
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -39,9 +42,10 @@ class Smoke:
     tools: tuple[str, ...] = ()  # programs it starts besides Python
     marks: tuple[str, ...] = ()  # services it talks to; "slow" for the cluster benches
     deep_only: bool = False  # too slow for make test even when tiny: make test-deep runs it
+    cluster: bool = False  # runs in the module's one cluster (``--cluster``), not its own
 
 
-CLUSTER = {"tools": ("redis-server",), "marks": ("postgres", "redis", "slow")}
+CLUSTER = {"tools": ("redis-server",), "marks": ("postgres", "redis", "slow"), "cluster": True}
 SMOKES = {
     "audit_chain.py": Smoke(("--entries", "300", "--appends", "10"),
                             r"postgres: append adds -?[\d.]+ ms .* verify 300 entries",
@@ -100,12 +104,21 @@ def bench_db() -> Iterator[str]:
         pass  # PostgreSQL is down: the test itself said so
 
 
+@pytest.fixture(scope="module")
+def bench_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One started cluster for the cluster benches, described for their ``--cluster``:
+    each bench's own start would cost as much as its tiny run."""
+    folder = tmp_path_factory.mktemp("bench-cluster")
+    with cluster(folder) as forge:
+        yield describe(forge, folder / "cluster.json")
+
+
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("script", [
     pytest.param(name, marks=[getattr(pytest.mark, m) for m in smoke.marks])
     for name, smoke in sorted(SMOKES.items()) if deep() or not smoke.deep_only])
-def test_the_bench_script_runs_at_a_tiny_size(script: str, bench_db: str,
-                                              tmp_path: Path) -> None:
+def test_the_bench_script_runs_at_a_tiny_size(script: str, bench_db: str, tmp_path: Path,
+                                              request: pytest.FixtureRequest) -> None:
     smoke = SMOKES[script]
     for tool in smoke.tools:
         if shutil.which(tool) is None:
@@ -115,6 +128,8 @@ def test_the_bench_script_runs_at_a_tiny_size(script: str, bench_db: str,
     for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL"):
         env.pop(name, None)  # the script sets up its own, as from a shell
     args = [a.replace("{port}", str(free_port())) for a in smoke.args]
+    if smoke.cluster:
+        args += ["--cluster", str(request.getfixturevalue("bench_cluster"))]
     code, out, err = run([sys.executable, str(BENCH / script), *args], tmp_path, env,
                          timeout=1200 if smoke.deep_only else 480)
     assert code == 0, f"{script} exited {code}:\n{(out + err)[-4000:]}"

@@ -20,12 +20,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,8 +100,8 @@ def stop(process: subprocess.Popen[Any], grace: float = 5) -> None:
 class Redis:
     """``redis-server`` on a free port, without persistence; restartable on that port."""
 
-    def __init__(self, folder: Path) -> None:
-        self.port, self.folder = free_port(), folder
+    def __init__(self, folder: Path, port: int = 0) -> None:
+        self.port, self.folder = port or free_port(), folder
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -136,11 +138,11 @@ class Redis:
 class Database:
     """A fresh PostgreSQL database on the server of ``TEST_POSTGRES_URL``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
         parts = urlsplit(POSTGRES_URL)
         self.server = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
                        "user": parts.username or "postgres", "password": parts.password}
-        self.name = f"forge_cluster_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.name = name or f"forge_cluster_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self._local = threading.local()
         self._opened: list[psycopg.Connection[Any]] = []
 
@@ -310,6 +312,28 @@ SESSION = ("from django.conf import settings; from django.contrib.auth.models im
            "print(c.cookies[settings.SESSION_COOKIE_NAME].value)")
 
 
+# migrate, the demo users, their API tokens and a reviewer session, in one process: Django
+# starts once, not once per command.
+SETUP = """
+import io, json
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+call_command("migrate", interactive=False, verbosity=0)
+call_command("demo", "--no-runs", stdout=io.StringIO())
+tokens = {}
+for who in ("supervisor", "reviewer"):
+    out = io.StringIO()
+    call_command("create_token", who, stdout=out)
+    tokens[who] = out.getvalue().strip()
+session = Client()
+session.force_login(User.objects.get(username="reviewer"))
+print(json.dumps({"tokens": tokens,
+                  "cookie": session.cookies[settings.SESSION_COOKIE_NAME].value}))
+"""
+
+
 @contextlib.contextmanager
 def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
     """Redis, a fresh database, ``webs`` daphne and ``workers`` rqworker processes."""
@@ -320,11 +344,8 @@ def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
         redis.start()
         db.create()
         created = True
-        forge.manage("migrate", "--noinput", "--verbosity", "0")
-        forge.manage("demo", "--no-runs")
-        forge.tokens = {who: forge.manage("create_token", who).strip()
-                        for who in ("supervisor", "reviewer")}
-        forge.cookie = forge.manage("shell", "-c", SESSION).split()[-1]
+        made = json.loads(forge.manage("shell", "-c", SETUP).strip().splitlines()[-1])
+        forge.tokens, forge.cookie = made["tokens"], made["cookie"]
         forge.ports = [free_port() for _ in range(webs)]
         forge.webs = [None] * webs  # type: ignore[list-item]
         for index in range(webs):
@@ -335,9 +356,8 @@ def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
             wait_until(lambda i=index: forge.web_up(i), 30, f"daphne {index}")  # type: ignore[misc]
         yield forge
     finally:
-        for process in [*forge.webs, *forge.workers]:
-            if process is not None:
-                stop(process)
+        with ThreadPoolExecutor() as pool:  # together: each takes its grace to stop
+            list(pool.map(stop, [p for p in [*forge.webs, *forge.workers] if p is not None]))
         redis.stop()
         if created:
             db.drop()
@@ -417,3 +437,36 @@ class Watcher:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 self._loop.call_soon_threadsafe(self._task.cancel)
         self._thread.join(10)
+
+
+def describe(forge: Cluster, path: Path) -> Path:
+    """Write to ``path`` what another process needs to use ``forge`` (``attach``)."""
+    path.write_text(json.dumps({"folder": str(forge.folder), "redis_port": forge.redis.port,
+                                "database": forge.db.name, "ports": forge.ports,
+                                "tokens": forge.tokens, "cookie": forge.cookie}))
+    return path
+
+
+def attach(path: Path) -> Cluster:
+    """The running cluster another process started and described in ``path``, as its
+    clients see it: this process starts and stops none of its processes."""
+    found = json.loads(path.read_text())
+    redis, db = Redis(Path(found["folder"]), found["redis_port"]), Database(found["database"])
+    return Cluster(Path(found["folder"]), redis, db, environment(db.url, redis.url),
+                   ports=found["ports"], tokens=found["tokens"], cookie=found["cookie"])
+
+
+@contextlib.contextmanager
+def running(described: Path | None, prefix: str) -> Iterator[Cluster]:
+    """The cluster ``described`` names (``attach``), else a new one in a temporary folder
+    (``cluster``): how the cluster benches start."""
+    if described is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as folder, \
+                cluster(Path(folder)) as forge:
+            yield forge
+        return
+    forge = attach(described)
+    try:
+        yield forge
+    finally:
+        forge.db.close_connections()
