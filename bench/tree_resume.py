@@ -75,7 +75,7 @@ def main() -> None:
             result = tree.resume_targeted_sync(
                 ResumeTarget(interrupt.run_id, interrupt_id=interrupt.id), "yes")
             times.append(time.perf_counter() - started)
-    head = store.load_sync(result.thread_id)
+    head = store.load_head_sync(result.thread_id)
     # Round by round every child is answered once; the last round ends them, so the one
     # before it is the latest with the whole tree still paused.
     rounds = [times[i:i + args.children] for i in range(0, len(times), args.children)]

@@ -6,7 +6,16 @@ which catches ``BaseException`` can let a pause through: nodes call ``ctx.interr
 they never raise it themselves.
 """
 
-from .checkpoint import BlockingStore, Checkpoint, CheckpointStore, Growing, SyncRunner
+from .checkpoint import (
+    BlockingStore,
+    Checkpoint,
+    CheckpointStore,
+    Draft,
+    Growing,
+    Head,
+    HeadStore,
+    SyncRunner,
+)
 from .context import NodeContext
 from .errors import (
     AmbiguousResume,
@@ -44,11 +53,14 @@ __all__ = [
     "CheckpointStore",
     "ChildPolicy",
     "Command",
+    "Draft",
     "Durability",
     "DurableExecutor",
     "ForgeError",
     "GraphShape",
     "Growing",
+    "Head",
+    "HeadStore",
     "InMemoryCheckpointStore",
     "Interrupt",
     "InterruptKind",

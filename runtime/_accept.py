@@ -11,14 +11,14 @@ from typing import Any
 from . import _tree
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import Checkpoint
+from .checkpoint import Head
 from .errors import AmbiguousResume, ResumeError, StaleResumeTarget
 from .types import Command, Interrupt, ResumeTarget
 
 LIVE: frozenset[str] = frozenset({"running", "interrupted", "failed"})
 
 
-def _target_run(root: Checkpoint, target: ResumeTarget) -> dict[str, Any]:
+def _target_run(root: Head, target: ResumeTarget) -> dict[str, Any]:
     run = _tree.find_run(root, target.run_id)
     if run is None:
         raise StaleResumeTarget(f"run {target.run_id!r} is not part of thread "
@@ -32,7 +32,7 @@ def _target_run(root: Checkpoint, target: ResumeTarget) -> dict[str, Any]:
     return run
 
 
-def _candidates(root: Checkpoint, target: ResumeTarget | None,
+def _candidates(root: Head, target: ResumeTarget | None,
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     open_ = _tree.open_interrupts(root)
     if target is None:
@@ -71,7 +71,7 @@ def _checked_metadata(metadata: Any) -> dict[str, Any] | None:
     return copied
 
 
-def accept_answers(root: Checkpoint, target: ResumeTarget | None, command: Command) -> None:
+def accept_answers(root: Head, target: ResumeTarget | None, command: Command) -> None:
     """Record the command's answers (and steering note) in ``root``, or raise."""
     candidates, meta = _candidates(root, target)
     expected = command.expected_checkpoint_id
@@ -108,7 +108,7 @@ def accept_answers(root: Checkpoint, target: ResumeTarget | None, command: Comma
         add_note(root, first["run_id"], command.steering, first["task_id"], first["id"])
 
 
-def add_note(root: Checkpoint, run_id: str, text: str, task_id: str | None = None,
+def add_note(root: Head, run_id: str, text: str, task_id: str | None = None,
              interrupt_id: str | None = None) -> dict[str, Any]:
     run = _tree.find_run(root, run_id)
     note = {"id": new_id(), "run_id": run_id, "task_id": task_id, "interrupt_id": interrupt_id,
@@ -117,7 +117,7 @@ def add_note(root: Checkpoint, run_id: str, text: str, task_id: str | None = Non
     return note
 
 
-def accept_note(root: Checkpoint, target: ResumeTarget, text: str) -> dict[str, Any]:
+def accept_note(root: Head, target: ResumeTarget, text: str) -> dict[str, Any]:
     """Validate a steering target and record the note (no answer, nothing resumes)."""
     if not isinstance(text, str) or not text.strip():
         raise ResumeError("a steering note needs some text")
@@ -130,7 +130,7 @@ def accept_note(root: Checkpoint, target: ResumeTarget, text: str) -> dict[str, 
     return add_note(root, target.run_id, text, task_id, target.interrupt_id)
 
 
-def accept_cancel(root: Checkpoint, target: ResumeTarget | None) -> None:
+def accept_cancel(root: Head, target: ResumeTarget | None) -> None:
     run = _target_run(root, target) if target else _tree.root_summary(root)
     if run["status"] not in LIVE:
         raise StaleResumeTarget(f"run {run['run_id']!r} is {run['status']}",

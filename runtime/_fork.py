@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _records, _tree
 from ._ids import interrupt_id, new_id, now_ms
-from .checkpoint import REOPENED_BY_FORK, Checkpoint, CheckpointStore
+from .checkpoint import REOPENED_BY_FORK, Draft, HeadStore
 from .errors import ResumeError
 
 
@@ -29,7 +29,7 @@ class _Renamer:
     def run(self, run_id: str | None) -> str | None:
         return self.runs.get(run_id, run_id) if run_id is not None else None
 
-    def checkpoint(self, src: Checkpoint) -> Checkpoint:
+    def checkpoint(self, src: Draft) -> Draft:
         cp = _records.copy_head(src)
         cp.id, cp.parent_id, cp.created_at = new_id(), None, now_ms()
         cp.forked_from = src.id
@@ -57,7 +57,7 @@ class _Renamer:
         return cp
 
 
-async def fork_tree(store: CheckpointStore, src: Checkpoint,
+async def fork_tree(store: HeadStore, src: Draft,
                     inputs: Mapping[str, Any] | None = None) -> str:
     """Copy ``src`` (a root checkpoint) and its sub-agents' checkpoints; the new thread id.
 
@@ -67,7 +67,7 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
     """
     new_thread = new_id()
     rename = _Renamer(src.thread_id, new_thread, [src.run_id, *src.engine.children])
-    originals: dict[str, Checkpoint] = {src.run_id: src}
+    originals: dict[str, Draft] = {src.run_id: src}
     for old_run, summary in src.engine.children.items():
         child = await _load_child(store, summary)
         if child is None:
@@ -82,21 +82,21 @@ async def fork_tree(store: CheckpointStore, src: Checkpoint,
                               for rid in originals[old].engine.children}
     root = copies.pop(src.run_id)
     for cp in copies.values():
-        await store.save(cp)
-    await store.save(root)  # last: a half-made fork is never reachable from a root
+        await store.save_head(cp)
+    await store.save_head(root)  # last: a half-made fork is never reachable from a root
     return new_thread
 
 
-async def _load_child(store: CheckpointStore, summary: dict[str, Any]) -> Checkpoint | None:
+async def _load_child(store: HeadStore, summary: dict[str, Any]) -> Draft | None:
     """The sub-agent's checkpoint the summary names: its thread's latest when it still is
     (one read, and the copy is then saved as a patch against it), else rebuilt by id."""
-    latest = await store.load(summary["thread_id"])
+    latest = await store.load_head(summary["thread_id"])
     if latest is not None and latest.id == summary["checkpoint_id"]:
         return latest
-    return await store.load_by_id(summary["checkpoint_id"])
+    return await store.load_head_by_id(summary["checkpoint_id"])
 
 
-def _reopen(originals: dict[str, Checkpoint], copies: dict[str, Checkpoint], iid: str,
+def _reopen(originals: dict[str, Draft], copies: dict[str, Draft], iid: str,
             value: Any) -> None:
     """Give the copy of the task paused at ``iid`` a new input, and reopen its ancestors."""
     old_run = next((run for run, cp in originals.items()

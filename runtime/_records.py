@@ -31,7 +31,18 @@ from typing import Any
 
 from . import _patch, _tree
 from ._jsonvalue import SMALL_TEXT, dumps_proven, json_clone, loads
-from .checkpoint import FIELD_NAMES, GROWING, Additions, Checkpoint, Growing, Saved
+from ._whole_stores import draft_of, grown
+from .checkpoint import (
+    BOOKKEEPING,
+    FIELD_NAMES,
+    GROWING,
+    Additions,
+    Checkpoint,
+    Draft,
+    Growing,
+    RunBookkeeping,
+    Saved,
+)
 
 HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
 # A key ending so holds a reference: the task id whose output the value is.
@@ -58,13 +69,13 @@ class Encoded:
     base_run_id: str | None = None  # the run the base head belongs to, when known
 
 
-def is_fork_start(cp: Checkpoint, encoded: Encoded) -> bool:
+def is_fork_start(cp: Draft, encoded: Encoded) -> bool:
     """A fork's first checkpoint: a store need not keep its head, which its record and
     the original's rebuild (so a fork writes almost nothing)."""
     return cp.parent_id is None and encoded.base_id is not None
 
 
-def head_of(cp: Checkpoint) -> dict[str, Any]:
+def head_of(cp: Draft) -> dict[str, Any]:
     """The checkpoint's head with its values in place (sharing ``cp``'s containers)."""
     doc = {name: cp.stored(name) for name in HEAD_NAMES}
     doc["_last"] = cp.last_completed
@@ -137,7 +148,7 @@ def _refs(doc: dict[str, Any]) -> Iterator[str]:
                 yield holder[key + REF]
 
 
-def _saved_as(cp: Checkpoint, base_id: str | None) -> Saved | None:
+def _saved_as(cp: Draft, base_id: str | None) -> Saved | None:
     """The head saved as ``base_id``, if ``cp`` was built on it."""
     saved = cp.saved
     return saved if saved is not None and base_id is not None and saved.id == base_id else None
@@ -166,9 +177,10 @@ def _is_small(saved: Saved) -> bool:
     return min(sizes, default=0) >= 0 and len(saved.doc_text) + sum(sizes) <= SMALL_TEXT
 
 
-def encode(cp: Checkpoint) -> Encoded:
+def encode(cp: Draft, full: Growing | None = None) -> Encoded:
     """``cp`` as a head and a record against its base; remembers the head as the base
-    of the next save (``Checkpoint.saved``)."""
+    of the next save (``Draft.saved``). ``full``: the growing fields of a checkpoint
+    saved whole (built by hand), instead of what the executor added."""
     base_id = cp.parent_id
     if base_id is None and cp.saved is not None:
         base_id = cp.saved.id  # a fork's first save: a patch against what it copied
@@ -178,13 +190,15 @@ def encode(cp: Checkpoint) -> Encoded:
     # a head kept whole and the records after it always hold what they name.
     known = {id(v): ref for ref, v in base.values.items()} if base is not None else {}
     additions = cp.additions
-    for entry in additions.history if additions else ():
+    for entry in additions.history if full is None else ():
         if entry.get("task_id") and not entry.get("cancelled"):
             known[id(entry["output"])] = entry["task_id"]
     doc, values = by_reference(head_of(cp), known)
     record: dict[str, Any] = {"head": {"v": doc} if base is None else _patch.diff(base.doc, doc)}
-    if additions is None or (base_id is None and not additions.reset):
-        history, state, resolved_ = cp.history, cp.state, cp.resolved
+    if full is None and base_id is None and not additions.reset:
+        full = grown(([], {}, []), additions)  # a first checkpoint with nothing before it
+    if full is not None:
+        history, state, resolved_ = full
         record["full"] = {"history": history, "state": state, "resolved": resolved_}
     else:
         record["add"] = _encode_additions(additions, base)
@@ -267,12 +281,12 @@ class Replayed:
     values: dict[str, Any] = field(default_factory=dict)
 
     def checkpoint(self) -> Checkpoint:
-        return from_head(resolved(self.head, self.values),
-                         (self.history, self.state, self.resolved))
+        return Checkpoint(**_fields(resolved(self.head, self.values)), history=self.history,
+                          state=self.state, resolved=self.resolved)
 
-    def saved_checkpoint(self, checkpoint_id: str) -> Checkpoint:
-        """``checkpoint()``, ready for its next save to be a patch against this head."""
-        cp = self.checkpoint()
+    def draft(self, checkpoint_id: str) -> Draft:
+        """Its head, ready to go on from: the next save is a patch against it."""
+        cp = draft_from(resolved(self.head, self.values))
         cp.saved = _saved(checkpoint_id, self.head, self.values)
         return cp
 
@@ -345,79 +359,75 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
     return Replayed(head, history, state, resolved_, values)
 
 
-def from_head(doc: dict[str, Any], growing: Growing | Callable[[], Growing]) -> Checkpoint:
-    """A checkpoint from its head, values in place; ``growing`` is its history, state and
-    resolved, or a function that builds them when first read."""
+def _fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """A head's fields by name (``Head``'s, the engine's flat) from a stored head with its
+    values in place."""
     fields = {name: doc[name] for name in HEAD_NAMES if name in doc}
     pending_input, payload = _derived(doc)
     fields.setdefault("pending_input", pending_input)
     fields.setdefault("interrupt_payload", payload)
-    cp = Checkpoint.with_growing(fields, growing)
-    cp.last_completed = doc.get("_last")
-    return cp
+    kept = {name: fields.pop(name) for name in BOOKKEEPING if name in fields}
+    return {**fields, "engine": RunBookkeeping(**kept)}
 
 
-def copy_head(src: Checkpoint) -> Checkpoint:
-    """A new checkpoint with ``src``'s head (its own containers, sharing the values kept
-    once) and, shared, its history: saved, it is a record against ``src`` however long
-    its history is."""
+def draft_from(doc: dict[str, Any]) -> Draft:
+    """The executor's head from a stored head with its values in place."""
+    return Draft(**_fields(doc), last_completed=doc.get("_last"))
+
+
+def copy_head(src: Draft) -> Draft:
+    """A new head with ``src``'s (its own containers, sharing the values kept once): saved,
+    it is a record against ``src``, whose history it shares however long it is."""
     base = _saved_as(src, src.id)
     known = {id(v): ref for ref, v in base.values.items()} if base is not None else {}
     doc, values = by_reference(head_of(src), known)
-    cp = from_head(resolved(json_clone(doc), values), src.growing_source())
+    cp = draft_from(resolved(json_clone(doc), values))
     cp.saved = base
     return cp
 
 
-def loaded(head_text: str, checkpoint_id: str, growing: Growing | Callable[[], Growing],
-           after: Iterable[str] = ()) -> Checkpoint:
-    """The latest checkpoint of a thread, ready for the executor to go on from (its next
-    save is a patch against its head): a stored head, brought up to date by the records
-    ``after`` it when it is an earlier checkpoint's."""
+def loaded(head_text: str, checkpoint_id: str, after: Iterable[str] = ()) -> Draft:
+    """The latest head of a thread, ready for the executor to go on from (its next save is
+    a patch against it): a stored head, brought up to date by the records ``after`` it
+    when it is an earlier checkpoint's."""
     doc = loads(head_text)
     current = Replayed(doc, values=doc.pop(VALUES, {}))
     for raw in after:
         current = _step(current, loads(raw), in_place=True)
-    cp = from_head(resolved(current.head, current.values), growing)
-    cp.saved = _saved(checkpoint_id, current.head, current.values)
-    return cp
+    return current.draft(checkpoint_id)
 
 
-def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Encoded]:
+def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, Encoded]]:
     """Records for one thread kept the old way, as whole checkpoints (``to_dict``),
-    oldest first: each keeps only what it added to its parent where that holds."""
-    prev: Checkpoint | None = None
+    oldest first, each with its head: each keeps only what it added to its parent where
+    that holds."""
+    prev: tuple[Checkpoint, Draft] | None = None
     for doc in docs:
         cp = Checkpoint.from_dict(doc)
-        history, state, resolved_ = cp.history, cp.state, cp.resolved
-        if history:
-            last = history[-1]
-            done = next((t["id"] for t in reversed(cp.engine.tasks) if t["node"] == last["node"]),
-                        None)
-            cp.last_completed = {"node": last["node"], "task_id": done,
-                                 "cancelled": bool(last.get("cancelled"))}
-        additions = _added_since(prev, cp) if prev is not None else None
+        draft = draft_of(cp)
+        additions = _added_since(prev[0], cp) if prev is not None else None
         if additions is not None:
-            cp.additions = additions
             assert prev is not None
-            cp.saved = prev.saved
-        elif not (history or state or resolved_):
-            cp.additions = Additions(reset=True)
-        encoded = encode(cp)
-        yield encoded
-        cp.__dict__.update(_history=history, _state=state, _resolved=resolved_)
-        prev = cp
+            draft.additions, draft.saved = additions, prev[1].saved
+            encoded = encode(draft)
+        elif not (cp.history or cp.state or cp.resolved):
+            draft.additions = Additions(reset=True)
+            encoded = encode(draft)
+        else:
+            encoded = encode(draft, (cp.history, cp.state, cp.resolved))
+        yield draft, encoded
+        prev = cp, draft
 
 
 def _added_since(prev: Checkpoint, cp: Checkpoint) -> Additions | None:
     """What ``cp`` added to ``prev``'s growing fields, if it only added."""
     if cp.parent_id != prev.id:
         return None
-    old_h, old_r = prev.__dict__["_history"], prev.__dict__["_resolved"]
+    old_h, old_r = prev.history, prev.resolved
     new_h, new_r = cp.history, cp.resolved
     if not (_patch.same(old_h, new_h[:len(old_h)]) and _patch.same(old_r, new_r[:len(old_r)])):
         return None
-    state = dict(prev.__dict__["_state"])
+    state = dict(prev.state)
     for entry in new_h[len(old_h):]:
         if not entry.get("cancelled"):
             state[entry["node"]] = entry["output"]

@@ -12,7 +12,7 @@ from . import _tree
 from ._ids import new_id, now_ms
 from ._run_state import RunState
 from .checkpoint import (
-    Checkpoint,
+    Draft,
     LoadLatest,
     SaveNext,
     StoreDialogue,
@@ -132,7 +132,7 @@ class RunSaving(RunState):
         cp.node = (cp.interrupts[0]["node"] if cp.interrupts
                    else last["node"] if last else None)
 
-    def _merge(self, latest: Checkpoint | None) -> bool:
+    def _merge(self, latest: Draft | None) -> bool:
         """Take in answers, cancels and notes recorded while we held the lease."""
         if latest is None or latest.engine.lease != self.tree.lease:
             return False

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._graph import Graph, NodeSpec
 from ._ids import new_id, task_id
-from .checkpoint import BlockingStore, Checkpoint, CheckpointStore, as_blocking
+from .checkpoint import BlockingStore, Draft, HeadStore, as_blocking
 from .context import NodeContext
 from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .types import Durability, SyncNodes
@@ -27,7 +27,7 @@ FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
 class TreeState:
     """What every run of one tree execution shares: store, lease and the inbox."""
 
-    store: CheckpointStore | None
+    store: HeadStore | None
     lease: str
     durability: Durability
     sync_nodes: SyncNodes
@@ -45,7 +45,7 @@ class TreeState:
         return {k: v for k, v in self.inbox.items() if k not in self.consumed}
 
     @classmethod
-    def from_root(cls, root: Checkpoint, store: CheckpointStore | None,
+    def from_root(cls, root: Draft, store: HeadStore | None,
                   durability: Durability, sync_nodes: SyncNodes,
                   loop: asyncio.AbstractEventLoop | None) -> TreeState:
         """``loop``: the tree's event loop (None: a sync caller's, with no loop yet)."""
@@ -77,9 +77,9 @@ def new_task(run_id: str, step: int, node: str, task_input: Any) -> dict[str, An
 
 
 class RunState(ABC):
-    """One run (root or sub-agent) being applied; ``cp`` is its working checkpoint."""
+    """One run (root or sub-agent) being applied; ``cp`` is the head it is writing."""
 
-    def __init__(self, graph: Graph, cp: Checkpoint, tree: TreeState,
+    def __init__(self, graph: Graph, cp: Draft, tree: TreeState,
                  base: str | None, parent: RunState | None = None) -> None:
         self.graph = graph
         self.cp = cp

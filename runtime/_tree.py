@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checkpoint import Checkpoint
+from .checkpoint import Head
 from .types import Interrupt, RunNode
 
 
-def root_summary(root: Checkpoint) -> dict[str, Any]:
+def root_summary(root: Head) -> dict[str, Any]:
     return {
         "run_id": root.run_id,
         "thread_id": root.thread_id,
@@ -21,7 +21,7 @@ def root_summary(root: Checkpoint) -> dict[str, Any]:
     }
 
 
-def runs(root: Checkpoint) -> list[dict[str, Any]]:
+def runs(root: Head) -> list[dict[str, Any]]:
     """Every run of the tree, root first, then by namespace (stable)."""
     return [root_summary(root), *_sorted_children(root.engine.children)]
 
@@ -36,23 +36,23 @@ def _sorted_children(children: dict[str, dict[str, Any]]) -> list[dict[str, Any]
     return sorted(children.values(), key=lambda r: (r["namespace"], r["run_id"]))
 
 
-def find_run(root: Checkpoint, run_id: str) -> dict[str, Any] | None:
+def find_run(root: Head, run_id: str) -> dict[str, Any] | None:
     if run_id == root.run_id:
         return root_summary(root)
     return root.engine.children.get(run_id)
 
 
-def pending(root: Checkpoint) -> list[dict[str, Any]]:
+def pending(root: Head) -> list[dict[str, Any]]:
     """Pending interrupts of the whole tree, in a stable order (root's own first)."""
     return [i for run in runs(root) for i in run["interrupts"]]
 
 
-def open_interrupts(root: Checkpoint) -> list[dict[str, Any]]:
+def open_interrupts(root: Head) -> list[dict[str, Any]]:
     """Pending interrupts nobody has answered yet (accepted answers wait in the inbox)."""
     return [i for i in pending(root) if i["id"] not in root.engine.answers]
 
 
-def descendants(root: Checkpoint, run_id: str) -> set[str]:
+def descendants(root: Head, run_id: str) -> set[str]:
     """``run_id`` and every run below it."""
     parent_of = {rid: r["parent_run_id"] for rid, r in root.engine.children.items()}
     found = {run_id}
@@ -66,7 +66,7 @@ def descendants(root: Checkpoint, run_id: str) -> set[str]:
     return found
 
 
-def latest_metadata(root: Checkpoint, run: dict[str, Any] | None = None) -> dict[str, Any]:
+def latest_metadata(root: Head, run: dict[str, Any] | None = None) -> dict[str, Any]:
     """What ``StaleResumeTarget.latest`` carries: where the run (or tree) stands now."""
     run = run or root_summary(root)
     return {
@@ -83,7 +83,7 @@ def as_interrupts(records: list[dict[str, Any]]) -> list[Interrupt]:
     return [Interrupt.from_dict(r) for r in records]
 
 
-def as_nodes(root: Checkpoint) -> list[RunNode]:
+def as_nodes(root: Head) -> list[RunNode]:
     return [
         RunNode(
             run_id=r["run_id"],

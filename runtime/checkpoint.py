@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ._jsonvalue import dumps_proven
 from .errors import CheckpointConflict
@@ -39,36 +39,6 @@ class Additions:
 
     def __bool__(self) -> bool:
         return bool(self.history or self.resolved or self.reset)
-
-
-class _GrowingField:
-    """``history``, ``state`` and ``resolved``: built only when read.
-
-    A checkpoint the executor works on carries no history, only what it added
-    (``Checkpoint.additions``); a loaded one builds the rest from its store when first
-    read. Reading one of them settles all three into plain values.
-    """
-
-    def __init__(self, default: tuple[()] | None = None) -> None:
-        self.default = default
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = "_" + name
-
-    def __get__(self, obj: Checkpoint | None, owner: type | None = None) -> Any:
-        if obj is None:
-            if self.default is None:
-                raise AttributeError(self.slot)  # a required field, for the dataclass
-            return self.default
-        if obj.__dict__.get("_source") is not None or obj.additions is not None:
-            obj.settle()
-        return obj.__dict__[self.slot]
-
-    def __set__(self, obj: Checkpoint, value: Any) -> None:
-        if obj.__dict__.get("_source") is not None or obj.__dict__.get("additions"):
-            obj.settle()
-        obj.__dict__[self.slot] = list(value) if isinstance(value, tuple) else value
-        obj.__dict__["additions"] = None  # set by hand: a store saves it whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +79,11 @@ class RunBookkeeping:
 BOOKKEEPING: tuple[str, ...] = tuple(f.name for f in fields(RunBookkeeping))
 
 
-@dataclass
-class Checkpoint:
-    """One saved point of one run's thread. Every field is JSON-serialisable.
+@dataclass(kw_only=True)
+class Head:
+    """A checkpoint without its growing fields: what a run needs to go on from it. A
+    plain value, as every field of ``Checkpoint`` is.
 
-    ``history``, ``state`` and ``resolved`` grow with the thread; a checkpoint loaded from
-    a store builds them only when they are read, and the executor never reads them.
     ``engine`` holds the executor's internal records of the run (``RunBookkeeping``).
     """
 
@@ -122,12 +91,6 @@ class Checkpoint:
     thread_id: str
     node: str | None
     interrupt_payload: Any
-    if TYPE_CHECKING:
-        state: dict[str, Any]
-        history: list[dict[str, Any]]
-    else:
-        state: dict = _GrowingField()
-        history: list = _GrowingField()
     pending_input: Any
     created_at: int
     run_id: str = ""
@@ -142,11 +105,6 @@ class Checkpoint:
     sub_agent_id: str | None = None
     # This run's own pending interrupts (Interrupt.to_dict()).
     interrupts: list[dict[str, Any]] = field(default_factory=list)
-    # This run's ended interrupts: the interrupt plus status, answer and when.
-    if TYPE_CHECKING:
-        resolved: list[dict[str, Any]] = field(default_factory=list)
-    else:
-        resolved: list = _GrowingField(())
     steering: list[dict[str, Any]] = field(default_factory=list)
     once: dict[str, Any] = field(default_factory=dict)
     output: Any = None
@@ -155,84 +113,29 @@ class Checkpoint:
     metadata: dict[str, Any] = field(default_factory=dict)
     engine: RunBookkeeping = field(default_factory=RunBookkeeping)
 
-    def __post_init__(self) -> None:
-        # Internal, not fields: what the executor added since the last save, the head
-        # that save wrote (the base of the next record), and where the growing fields
-        # come from when they are not plain values yet.
-        self.additions: Additions | None = self.__dict__.get("additions")
-        self._source: Callable[[], Growing] | None = None
-        self.saved: Saved | None = None
-        self.last_completed: dict[str, Any] | None = None
-        # Where a store that numbers its threads put this checkpoint: (id, place from 1).
-        self.position: tuple[str, int] | None = None
-
-    @classmethod
-    def with_growing(cls, fields: dict[str, Any],
-                     growing: Growing | Callable[[], Growing]) -> Checkpoint:
-        """A checkpoint from its stored ``fields`` (``FIELD_NAMES`` but the growing ones)
-        whose growing fields are ``growing``, or built by it when read."""
-        if callable(growing):
-            cp = cls.from_stored(fields, state={}, history=[])
-            cp._source = growing
-        else:
-            history, state, resolved = growing
-            cp = cls.from_stored(fields, state=state, history=history, resolved=resolved)
-        cp.additions = Additions()
-        return cp
-
-    def settle(self) -> None:
-        """Make the growing fields plain values (the store's, plus what was added)."""
-        source, additions = self._source, self.__dict__.get("additions")
-        self._source = None
-        self.__dict__["additions"] = None
-        if source is not None:
-            history, state, resolved = source()
-        else:
-            history = self.__dict__["_history"]
-            state, resolved = self.__dict__["_state"], self.__dict__["_resolved"]
-        if additions is not None:
-            if additions.reset:
-                history, state, resolved = [], {}, []
-            history, state, resolved = list(history), dict(state), list(resolved)
-            for entry in additions.history:
-                history.append({k: v for k, v in entry.items() if k != "task_id"})
-                if not entry.get("cancelled"):
-                    state[entry["node"]] = entry["output"]
-            resolved.extend(additions.resolved)
-        self.__dict__.update(_history=history, _state=state, _resolved=resolved)
-
-    def add_history(self, entry: dict[str, Any]) -> None:
-        """A task completed (``output``) or was cancelled (``cancelled``)."""
-        self.last_completed = {"node": entry["node"], "task_id": entry.get("task_id"),
-                               "cancelled": bool(entry.get("cancelled"))}
-        if self.additions is not None:
-            self.additions.history.append(entry)
-            return
-        self.history.append({k: v for k, v in entry.items() if k != "task_id"})
-        if not entry.get("cancelled"):
-            self.state[entry["node"]] = entry["output"]
-
-    def add_resolved(self, records: list[dict[str, Any]]) -> None:
-        """Interrupts that ended (answered or cancelled)."""
-        if self.additions is not None:
-            self.additions.resolved.extend(records)
-        else:
-            self.resolved.extend(records)
-
-    def mark_saved(self, source: Callable[[], Growing]) -> None:
-        """A store saved this checkpoint: its growing fields are now ``source``'s."""
-        self._source, self.additions = source, Additions()
-
-    def growing_source(self) -> Callable[[], Growing]:
-        """A function giving this checkpoint's growing fields, as they are now."""
-        if self._source is not None and not self.additions:
-            return self._source
-        growing = (self.history, self.state, self.resolved)
-        return lambda: growing
-
     def stored(self, name: str) -> Any:
         """The value stored under ``name``, one of ``FIELD_NAMES``."""
         return getattr(self.engine, name) if name in BOOKKEEPING else getattr(self, name)
+
+    def head_fields(self) -> dict[str, Any]:
+        """The head's fields by name, as ``Head(**fields)`` takes them (shared, not copied)."""
+        return {f.name: getattr(self, f.name) for f in fields(Head)}
+
+
+@dataclass(kw_only=True)
+class Checkpoint(Head):
+    """One saved point of one run's thread: its head and what the thread accumulated up
+    to it (``history``, ``state``, ``resolved``). Every field is a plain JSON value, so
+    reading one never calls a store. ``position``: where its store put it in its thread
+    (from 1), when the store numbers its threads."""
+
+    # accumulated per-node outputs, by node name
+    state: dict[str, Any]
+    # [{"node": name, "output": ...}] in completion order
+    history: list[dict[str, Any]]
+    # This run's ended interrupts: the interrupt plus status, answer and when.
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+    position: int | None = field(default=None, compare=False)
 
     @classmethod
     def from_stored(cls, values: dict[str, Any], **growing: Any) -> Checkpoint:
@@ -255,6 +158,32 @@ class Checkpoint:
     @classmethod
     def from_json(cls, text: str) -> Checkpoint:
         return cls.from_dict(json.loads(text))
+
+
+@dataclass(kw_only=True)
+class Draft(Head):
+    """The head of the checkpoint the executor is writing, with what a store needs to
+    save it as one step: what the run added to the growing fields since ``saved`` (the
+    head it last saved or loaded, which the next record patches), and the task that
+    completed last. The executor's own; users hold ``Head`` and ``Checkpoint`` values.
+    """
+
+    additions: Additions = field(default_factory=Additions)
+    saved: Saved | None = None
+    # {"node", "task_id", "cancelled"} of the task completed last, kept with the head.
+    last_completed: dict[str, Any] | None = None
+    # Where a store that numbers its threads put checkpoint ``[0]``: ``[1]``, from 1.
+    stored_at: tuple[str, int] | None = None
+
+    def add_history(self, entry: dict[str, Any]) -> None:
+        """A task completed (``output``) or was cancelled (``cancelled``)."""
+        self.last_completed = {"node": entry["node"], "task_id": entry.get("task_id"),
+                               "cancelled": bool(entry.get("cancelled"))}
+        self.additions.history.append(entry)
+
+    def add_resolved(self, records: list[dict[str, Any]]) -> None:
+        """Interrupts that ended (answered or cancelled)."""
+        self.additions.resolved.extend(records)
 
 
 # How a checkpoint is stored: flat, the executor's bookkeeping beside the rest, in this
@@ -299,24 +228,43 @@ class CheckpointStore(Protocol):
 
 
 @runtime_checkable
+class HeadStore(Protocol):
+    """How the executor goes on with runs: from heads, saving each step as what it added
+    (``Draft``), never reading or writing a thread's whole history. The store kit's
+    ``RecordStore`` is one; the executor adapts any other ``CheckpointStore``."""
+
+    async def load_head(self, thread_id: str) -> Draft | None:
+        """The thread's latest head, ready to go on from, or None."""
+
+    async def load_head_by_id(self, checkpoint_id: str) -> Draft | None:
+        """One checkpoint's head, ready to go on from (a fork's source), or None."""
+
+    async def load_run_head(self, run_id: str) -> Draft | None:
+        """The latest head of the run ``run_id`` (any thread), or None."""
+
+    async def save_head(self, draft: Draft) -> None:
+        """Append ``draft`` to its thread, a compare-and-set as ``CheckpointStore.save``."""
+
+
+@runtime_checkable
 class BlockingStore(Protocol):
     """A store whose database calls block a thread of its own (``DjangoCheckpointStore``).
 
-    Optional, beside ``CheckpointStore``. The executor runs a chain of lone sync steps on
+    Optional, beside ``HeadStore``. The executor runs a chain of lone sync steps on
     that thread with the blocking twins below, saving after each step as always, so the
     chain costs one trip from the event loop instead of one per save. The twins may be
     called only there (``call_in_store_thread``), or on a sync caller's thread that
     ``can_block_here`` allows.
     """
 
-    def save_sync(self, cp: Checkpoint) -> None:
-        """``save``, blocking."""
+    def save_head_sync(self, draft: Draft) -> None:
+        """``save_head``, blocking."""
 
-    def load_sync(self, thread_id: str) -> Checkpoint | None:
-        """``load``, blocking."""
+    def load_head_sync(self, thread_id: str) -> Draft | None:
+        """``load_head``, blocking."""
 
-    def load_run_sync(self, run_id: str) -> Checkpoint | None:
-        """``load_run``, blocking."""
+    def load_run_head_sync(self, run_id: str) -> Draft | None:
+        """``load_run_head``, blocking."""
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the thread where the blocking twins may be called."""
@@ -360,27 +308,27 @@ def as_blocking(store: object) -> BlockingStore | None:
 
 @dataclass(frozen=True, slots=True)
 class LoadLatest:
-    """A store call a dialogue asks for: ``load(thread_id)``."""
+    """A store call a dialogue asks for: ``load_head(thread_id)``."""
 
     thread_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class SaveNext:
-    """A store call a dialogue asks for: ``save(checkpoint)``."""
+    """A store call a dialogue asks for: ``save_head(draft)``."""
 
-    checkpoint: Checkpoint
+    draft: Draft
 
 
 # Store work written once for sync and async callers: the generator yields the calls it
 # needs, gets each call's result sent back (a conflict thrown back in), and returns its
 # answer; ``converse`` and ``converse_blocking`` are the two thin drivers.
-StoreDialogue = Generator[LoadLatest | SaveNext, Checkpoint | None, T]
+StoreDialogue = Generator[LoadLatest | SaveNext, Draft | None, T]
 
 
-async def converse(store: CheckpointStore, dialogue: StoreDialogue[T]) -> T:
+async def converse(store: HeadStore, dialogue: StoreDialogue[T]) -> T:
     """Carry out ``dialogue`` with ``store``'s async calls."""
-    reply: Checkpoint | None = None
+    reply: Draft | None = None
     conflict: CheckpointConflict | None = None
     while True:
         try:
@@ -390,16 +338,16 @@ async def converse(store: CheckpointStore, dialogue: StoreDialogue[T]) -> T:
         reply, conflict = None, None
         try:
             if isinstance(call, LoadLatest):
-                reply = await store.load(call.thread_id)
+                reply = await store.load_head(call.thread_id)
             else:
-                await store.save(call.checkpoint)
+                await store.save_head(call.draft)
         except CheckpointConflict as exc:
             conflict = exc
 
 
 def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
     """Carry out ``dialogue`` with ``store``'s blocking twins, on a thread that may."""
-    reply: Checkpoint | None = None
+    reply: Draft | None = None
     conflict: CheckpointConflict | None = None
     while True:
         try:
@@ -409,17 +357,17 @@ def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
         reply, conflict = None, None
         try:
             if isinstance(call, LoadLatest):
-                reply = store.load_sync(call.thread_id)
+                reply = store.load_head_sync(call.thread_id)
             else:
-                store.save_sync(call.checkpoint)
+                store.save_head_sync(call.draft)
         except CheckpointConflict as exc:
             conflict = exc
 
 
-Change = Callable[[Checkpoint | None], Checkpoint]
+Change = Callable[[Draft | None], Draft]
 
 
-def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Checkpoint]:
+def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Draft]:
     """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new
     latest on ``CheckpointConflict``; the checkpoint saved."""
     while True:
@@ -431,7 +379,7 @@ def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Checkpoint]
         return cp
 
 
-async def update_latest(store: CheckpointStore, thread_id: str, change: Change) -> Checkpoint:
+async def update_latest(store: HeadStore, thread_id: str, change: Change) -> Draft:
     """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new latest
     on ``CheckpointConflict``; the checkpoint saved.
 
@@ -447,6 +395,6 @@ async def update_latest(store: CheckpointStore, thread_id: str, change: Change) 
 
 
 def update_latest_blocking(store: BlockingStore, thread_id: str,
-                           change: Change) -> Checkpoint:
+                           change: Change) -> Draft:
     """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
     return converse_blocking(store, _latest_changed(thread_id, change))

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from ._answer_schema import check_answer_schema
 from ._jsonvalue import NotJSON, json_copy
-from .checkpoint import Checkpoint
+from .checkpoint import Draft
 from .errors import ForgeError
 from .signal import InterruptSignal
 
@@ -19,7 +19,7 @@ class _RunInProgress(Protocol):
     """What a node's context needs of the run executing the node."""
 
     @property
-    def cp(self) -> Checkpoint:
+    def cp(self) -> Draft:
         """The run's working checkpoint."""
 
     def steering_for_run(self) -> list[dict[str, Any]]:

@@ -16,11 +16,14 @@ from ._fork import fork_tree
 from ._graph import Graph
 from ._ids import new_id, now_ms
 from ._jsonvalue import NotJSON, json_copy
+from ._whole_stores import heads_of
 from .checkpoint import (
     Additions,
     BlockingStore,
-    Checkpoint,
     CheckpointStore,
+    Draft,
+    Head,
+    HeadStore,
     RunBookkeeping,
     as_blocking,
     run_from_sync,
@@ -126,10 +129,11 @@ class DurableExecutor:
         """
         input = self._run_input(input)
         # A thread id made here is new: nothing to load (one round trip less per start).
-        existing = (await self.store.load(thread_id)
-                    if self.store is not None and thread_id is not None else None)
-        taken = (run_id is not None and self.store is not None
-                 and await self.store.load_run(run_id) is not None)
+        heads = heads_of(self.store) if self.store is not None else None
+        existing = (await heads.load_head(thread_id)
+                    if heads is not None and thread_id is not None else None)
+        taken = (run_id is not None and heads is not None
+                 and await heads.load_run_head(run_id) is not None)
         execution = self._new_run(input, thread_id, existing, run_id, taken, metadata,
                                   asyncio.get_running_loop())
         await execution.drive(save_first=self.durability == "sync")
@@ -141,7 +145,7 @@ class DurableExecutor:
         except NotJSON as exc:
             raise NodeError(self._graph.first, "", f"run input: {exc}") from None
 
-    def _new_run(self, input: Any, thread_id: str | None, existing: Checkpoint | None,
+    def _new_run(self, input: Any, thread_id: str | None, existing: Draft | None,
                  run_id: str | None, taken: bool, metadata: dict[str, Any] | None,
                  loop: asyncio.AbstractEventLoop | None) -> RunExecution:
         """The execution of a new run, once the thread's latest checkpoint (``existing``)
@@ -155,17 +159,17 @@ class DurableExecutor:
         if taken:
             raise ResumeError(f"run id {run_id!r} is already taken")
         run_id = run_id or new_id()
-        cp = Checkpoint(
-            id="", thread_id=thread_id, node=None, interrupt_payload=None, state={},
-            history=[], pending_input=None, created_at=now_ms(), run_id=run_id,
+        cp = Draft(
+            id="", thread_id=thread_id, node=None, interrupt_payload=None,
+            pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
             once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
             engine=RunBookkeeping(tasks=[new_task(run_id, 0, self._graph.first, input)],
                                   lease=new_id()),
+            additions=Additions(reset=True),
+            # The new run's first save is a patch against the old head.
+            saved=existing.saved if existing is not None else None,
         )
-        cp.additions = Additions(reset=True)
-        if existing is not None:  # the new run's first save is a patch against the old head
-            cp.saved = existing.saved
         return RunExecution(self._graph, cp, self._tree_state(cp, loop),
                             existing.id if existing else None)
 
@@ -206,7 +210,7 @@ class DurableExecutor:
 
     async def recover(self, thread_id: str) -> RunResult:
         """Go on with a run whose executor died (``running``) or whose node failed."""
-        def take_over(root: Checkpoint) -> None:
+        def take_over(root: Draft) -> None:
             if root.status in ("running", "failed"):
                 root.error = None
                 root.engine.lease = None  # the old holder is gone: _submit takes a new lease
@@ -246,14 +250,14 @@ class DurableExecutor:
 
     def _record_and_begin(self, blocking: BlockingStore, request: _Request,
                           loop: asyncio.AbstractEventLoop,
-                          ) -> tuple[Checkpoint, RunExecution | None, NodeError | bool]:
+                          ) -> tuple[Draft, RunExecution | None, NodeError | bool]:
         """On the store's thread: record the request, then go on as far as lone sync steps
         reach (``drive_on_store_thread``); the loop does the rest."""
         root = update_latest_blocking(blocking, request.root_thread, request)
         execution = self._execution(root, request, loop)
         return root, execution, execution is not None and execution.drive_on_store_thread()
 
-    def _execution(self, root: Checkpoint, request: _Request,
+    def _execution(self, root: Draft, request: _Request,
                    loop: asyncio.AbstractEventLoop | None) -> RunExecution | None:
         """The execution that applies the tree, if ``request`` took its lease (else someone
         else is applying it, or the request was only a note)."""
@@ -261,8 +265,9 @@ class DurableExecutor:
             return None
         return RunExecution(self._graph, root, self._tree_state(root, loop), root.id)
 
-    def _tree_state(self, root: Checkpoint, loop: asyncio.AbstractEventLoop | None) -> TreeState:
-        return TreeState.from_root(root, self.store, self.durability, self.sync_nodes, loop)
+    def _tree_state(self, root: Draft, loop: asyncio.AbstractEventLoop | None) -> TreeState:
+        heads = heads_of(self.store) if self.store is not None else None
+        return TreeState.from_root(root, heads, self.durability, self.sync_nodes, loop)
 
     def _blocking_here(self) -> BlockingStore | None:
         """The store, if this sync caller may call its blocking twins on its own thread."""
@@ -282,7 +287,8 @@ class DurableExecutor:
         ``recover`` on the new thread runs that node again from the new input.
         """
         store = self._require_store()
-        src = await (store.load_by_id(checkpoint_id) if checkpoint_id else store.load(thread_id))
+        src = await (store.load_head_by_id(checkpoint_id) if checkpoint_id
+                     else store.load_head(thread_id))
         if src is None or src.thread_id != thread_id:
             raise StaleResumeTarget(f"no checkpoint {checkpoint_id or '(latest)'} in thread "
                                     f"{thread_id!r}", {"thread_id": thread_id})
@@ -324,8 +330,8 @@ class DurableExecutor:
         if blocking is None:
             return self._run_to_end(self.run(input, thread_id, metadata=metadata, run_id=run_id))
         input = self._run_input(input)
-        existing = blocking.load_sync(thread_id) if thread_id is not None else None
-        taken = run_id is not None and blocking.load_run_sync(run_id) is not None
+        existing = blocking.load_head_sync(thread_id) if thread_id is not None else None
+        taken = run_id is not None and blocking.load_run_head_sync(run_id) is not None
         execution = self._new_run(input, thread_id, existing, run_id, taken, metadata, None)
         execution.drive_here(save_first=self.durability == "sync")
         return self._result(execution.cp)
@@ -344,7 +350,7 @@ class DurableExecutor:
         blocking = self._blocking_here()
         if blocking is None:
             return self._run_to_end(self.resume_targeted(target, command))
-        root = blocking.load_run_sync(target.run_id)
+        root = blocking.load_run_head_sync(target.run_id)
         if root is None:
             raise _unknown_run(target.run_id)
         return self._submit_here(blocking, _answer(root.root_thread_id, target,
@@ -373,13 +379,14 @@ class DurableExecutor:
         raise ForgeError("the *_sync methods are for code without a running event loop; "
                          "await the async method instead")
 
-    def _require_store(self) -> CheckpointStore:
+    def _require_store(self) -> HeadStore:
+        """The store, as the executor goes on with runs: from heads (``heads_of``)."""
         if self.store is None:
             raise ResumeError("interrupts require a checkpoint store and a thread id")
-        return self.store
+        return heads_of(self.store)
 
-    async def _load_thread(self, thread_id: str) -> Checkpoint:
-        cp = await self._require_store().load(thread_id)
+    async def _load_thread(self, thread_id: str) -> Draft:
+        cp = await self._require_store().load_head(thread_id)
         if cp is None:
             raise StaleResumeTarget(f"thread {thread_id!r} has no checkpoint",
                                     {"thread_id": thread_id, "run_id": None,
@@ -387,13 +394,13 @@ class DurableExecutor:
         return cp
 
     async def _root_thread_of_run(self, run_id: str) -> str:
-        cp = await self._require_store().load_run(run_id)
+        cp = await self._require_store().load_run_head(run_id)
         if cp is None:
             raise _unknown_run(run_id)
         return cp.root_thread_id
 
     @staticmethod
-    def _result(root: Checkpoint) -> RunResult:
+    def _result(root: Head) -> RunResult:
         return RunResult(
             thread_id=root.thread_id,
             run_id=root.run_id,
@@ -413,14 +420,14 @@ class _Request:
     ``accept`` returned, ``take_lease`` whether this request is to apply the tree.
     """
 
-    def __init__(self, root_thread: str, accept: Callable[[Checkpoint], Any],
+    def __init__(self, root_thread: str, accept: Callable[[Draft], Any],
                  drive: bool = True, root_only: bool = False) -> None:
         self.root_thread, self.accept = root_thread, accept
         self.drive, self.root_only = drive, root_only
         self.accepted: Any = None
         self.take_lease = False
 
-    def __call__(self, root: Checkpoint | None) -> Checkpoint:
+    def __call__(self, root: Draft | None) -> Draft:
         if root is None:
             raise StaleResumeTarget(f"thread {self.root_thread!r} has no checkpoint",
                                     {"thread_id": self.root_thread, "run_id": None,
@@ -476,7 +483,7 @@ def _loop_running() -> bool:
 class _SubAgentThread(Exception):
     """resume() was given a sub-agent's thread: answer through its root instead."""
 
-    def __init__(self, checkpoint: Checkpoint) -> None:
+    def __init__(self, checkpoint: Draft) -> None:
         super().__init__(checkpoint.thread_id)
         self.checkpoint = checkpoint
 

@@ -4,12 +4,13 @@ The base owns the record format (``runtime._records``) and the replay; a backend
 keeps opaque JSON texts and answers a few questions about them. It implements these
 primitives, each blocking, each on the backend's own terms (a dict, a table, a file):
 
-- ``append(cp, step)``: add ``step.record`` after ``cp.parent_id`` in ``cp.thread_id``, a
-  compare-and-set (``CheckpointConflict`` unless ``cp.parent_id`` is the thread's latest
-  checkpoint, ``None`` for a thread's first); keep ``step.head`` as the thread's recent
-  head where ``step.head_is_due`` (forget the one kept when ``step.keeps_head`` is False:
-  a fork's first checkpoint, rebuilt from the checkpoint it was forked from); keep
-  ``step.base_id`` beside the record.
+- ``append(head, step)``: add ``step.record`` after ``head.parent_id`` in
+  ``head.thread_id``, a compare-and-set (``CheckpointConflict`` unless ``head.parent_id``
+  is the thread's latest checkpoint, ``None`` for a thread's first); keep ``step.head``
+  as the thread's recent head where ``step.head_is_due`` (forget the one kept when
+  ``step.keeps_head`` is False: a fork's first checkpoint, rebuilt from the checkpoint it
+  was forked from); keep ``step.base_id`` beside the record. ``head`` (a ``Draft``) is
+  the saved checkpoint's head, for a backend that mirrors its fields elsewhere.
 - ``read_head(thread_id)``: the thread's latest checkpoint id, a recent head and the
   records after it (``StoredHead``), or None for an unknown thread.
 - ``read_lineage(checkpoint_id, visible_only)``: the records of the checkpoint's thread
@@ -21,9 +22,13 @@ primitives, each blocking, each on the backend's own terms (a dict, a table, a f
 - ``delete_thread(thread_id)``: forget the thread.
 
 ``save``, ``load``, ``load_by_id``, ``list``, ``load_run`` and ``delete`` (and their
-blocking twins) are built on them once, here. The async methods call the blocking ones
-directly; a backend whose calls block on I/O runs them elsewhere by overriding the async
-methods. Every backend passes ``tests/runtime/store_conformance``.
+blocking twins) are built on them once, here: each returns whole, plain checkpoints,
+rebuilt by replaying records (never on a run's hot path). So are the executor's
+``HeadStore`` methods (``load_head``, ``load_head_by_id``, ``load_run_head``,
+``save_head``), which read a recent head and the few records after it, and write one
+record. The async methods call the blocking ones directly; a backend whose calls block on
+I/O runs them elsewhere by overriding the async methods. Every backend passes
+``tests/runtime/store_conformance``.
 """
 
 from __future__ import annotations
@@ -32,13 +37,13 @@ import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from . import _patch, _records
 from ._jsonvalue import dumps_proven
 from ._records import Encoded, Replayed
-from .checkpoint import Checkpoint, Growing
+from ._whole_stores import draft_of
+from .checkpoint import Additions, Checkpoint, Draft
 
 __all__ = [
     "HEAD_EVERY", "SMALL_HEAD", "Lineage", "RecordStore", "Step", "StoredHead",
@@ -72,6 +77,8 @@ class Step:
     # in the head the record patches (None: written whole) and that head's run id.
     was_pending: frozenset[str] | None = None
     base_run_id: str | None = None
+    # The interrupts this save ended (answered or cancelled).
+    ended: tuple[dict[str, Any], ...] = ()
 
     @property
     def head(self) -> str:
@@ -118,19 +125,19 @@ def json_text(value: Any) -> str:
     return dumps_proven(value)
 
 
-def _step_of(cp: Checkpoint, encoded: Encoded) -> Step:
+def _step_of(cp: Draft, encoded: Encoded, ended: Iterable[dict[str, Any]]) -> Step:
     base = encoded.base_id if encoded.base_id != cp.parent_id else None
     return Step(encoded.record, encoded.head_text, base,
                 not _records.is_fork_start(cp, encoded), encoded.small, encoded.was_pending,
-                encoded.base_run_id)
+                encoded.base_run_id, tuple(ended))
 
 
-def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[Step]:
+def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, Step]]:
     """The steps of one thread kept the old way, as whole checkpoints (``to_dict``),
-    oldest first: what a store migrating such a thread writes (the last one's head is
-    the thread's latest)."""
-    for encoded in _records.from_full_copies(docs):
-        yield Step(encoded.record, encoded.head_text, None, small_head=encoded.small)
+    oldest first, each with its head: what a store migrating such a thread writes (the
+    last one's head is the thread's latest)."""
+    for draft, encoded in _records.from_full_copies(docs):
+        yield draft, Step(encoded.record, encoded.head_text, None, small_head=encoded.small)
 
 
 class RecordStore(ABC):
@@ -139,7 +146,7 @@ class RecordStore(ABC):
     # -- the primitives -----------------------------------------------------------------
 
     @abstractmethod
-    def append(self, cp: Checkpoint, step: Step) -> None:
+    def append(self, head: Draft, step: Step) -> None:
         ...
 
     @abstractmethod
@@ -165,30 +172,25 @@ class RecordStore(ABC):
     # -- the store, blocking ------------------------------------------------------------
 
     def save_sync(self, cp: Checkpoint) -> None:
-        """``save``, blocking."""
+        """``save``, blocking: ``cp`` kept whole, its growing fields as given."""
+        draft = draft_of(cp)
         # Encoded first: a value that is not JSON changes nothing.
-        self.append(cp, _step_of(cp, _records.encode(cp)))
-        cp.mark_saved(partial(self.growing_of, cp.id))
+        encoded = _records.encode(draft, (cp.history, cp.state, cp.resolved))
+        self.append(draft, _step_of(draft, encoded, cp.resolved))
+        cp.position = draft.stored_at[1] if draft.stored_at is not None else None
 
     def load_sync(self, thread_id: str) -> Checkpoint | None:
-        """``load``, blocking: the latest head brought up to date, ready to go on from."""
+        """``load``, blocking."""
         found = self.read_head(thread_id)
-        if found is None:
-            return None
-        if found.head is None:
-            return self.load_by_id_sync(found.checkpoint_id)
-        cp = _records.loaded(found.head, found.checkpoint_id,
-                             partial(self.growing_of, found.checkpoint_id), found.after)
-        cp.position = (found.checkpoint_id, found.position)
-        return cp
+        return None if found is None else self.load_by_id_sync(found.checkpoint_id)
 
     def load_by_id_sync(self, checkpoint_id: str) -> Checkpoint | None:
         """``load_by_id``, blocking."""
         lineage = self.read_lineage(checkpoint_id, visible_only=True)
         if lineage is None:
             return None
-        cp = self._last_of(lineage).saved_checkpoint(checkpoint_id)
-        cp.position = (checkpoint_id, len(lineage.records))
+        cp = self._last_of(lineage).checkpoint()
+        cp.position = len(lineage.records)
         return cp
 
     def list_sync(self, thread_id: str, start: int = 1,
@@ -203,24 +205,57 @@ class RecordStore(ABC):
         replayed = _records.replay(lineage.records, self._rebuild(lineage.first_base), skip)
         for position, one in enumerate(replayed, start=skip + 1):
             cp = one.checkpoint()
-            cp.position = (cp.id, position)
+            cp.position = position
             found.append(cp)
         return found
 
     def load_run_sync(self, run_id: str) -> Checkpoint | None:
         """``load_run``, blocking."""
         found = self.run_latest(run_id)
-        if found is None:
-            return None
-        thread_id, checkpoint_id = found
-        latest = self.load_sync(thread_id)
-        if latest is not None and latest.id == checkpoint_id:
-            return latest
-        return self.load_by_id_sync(checkpoint_id)
+        return None if found is None else self.load_by_id_sync(found[1])
 
     def delete_sync(self, thread_id: str) -> None:
         """``delete``, blocking."""
         self.delete_thread(thread_id)
+
+    # -- heads, blocking ----------------------------------------------------------------
+
+    def save_head_sync(self, draft: Draft) -> None:
+        """``save_head``, blocking: one record of what the run added since its base."""
+        encoded = _records.encode(draft)  # first: a value that is not JSON changes nothing
+        self.append(draft, _step_of(draft, encoded, draft.additions.resolved))
+        draft.additions = Additions()
+
+    def load_head_sync(self, thread_id: str) -> Draft | None:
+        """``load_head``, blocking: the latest head brought up to date, ready to go on from."""
+        found = self.read_head(thread_id)
+        if found is None:
+            return None
+        if found.head is None:
+            return self.load_head_by_id_sync(found.checkpoint_id)
+        draft = _records.loaded(found.head, found.checkpoint_id, found.after)
+        draft.stored_at = (found.checkpoint_id, found.position)
+        return draft
+
+    def load_head_by_id_sync(self, checkpoint_id: str) -> Draft | None:
+        """``load_head_by_id``, blocking (a replay of the checkpoint's lineage)."""
+        lineage = self.read_lineage(checkpoint_id, visible_only=True)
+        if lineage is None:
+            return None
+        draft = self._last_of(lineage).draft(checkpoint_id)
+        draft.stored_at = (checkpoint_id, len(lineage.records))
+        return draft
+
+    def load_run_head_sync(self, run_id: str) -> Draft | None:
+        """``load_run_head``, blocking."""
+        found = self.run_latest(run_id)
+        if found is None:
+            return None
+        thread_id, checkpoint_id = found
+        latest = self.load_head_sync(thread_id)
+        if latest is not None and latest.id == checkpoint_id:
+            return latest
+        return self.load_head_by_id_sync(checkpoint_id)
 
     # -- the store, async ---------------------------------------------------------------
 
@@ -242,6 +277,18 @@ class RecordStore(ABC):
     async def load_run(self, run_id: str) -> Checkpoint | None:
         return self.load_run_sync(run_id)
 
+    async def save_head(self, draft: Draft) -> None:
+        self.save_head_sync(draft)
+
+    async def load_head(self, thread_id: str) -> Draft | None:
+        return self.load_head_sync(thread_id)
+
+    async def load_head_by_id(self, checkpoint_id: str) -> Draft | None:
+        return self.load_head_by_id_sync(checkpoint_id)
+
+    async def load_run_head(self, run_id: str) -> Draft | None:
+        return self.load_run_head_sync(run_id)
+
     # -- the replay ---------------------------------------------------------------------
 
     def _rebuild(self, checkpoint_id: str | None) -> Replayed | None:
@@ -251,12 +298,6 @@ class RecordStore(ABC):
             return None
         lineage = self.read_lineage(checkpoint_id, visible_only=False)
         return None if lineage is None else self._last_of(lineage)
-
-    def growing_of(self, checkpoint_id: str) -> Growing:
-        """History, state and resolved of a saved checkpoint, rebuilt from its records."""
-        found = self._rebuild(checkpoint_id)
-        assert found is not None, checkpoint_id
-        return found.history, found.state, found.resolved
 
     def _last_of(self, lineage: Lineage) -> Replayed:
         start = self._rebuild(lineage.first_base)

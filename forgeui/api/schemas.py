@@ -308,7 +308,7 @@ class CheckpointOut(Schema):
 
     @staticmethod
     def resolve_seq(obj: Any) -> int:
-        return int(obj.position[1])
+        return int(obj.position)
 
     @staticmethod
     def resolve_created_at(obj: Any) -> datetime:
@@ -333,7 +333,7 @@ class CheckpointStateOut(Schema):
 
     @staticmethod
     def resolve_seq(obj: Any) -> int:
-        return int(obj.position[1])
+        return int(obj.position)
 
 
 # -- answering, steering, forking, cancelling ---------------------------------------------

@@ -22,8 +22,8 @@ def to_records(apps: Any, schema_editor: Any) -> None:
         rows = list(checkpoint_model.objects.using(alias).filter(thread_id=thread.pk)
                     .order_by("seq").values_list("id", "data"))
         head = ""
-        for (checkpoint_id, _), step in zip(rows, from_full_copies(d for _, d in rows),
-                                            strict=True):
+        for (checkpoint_id, _), (_, step) in zip(rows, from_full_copies(d for _, d in rows),
+                                                 strict=True):
             checkpoint_model.objects.using(alias).filter(pk=checkpoint_id).update(
                 record=step.record, base_id=step.base_id or "")
             head = step.head

@@ -56,12 +56,12 @@ def settle(root_thread_id: str) -> list[str]:
     if Answer.objects.unapplied().filter(interrupt__root_thread_id=root_thread_id).exists():
         return []
     store = DjangoCheckpointStore()
-    root = store.load_sync(root_thread_id)
+    root = store.load_head_sync(root_thread_id)
     if root is None or root.status == RunStatus.RUNNING:
         return []
     moved: list[tuple[str, str]] = []
     for run in Run.objects.filter(root_thread_id=root_thread_id, status=RunStatus.RUNNING):
-        latest = root if run.run_id == root.run_id else store.load_run_sync(run.run_id)
+        latest = root if run.run_id == root.run_id else store.load_run_head_sync(run.run_id)
         if latest is None or latest.status == RunStatus.RUNNING:
             continue
         # Only while the row still shows that checkpoint: a save meanwhile knows better.

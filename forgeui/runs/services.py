@@ -64,7 +64,7 @@ from forgeui.store import DjangoCheckpointStore
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed, needed_roles
 from forgeui.team.sign_in import method_of
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import Head
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 logger = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     require_json(input, "input")
     check_input(executor.input_schema, input)
     thread_id = thread_id or uuid.uuid4().hex
-    latest = DjangoCheckpointStore().load_sync(thread_id)
+    latest = DjangoCheckpointStore().load_head_sync(thread_id)
     if latest is not None and latest.status in LIVE:
         raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
     if latest is not None:  # a finished thread goes on only with the graph it ran
@@ -156,7 +156,7 @@ def _match_schema(schema: dict[str, Any], value: Any, loc: list[str | int], what
 
 def _started(thread_id: str, run_id: str) -> StartedRun:
     """With an immediate task backend the run exists by now; otherwise it is queued."""
-    latest = DjangoCheckpointStore().load_sync(thread_id)
+    latest = DjangoCheckpointStore().load_head_sync(thread_id)
     if latest is None or latest.run_id != run_id:
         return StartedRun(thread_id, run_id, "queued", run_id)
     return StartedRun(thread_id, latest.run_id, latest.status, run_id)
@@ -719,7 +719,7 @@ def _keep_assignment(source_thread: str, new_thread: str) -> None:
     Interrupt.objects.bulk_update(copies, ["assignees", "claimed_by", "claimed_at"])
 
 
-def _fork_edits(user: User, executor: Any, source: Checkpoint, inputs: dict[str, Any],
+def _fork_edits(user: User, executor: Any, source: Head, inputs: dict[str, Any],
                 answers: dict[str, Any]) -> list[dict[str, Any]]:
     """Check each change names an interrupt pending at ``source`` and is one ``user`` may
     make there; describe it for audit."""
@@ -779,7 +779,7 @@ def _copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
                                                                 order=edit["order"])
 
 
-def _fork_source(latest: Checkpoint, thread_id: str, checkpoint_id: str | None) -> Checkpoint:
+def _fork_source(latest: Head, thread_id: str, checkpoint_id: str | None) -> Head:
     if not checkpoint_id:
         return latest
     found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
@@ -793,7 +793,7 @@ def _seq_of(thread_id: str, checkpoint_id: str) -> int:
     listed = DjangoCheckpointStore().list_sync(thread_id)
     for index, cp in enumerate(listed):
         if cp.id == checkpoint_id:
-            return cp.position[1] if cp.position else index + 1
+            return cp.position or index + 1
     return 0
 
 
@@ -915,8 +915,8 @@ def _run(run_id: str) -> Run:
     return run
 
 
-def _latest(thread_id: str) -> Checkpoint:
-    latest = DjangoCheckpointStore().load_sync(thread_id)
+def _latest(thread_id: str) -> Head:
+    latest = DjangoCheckpointStore().load_head_sync(thread_id)
     if latest is None:
         raise NotFound(f"no thread {thread_id!r}")
     return latest

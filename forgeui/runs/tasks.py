@@ -26,7 +26,7 @@ from forgeui.runs import logs, registry, run_status
 from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import Head
 from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | Non
                    request_id: str = "") -> dict[str, Any]:
     """Start graph ``graph`` on ``thread_id``; a second delivery of one request is a no-op."""
     executor = registry.get_executor(graph)
-    existing = store().load_sync(thread_id)
+    existing = store().load_head_sync(thread_id)
     if existing is not None and request_id and existing.metadata.get("request_id") == request_id:
         return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
                 "duplicate": True}
@@ -148,7 +148,7 @@ def resume_with(answer: Answer) -> RunResult:
 
 def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
     """Where the runtime stands on one interrupt, read from the latest checkpoints."""
-    run = store().load_run_sync(run_id)
+    run = store().load_run_head_sync(run_id)
     if run is None:
         return "gone"
     root = root_checkpoint(run)
@@ -156,17 +156,18 @@ def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
         return "accepted"
     if any(record["id"] == interrupt_id for record in run.interrupts):
         return "open"
-    # Ended: only now read the run's history (built from its records) to say how.
-    for record in run.resolved:
+    # Ended: only now read the run's history (rebuilt from its records) to say how.
+    whole = store().load_by_id_sync(run.id)
+    for record in whole.resolved if whole is not None else ():
         if record["id"] == interrupt_id:
             return "cancelled" if record.get("status") == "cancelled" else "answered"
     return "gone"
 
 
-def root_checkpoint(cp: Checkpoint) -> Checkpoint | None:
+def root_checkpoint(cp: Head) -> Head | None:
     if not cp.root_thread_id or cp.root_thread_id == cp.thread_id:
         return cp
-    return store().load_sync(cp.root_thread_id)
+    return store().load_head_sync(cp.root_thread_id)
 
 
 @task()
@@ -217,7 +218,7 @@ def apply_cancel(answer: Answer) -> dict[str, Any]:
 @task()
 def recover_run_task(thread_id: str) -> dict[str, Any]:
     """Go on with a root run whose executor died or whose node failed."""
-    latest = store().load_sync(thread_id)
+    latest = store().load_head_sync(thread_id)
     if latest is None:
         return {"thread_id": thread_id, "outcome": "unknown thread"}
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)

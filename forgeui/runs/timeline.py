@@ -165,7 +165,7 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
 
 def _place(cp: RuntimeCheckpoint) -> int:
     assert cp.position is not None  # the Django store numbers what it lists
-    return cp.position[1]
+    return cp.position
 
 
 def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[dict[str, Any]]:

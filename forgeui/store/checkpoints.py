@@ -24,11 +24,9 @@ caller's own thread, and ``async_to_sync`` only for a run that needs an event lo
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import uuid
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from functools import partial
@@ -37,7 +35,15 @@ from typing import Any, ParamSpec, TypeVar
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 
-from runtime import Checkpoint, CheckpointConflict, Growing, Lineage, RecordStore, Step, StoredHead
+from runtime import (
+    Checkpoint,
+    CheckpointConflict,
+    Draft,
+    Lineage,
+    RecordStore,
+    Step,
+    StoredHead,
+)
 
 from .. import models
 from ..models import queries
@@ -46,9 +52,6 @@ from .rows import mirror
 
 P = ParamSpec("P")
 T = TypeVar("T")
-# Rebuilding history read from inside an event loop: the ORM may not block that loop's
-# thread, so the (rare, read-side) query runs on a thread of its own.
-_READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="forge-history")
 
 
 def _in_thread_row(step: Step, head: str) -> str:
@@ -94,6 +97,22 @@ class DjangoCheckpointStore(RecordStore):
         """The latest checkpoint of run ``run_id``, or None."""
         return await _in_thread(self.load_run_sync)(run_id)
 
+    async def save_head(self, draft: Draft) -> None:
+        """``HeadStore``: append the step the executor made."""
+        await _in_thread(self.save_head_sync)(draft)
+
+    async def load_head(self, thread_id: str) -> Draft | None:
+        """``HeadStore``: the thread's latest head, to go on from."""
+        return await _in_thread(self.load_head_sync)(thread_id)
+
+    async def load_head_by_id(self, checkpoint_id: str) -> Draft | None:
+        """``HeadStore``: one checkpoint's head, to go on from."""
+        return await _in_thread(self.load_head_by_id_sync)(checkpoint_id)
+
+    async def load_run_head(self, run_id: str) -> Draft | None:
+        """``HeadStore``: the latest head of run ``run_id``, to go on from."""
+        return await _in_thread(self.load_run_head_sync)(run_id)
+
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """``BlockingStore``: run ``fn`` where the sync halves may be called (the thread
         the ORM calls above run in); the executor runs lone sync steps there."""
@@ -118,7 +137,7 @@ class DjangoCheckpointStore(RecordStore):
 
     # -- the store kit's primitives ----------------------------------------------------
 
-    def append(self, cp: Checkpoint, step: Step) -> None:
+    def append(self, cp: Draft, step: Step) -> None:
         """The save's one transaction (see the module's docstring). On PostgreSQL it is
         one statement (``queries.save_all``), events included; outside a caller's
         transaction that statement is the transaction, with no BEGIN and COMMIT of its
@@ -145,7 +164,7 @@ class DjangoCheckpointStore(RecordStore):
                     "node": cp.node or "", "status": cp.status, "step": cp.step,
                     "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
                     "record": step.record, "head": head if kept_here else ""}))
-                rows = mirror(cp, self.using, step.was_pending,
+                rows = mirror(cp, self.using, step.ended, step.was_pending,
                               run_exists=step.base_run_id == cp.run_id)
                 if one:  # a lost compare-and-set writes nothing, events included
                     made = event_rows([e.draft for e in rows.events])
@@ -171,14 +190,14 @@ class DjangoCheckpointStore(RecordStore):
             if alone:  # a connection that broke goes, as a failed transaction's would
                 connections[self.using].close_if_unusable_or_obsolete()
             raise
-        cp.position = (cp.id, seq)
+        cp.stored_at = (cp.id, seq)
 
-    def _position(self, cp: Checkpoint) -> int:
+    def _position(self, cp: Draft) -> int:
         """Where ``cp`` goes in its thread: after its parent, whose position the executor
         knows, or else reads (``CheckpointConflict`` if the parent is not the latest)."""
         if cp.parent_id is None:
             return 1
-        known = cp.position
+        known = cp.stored_at
         if known is not None and known[0] == cp.parent_id:
             return int(known[1]) + 1
         seq = queries.thread_seq(self.using, cp.thread_id, cp.parent_id)
@@ -268,23 +287,6 @@ class DjangoCheckpointStore(RecordStore):
             models.Thread.objects.using(self.using).filter(pk=row).update(deleted=False)
             self.delete_thread(row)
 
-    def growing_of(self, checkpoint_id: str) -> Growing:
-        """History, state and resolved of a checkpoint, rebuilt from its records. From
-        inside an event loop the ORM may not block that loop's thread, so the (rare,
-        read-side) queries run on a thread of their own."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return super().growing_of(checkpoint_id)
-        return _READER.submit(self._growing_apart, checkpoint_id).result()
-
-    def _growing_apart(self, checkpoint_id: str) -> Growing:
-        """``growing_of`` on a reader thread, which keeps no connection open afterwards."""
-        try:
-            return super().growing_of(checkpoint_id)
-        finally:
-            connections.close_all()
-
     # -- helpers --------------------------------------------------------------------
 
     def _checkpoints(self) -> models.CheckpointQuerySet:
@@ -298,7 +300,7 @@ class DjangoCheckpointStore(RecordStore):
             .first()
         )
 
-    def _conflict_behind(self, cp: Checkpoint) -> CheckpointConflict | None:
+    def _conflict_behind(self, cp: Draft) -> CheckpointConflict | None:
         """Is this ``IntegrityError`` a lost compare-and-set (or a reused id)? Else a bug."""
         latest = self._latest_id(cp.thread_id)
         reused = self._checkpoints().filter(pk=cp.id).exists()

@@ -8,12 +8,13 @@ back to pending.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.utils import timezone
 
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import Head
 
 from ..models import EventKind, Interrupt, InterruptStatus, RunStatus, queries
 from ..models import assignees as assignment  # the stored form of assignees
@@ -52,15 +53,16 @@ class Mirror(NamedTuple):
         return [e.draft for e in self.events if not e.when or any(touched[i] for i in e.when)]
 
 
-def mirror(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None,
-           run_exists: bool = False) -> Mirror:
-    """Mirror ``cp`` into its run's row and interrupt rows. ``was_pending``: the
+def mirror(cp: Head, using: str, ended: Sequence[dict[str, Any]] = (),
+           was_pending: frozenset[str] | None = None, run_exists: bool = False) -> Mirror:
+    """Mirror ``cp`` into its run's row and interrupt rows. ``ended``: the interrupts this
+    save ended (answered or cancelled). ``was_pending``: the
     interrupts pending at the checkpoint ``cp`` follows, when known; ``run_exists``: that
     checkpoint mirrored this same run, so its row is there (a save that is one statement
     upserts the row all the same: no later statement of it could make a missing row). (A
     run moved to running by an accepted answer or a recover was announced when it was
     accepted, so a claim's save announces nothing.)"""
-    interrupts = interrupt_writes(cp, using, was_pending)
+    interrupts = interrupt_writes(cp, using, ended, was_pending)
     events = [Deserved(e.draft, tuple(i + 1 for i in e.when)) for e in interrupts.events]
     run_updated = EventDraft(EventKind.RUN_UPDATED, cp.run_id, root_of(cp),
                              data={"status": cp.status, "checkpoint_id": cp.id})
@@ -75,11 +77,11 @@ def mirror(cp: Checkpoint, using: str, was_pending: frozenset[str] | None = None
     return Mirror([run_write(cp, using, exists=False), *interrupts.writes], events)
 
 
-def root_of(cp: Checkpoint) -> str:
+def root_of(cp: Head) -> str:
     return cp.root_thread_id or cp.thread_id
 
 
-def run_write(cp: Checkpoint, using: str, exists: bool) -> queries.Write:
+def run_write(cp: Head, using: str, exists: bool) -> queries.Write:
     """The run row's write for ``cp``: a move of the row when it is known to be there
     (it touches nothing if it is not), else an upsert."""
     now = timezone.now()
@@ -96,27 +98,19 @@ def run_write(cp: Checkpoint, using: str, exists: bool) -> queries.Write:
         "created_at": from_ms(cp.created_at, now), **moved})
 
 
-def run_input(cp: Checkpoint) -> Any:
+def run_input(cp: Head) -> Any:
     """What the run was started with, readable while it is at its first step."""
     if cp.step == 0 and len(cp.engine.tasks) == 1:
         return cp.engine.tasks[0].get("input")
     return None
 
 
-def ended(cp: Checkpoint) -> list[dict[str, Any]]:
-    """The interrupts this save ended: what the executor added since the last save, or,
-    for a checkpoint built by hand, every one it lists."""
-    if cp.additions is not None:
-        return cp.additions.resolved
-    return cp.resolved
-
-
-def interrupt_writes(cp: Checkpoint, using: str,
+def interrupt_writes(cp: Head, using: str, closing: Sequence[dict[str, Any]] = (),
                      was_pending: frozenset[str] | None = None) -> Mirror:
     """Create, move and close interrupt rows. What was pending before says which rows
     exist; when that is not known, the rows are read. A row a person already moved away
-    from pending stays as it is; only a move away from pending is an event."""
-    closing = ended(cp)
+    from pending stays as it is; only a move away from pending is an event. ``closing``:
+    the interrupts this save ended."""
     pending = [i["id"] for i in cp.interrupts]
     if not pending and not closing:
         return Mirror([], [])
@@ -160,7 +154,7 @@ def interrupt_writes(cp: Checkpoint, using: str,
     return Mirror(writes, events)
 
 
-def interrupt_row(cp: Checkpoint, data: dict[str, Any], status: str) -> Interrupt:
+def interrupt_row(cp: Head, data: dict[str, Any], status: str) -> Interrupt:
     now = timezone.now()
     deadline = data.get("deadline_at")
     return Interrupt(

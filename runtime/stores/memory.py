@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ..checkpoint import Checkpoint
+from ..checkpoint import Draft
 from ..errors import CheckpointConflict
 from ..store_kit import Lineage, RecordStore, Step, StoredHead
 
@@ -20,7 +20,7 @@ class InMemoryCheckpointStore(RecordStore):
         self._runs: dict[str, str] = {}  # run id -> latest checkpoint id
         self._lock = threading.Lock()  # callers may run loops in several threads
 
-    def append(self, cp: Checkpoint, step: Step) -> None:
+    def append(self, cp: Draft, step: Step) -> None:
         with self._lock:
             chain = self._threads.setdefault(cp.thread_id, [])
             latest = chain[-1] if chain else None
@@ -34,6 +34,7 @@ class InMemoryCheckpointStore(RecordStore):
             elif not step.keeps_head:
                 self._heads.pop(cp.thread_id, None)  # rebuilt from the original until saved
             self._runs[cp.run_id] = cp.id
+            cp.stored_at = (cp.id, len(chain))
 
     def read_head(self, thread_id: str) -> StoredHead | None:
         chain = self._threads.get(thread_id)

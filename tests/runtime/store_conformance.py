@@ -7,13 +7,21 @@ empty store per test); ``tests/runtime/test_memory_store.py`` is the smallest ex
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from typing import Any
 
 import pytest
 
-from runtime import Checkpoint, CheckpointConflict, CheckpointStore, DurableExecutor
-from runtime.checkpoint import BlockingStore, update_latest
+from runtime import (
+    Checkpoint,
+    CheckpointConflict,
+    CheckpointStore,
+    Draft,
+    DurableExecutor,
+    HeadStore,
+)
+from runtime.checkpoint import Additions, BlockingStore, update_latest
 
 
 def make_checkpoint(thread_id: str, parent_id: str | None, **changes: Any) -> Checkpoint:
@@ -59,6 +67,23 @@ class StoreConformance:
         loaded = await store.load("t-round")
         assert loaded == cp
         assert await store.load_by_id(cp.id) == cp
+
+    async def test_what_a_store_returns_is_a_plain_value(self, store: CheckpointStore) -> None:
+        """Every field of a checkpoint from ``load``, ``load_by_id``, ``list`` and
+        ``load_run`` is built when it is returned: reading one calls no store (nor blocks an
+        event loop), so it reads the same once the thread is gone."""
+        thread = await talk(chat_graph(store), 3)
+        latest = await store.load(thread)
+        assert latest is not None
+        found = [latest, await store.load_by_id(latest.id), (await store.list(thread))[-1],
+                 await store.load_run(latest.run_id)]
+        await store.delete(thread)
+        for cp in found:
+            assert cp is not None
+            assert set(vars(cp)) == {f.name for f in dataclasses.fields(Checkpoint)}
+            assert cp.state["ask"]["messages"] == expected_messages(3)
+            assert [entry["node"] for entry in cp.history] == ["ask"] * 3
+            assert [r["status"] for r in cp.resolved] == ["answered"] * 3
 
     async def test_unknown_thread_and_id_are_none(self, store: CheckpointStore) -> None:
         assert await store.load("nope") is None
@@ -138,24 +163,31 @@ class StoreConformance:
         chain = await save_chain(store, "t-upd", 2)
         seen: list[str | None] = []
 
-        def change(latest: Checkpoint | None) -> Checkpoint:
+        def change(latest: Draft | None) -> Draft:
             seen.append(latest.id if latest else None)
             # The first try is built on a checkpoint the thread has moved past.
             parent = chain[0].id if len(seen) == 1 else seen[-1]
-            return make_checkpoint("t-upd", parent, status="completed")
+            made = make_checkpoint("t-upd", parent, status="completed")
+            return Draft(**made.head_fields())
 
+        assert isinstance(store, HeadStore)
         saved = await update_latest(store, "t-upd", change)
         assert seen == [chain[1].id, chain[1].id]
-        assert saved.parent_id == chain[1].id and await store.load("t-upd") == saved
+        head = await store.load_head("t-upd")
+        assert saved.parent_id == chain[1].id
+        assert head is not None and head.head_fields() == saved.head_fields()
+        whole = await store.load("t-upd")
+        assert whole is not None and whole.history == chain[1].history
 
     async def test_update_latest_saves_nothing_when_the_change_refuses(
         self, store: CheckpointStore,
     ) -> None:
         chain = await save_chain(store, "t-refuse", 1)
 
-        def change(latest: Checkpoint | None) -> Checkpoint:
+        def change(latest: Draft | None) -> Draft:
             raise LookupError(f"no pending interrupt in {latest.id if latest else None}")
 
+        assert isinstance(store, HeadStore)
         with pytest.raises(LookupError, match=chain[0].id):
             await update_latest(store, "t-refuse", change)
         assert [cp.id for cp in await store.list("t-refuse")] == [chain[0].id]
@@ -334,17 +366,25 @@ class BlockingStoreConformance:
     ) -> None:
         assert isinstance(store, BlockingStore)
 
-        def in_thread() -> tuple[Checkpoint | None, Checkpoint | None]:
-            first = make_checkpoint("t-twin", None, run_id="r-twin")
-            store.save_sync(first)
-            second = make_checkpoint("t-twin", first.id, run_id="r-twin", status="completed")
-            store.save_sync(second)
+        def head(parent: str | None, **changes: Any) -> Draft:
+            made = make_checkpoint("t-twin", parent, run_id="r-twin", **changes)
+            return Draft(**made.head_fields(), additions=Additions(
+                history=[{"node": "prepare", "output": {"amount": 5}, "task_id": "t0"}]))
+
+        def in_thread() -> tuple[Draft | None, Draft | None]:
+            first = head(None)
+            store.save_head_sync(first)
+            assert not first.additions  # a save takes in what the run added
+            store.save_head_sync(head(first.id, status="completed"))
             with pytest.raises(CheckpointConflict):
-                store.save_sync(make_checkpoint("t-twin", first.id))
-            return store.load_sync("t-twin"), store.load_run_sync("r-twin")
+                store.save_head_sync(head(first.id))
+            return store.load_head_sync("t-twin"), store.load_run_head_sync("r-twin")
 
         latest, of_run = await store.call_in_store_thread(in_thread)
-        assert latest is not None and latest == await store.load("t-twin")
-        assert of_run == latest and latest.status == "completed"
+        assert latest is not None and of_run is not None and latest.status == "completed"
+        assert of_run.head_fields() == latest.head_fields()
+        whole = await store.load("t-twin")
+        assert whole is not None and whole.id == latest.id
+        assert whole.history == [{"node": "prepare", "output": {"amount": 5}}] * 2
         assert [cp.id for cp in await store.list("t-twin")][-1] == latest.id
-        assert await store.call_in_store_thread(lambda: store.load_sync("nope")) is None
+        assert await store.call_in_store_thread(lambda: store.load_head_sync("nope")) is None

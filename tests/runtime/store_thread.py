@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, TypeVar
 
 from runtime import InMemoryCheckpointStore
-from runtime.checkpoint import Checkpoint
+from runtime.checkpoint import Draft
 
 T = TypeVar("T")
 STORE_THREAD = "memory-store"
@@ -36,9 +36,9 @@ class StoreThreadMemoryStore(InMemoryCheckpointStore):
     def can_block_here(self) -> bool:
         return self.blocks_here
 
-    def load_sync(self, thread_id: str) -> Checkpoint | None:
+    def load_head_sync(self, thread_id: str) -> Draft | None:
         self.loads += 1
-        return super().load_sync(thread_id)
+        return super().load_head_sync(thread_id)
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         self.trips += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -28,7 +29,8 @@ def test_the_node_reads_each_answers_metadata_by_order() -> None:
     done = executor.resume_sync(paused.thread_id, False)  # no metadata this time
     assert done.output == {"first": True, "second": False, "first_meta": meta,
                            "second_meta": {}, "by_order": meta, "out_of_range": {}}
-    history = executor.store.list_sync(paused.thread_id)[-1]
+    assert executor.store is not None
+    history = asyncio.run(executor.store.list(paused.thread_id))[-1]
     answered = [r for r in history.resolved if r["status"] == "answered"]
     assert answered[0]["answer_meta"] == meta and "answer_meta" not in answered[1]
 

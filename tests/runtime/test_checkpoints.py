@@ -12,6 +12,7 @@ import pytest
 
 from runtime import (
     Checkpoint,
+    Draft,
     DurableExecutor,
     InMemoryCheckpointStore,
     NodeContext,
@@ -20,6 +21,7 @@ from runtime import (
     _jsonvalue,
     _records,
 )
+from runtime._whole_stores import heads_of
 from runtime.checkpoint import BOOKKEEPING, FIELD_NAMES
 
 from .helpers import checkpoint_ids, checkpoints, latest
@@ -188,11 +190,14 @@ async def test_the_executors_bookkeeping_is_stored_flat_beside_the_rest() -> Non
     stored = cp.to_dict()
     assert list(stored) == list(FIELD_NAMES)
     assert stored["tasks"] == cp.engine.tasks and stored["lease"] is None
-    assert "engine" not in stored and "engine" not in _records.head_of(cp)
-    assert set(BOOKKEEPING) <= set(_records.head_of(cp))
+    assert ex.store is not None
+    head = await heads_of(ex.store).load_head(result.thread_id)
+    assert head is not None
+    assert "engine" not in stored and "engine" not in _records.head_of(head)
+    assert set(BOOKKEEPING) <= set(_records.head_of(head))
     back = Checkpoint.from_dict(json.loads(cp.to_json()))
     assert back.engine == cp.engine and back.to_dict() == stored
-    public = {f.name for f in dataclasses.fields(Checkpoint)} - {"engine"}
+    public = {f.name for f in dataclasses.fields(Checkpoint)} - {"engine", "position"}
     assert set(FIELD_NAMES) == public | set(BOOKKEEPING)
 
 
@@ -308,17 +313,18 @@ async def test_a_second_run_on_a_thread_appends_to_its_history() -> None:
 
 
 class CrashOnceStore(InMemoryCheckpointStore):
-    """The process 'dies' (the save raises) the first time a checkpoint holds ``node``."""
+    """The process 'dies' (the save raises) the first time a step completed ``node``."""
 
     def __init__(self, node: str) -> None:
         super().__init__()
         self.node, self.crashed = node, False
 
-    async def save(self, cp: Checkpoint) -> None:
-        if self.node in cp.state and not self.crashed:
+    async def save_head(self, draft: Draft) -> None:
+        completed = {entry["node"] for entry in draft.additions.history}
+        if self.node in completed and not self.crashed:
             self.crashed = True
             raise ConnectionError("worker lost")
-        await super().save(cp)
+        await super().save_head(draft)
 
 
 async def test_recover_after_a_crash_does_not_rerun_saved_steps() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from runtime import (
-    Checkpoint,
     Command,
+    Draft,
     DurableExecutor,
     InMemoryCheckpointStore,
     NodeContext,
@@ -27,13 +27,13 @@ RIVALS = 20
 class YieldingStore(InMemoryCheckpointStore):
     """Gives up the loop inside every call, as a database client does, so rivals interleave."""
 
-    async def load(self, thread_id: str) -> Checkpoint | None:
+    async def load_head(self, thread_id: str) -> Draft | None:
         await asyncio.sleep(0)
-        return await super().load(thread_id)
+        return await super().load_head(thread_id)
 
-    async def save(self, cp: Checkpoint) -> None:
+    async def save_head(self, draft: Draft) -> None:
         await asyncio.sleep(0)
-        await super().save(cp)
+        await super().save_head(draft)
 
 
 @pytest.fixture(params=[InMemoryCheckpointStore, YieldingStore])

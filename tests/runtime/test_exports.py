@@ -23,13 +23,16 @@ CORE_NAMES = {
 SIGNATURE_NAMES = {
     "RunNode", "RunStatus", "InterruptKind", "ChildPolicy", "Durability", "SyncNodes",
     "Route", "GraphShape", "BlockingStore", "SyncRunner", "Growing",
+    # heads: a checkpoint without its growing fields, and how the executor goes on from one
+    "Head", "Draft", "HeadStore",
     # the store kit: a base for stores that keep step records, and what its primitives take
     "RecordStore", "Step", "StoredHead", "Lineage",
 }
 # Names a signature may use without the runtime exporting them: the standard library's,
-# and the executor's internal record that a Checkpoint carries (``Checkpoint.engine``).
+# and the executor's internal records that a head carries (``Head.engine``, and a
+# ``Draft``'s additions and the head it last saved).
 NOT_OURS = {"Any", "Callable", "Awaitable", "Coroutine", "Mapping", "Sequence", "T", "None",
-            "RunBookkeeping"}
+            "RunBookkeeping", "Additions", "Saved"}
 
 
 def isort_key(name: str) -> tuple[int, str]:

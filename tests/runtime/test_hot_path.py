@@ -5,21 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import DurableExecutor, InMemoryCheckpointStore, ResumeTarget
-from runtime.checkpoint import Growing
+from runtime import DurableExecutor, InMemoryCheckpointStore, Lineage, ResumeTarget
 
 from .store_conformance import chat, chat_graph
 
 
 class NoHistoryStore(InMemoryCheckpointStore):
-    """Fails the test if anything builds a checkpoint's history while ``strict``."""
+    """Fails the test if anything reads a thread's whole lineage of records (to build a
+    checkpoint's history) while ``strict``."""
 
     strict = True
 
-    def growing_of(self, checkpoint_id: str) -> Growing:
+    def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
         if self.strict:
-            raise AssertionError(f"history of {checkpoint_id} built on the hot path")
-        return super().growing_of(checkpoint_id)
+            raise AssertionError(f"the lineage of {checkpoint_id} read on the hot path")
+        return super().read_lineage(checkpoint_id, visible_only)
+
+    def read_thread(self, thread_id: str, stop: int | None = None) -> Lineage | None:
+        if self.strict:
+            raise AssertionError(f"the records of {thread_id} read on the hot path")
+        return super().read_thread(thread_id, stop)
 
 
 def agent_tree(store: NoHistoryStore) -> DurableExecutor:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
 
 from runtime import (
-    Checkpoint,
     Command,
+    Draft,
     DurableExecutor,
     InMemoryCheckpointStore,
     InterruptSignal,
@@ -26,13 +27,13 @@ class FailingSaveStore(InMemoryCheckpointStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.refused: list[Checkpoint] = []
+        self.refused: list[Draft] = []
 
-    async def save(self, cp: Checkpoint) -> None:
-        if cp.status == "interrupted" and not self.refused:
-            self.refused.append(Checkpoint.from_json(cp.to_json()))
+    async def save_head(self, draft: Draft) -> None:
+        if draft.status == "interrupted" and not self.refused:
+            self.refused.append(copy.deepcopy(draft))
             raise OSError("disk full")
-        await super().save(cp)
+        await super().save_head(draft)
 
 
 class BlockingSaveStore(InMemoryCheckpointStore):
@@ -45,12 +46,12 @@ class BlockingSaveStore(InMemoryCheckpointStore):
         self.release = asyncio.Event()
         self.saved = False
 
-    async def save(self, cp: Checkpoint) -> None:
-        hold = self.armed and cp.status == "interrupted"
+    async def save_head(self, draft: Draft) -> None:
+        hold = self.armed and draft.status == "interrupted"
         if hold:
             self.entered.set()
             await self.release.wait()
-        await super().save(cp)
+        await super().save_head(draft)
         if hold:
             self.saved = True
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
+from runtime.stores import memory
 from runtime.types import Durability
 
 from .test_records import ask, records_of
@@ -31,7 +32,7 @@ async def test_a_large_input_is_lent_and_passed_on_without_a_copy() -> None:
 
 
 async def test_the_save_after_a_node_changed_its_input_is_whole() -> None:
-    store = InMemoryCheckpointStore()
+    store = memory.InMemoryCheckpointStore()  # the record store, whatever the kind
 
     def append(inp: dict[str, Any]) -> dict[str, Any]:
         inp["items"].append(len(inp["items"]))

@@ -6,6 +6,9 @@ from runtime import InMemoryCheckpointStore
 
 from .store_conformance import InPlaceConformance, LongThreadConformance, StoreConformance
 
+# The record store's own tests: on the two stores built on the store kit.
+STORE_KINDS = ("memory", "store-thread")
+
 
 class TestInMemoryStore(StoreConformance, LongThreadConformance, InPlaceConformance):
     @pytest.fixture

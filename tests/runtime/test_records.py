@@ -13,6 +13,9 @@ from runtime._records import _at_most, replay
 from runtime.store_kit import HEAD_EVERY
 from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
+# The record store's own tests: on the two stores built on the store kit.
+STORE_KINDS = ("memory", "store-thread")
+
 
 def records_of(store: InMemoryCheckpointStore, thread_id: str) -> list[str]:
     return [store._records[cp_id][2] for cp_id in store._threads[thread_id]]

@@ -11,8 +11,8 @@ import pytest
 from forgeui.demo import graphs as demo_graphs
 from runtime import (
     AmbiguousResume,
-    Checkpoint,
     Command,
+    Draft,
     DurableExecutor,
     InMemoryCheckpointStore,
     NodeContext,
@@ -618,11 +618,11 @@ class FailingChildSaves(InMemoryCheckpointStore):
         super().__init__()
         self.fail_children = False
 
-    async def save(self, cp: Checkpoint) -> None:
-        if self.fail_children and cp.parent_run_id is not None:
+    async def save_head(self, draft: Draft) -> None:
+        if self.fail_children and draft.parent_run_id is not None:
             self.fail_children = False
             raise OSError("disk gone while saving the sub-agent")
-        await super().save(cp)
+        await super().save_head(draft)
 
 
 async def test_an_answer_survives_a_crash_between_a_root_save_and_the_childs() -> None:

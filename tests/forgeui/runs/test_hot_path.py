@@ -1,5 +1,5 @@
 """The dashboard's way of going on with runs (answers applied by tasks, notes, cancels)
-never builds a thread's history from its records."""
+never reads a thread's whole lineage of records (to build its history)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def no_history(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     built: list[str] = []
 
-    def refuse(self: DjangoCheckpointStore, checkpoint_id: str) -> Any:
-        built.append(checkpoint_id)
-        raise AssertionError(f"history of {checkpoint_id} built on the hot path")
+    def refuse(self: DjangoCheckpointStore, found: str, *args: Any) -> Any:
+        built.append(found)
+        raise AssertionError(f"the lineage of {found} read on the hot path")
 
-    monkeypatch.setattr(DjangoCheckpointStore, "growing_of", refuse)
+    monkeypatch.setattr(DjangoCheckpointStore, "read_lineage", refuse)
+    monkeypatch.setattr(DjangoCheckpointStore, "read_thread", refuse)
     return built
 
 

@@ -47,13 +47,13 @@ def loops_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def saves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The thread of every save the store made."""
     seen: list[str] = []
-    real = DjangoCheckpointStore.save_sync
+    real = DjangoCheckpointStore.save_head_sync
 
     def recorded(self: DjangoCheckpointStore, *args: Any, **kwargs: Any) -> None:
         seen.append(threading.current_thread().name)
         real(self, *args, **kwargs)
 
-    monkeypatch.setattr(DjangoCheckpointStore, "save_sync", recorded)
+    monkeypatch.setattr(DjangoCheckpointStore, "save_head_sync", recorded)
     return seen
 
 
