@@ -26,9 +26,9 @@ blocking twins) are built on them once, here: each returns whole, plain checkpoi
 rebuilt by replaying records (never on a run's hot path). So are the executor's
 ``HeadStore`` methods (``load_head``, ``load_head_by_id``, ``load_run_head``,
 ``save_head``), which read a recent head and the few records after it, and write one
-record. The async methods call the blocking ones directly; a backend whose calls block on
-I/O runs them elsewhere by overriding the async methods. Every backend passes
-``tests/runtime/store_conformance``.
+record. The async methods call the blocking ones through ``call_blocking``, directly by
+default; a backend whose calls block on I/O overrides it to run them elsewhere. Every
+backend passes ``tests/runtime/store_conformance``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from . import _patch, _records
 from ._jsonvalue import dumps_proven
@@ -49,6 +50,8 @@ __all__ = [
     "HEAD_EVERY", "SMALL_HEAD", "Lineage", "RecordStore", "Step", "StoredHead",
     "from_full_copies", "json_text", "patch_of",
 ]
+
+T = TypeVar("T")
 
 
 # A large head is kept whole at every HEAD_EVERY-th position of its thread (and at its
@@ -259,35 +262,40 @@ class RecordStore(ABC):
 
     # -- the store, async ---------------------------------------------------------------
 
+    async def call_blocking(self, fn: Callable[[], T]) -> T:
+        """How the async methods below run their blocking halves: right here. A backend
+        whose calls block on I/O overrides this to run them elsewhere (a thread)."""
+        return fn()
+
     async def save(self, cp: Checkpoint) -> None:
-        self.save_sync(cp)
+        await self.call_blocking(partial(self.save_sync, cp))
 
     async def load(self, thread_id: str) -> Checkpoint | None:
-        return self.load_sync(thread_id)
+        return await self.call_blocking(partial(self.load_sync, thread_id))
 
     async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
-        return self.load_by_id_sync(checkpoint_id)
+        return await self.call_blocking(partial(self.load_by_id_sync, checkpoint_id))
 
     async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
-        return self.list_sync(thread_id)
+        return await self.call_blocking(partial(self.list_sync, thread_id))
 
     async def delete(self, thread_id: str) -> None:
-        self.delete_sync(thread_id)
+        await self.call_blocking(partial(self.delete_sync, thread_id))
 
     async def load_run(self, run_id: str) -> Checkpoint | None:
-        return self.load_run_sync(run_id)
+        return await self.call_blocking(partial(self.load_run_sync, run_id))
 
     async def save_head(self, draft: Draft) -> None:
-        self.save_head_sync(draft)
+        await self.call_blocking(partial(self.save_head_sync, draft))
 
     async def load_head(self, thread_id: str) -> Draft | None:
-        return self.load_head_sync(thread_id)
+        return await self.call_blocking(partial(self.load_head_sync, thread_id))
 
     async def load_head_by_id(self, checkpoint_id: str) -> Draft | None:
-        return self.load_head_by_id_sync(checkpoint_id)
+        return await self.call_blocking(partial(self.load_head_by_id_sync, checkpoint_id))
 
     async def load_run_head(self, run_id: str) -> Draft | None:
-        return self.load_run_head_sync(run_id)
+        return await self.call_blocking(partial(self.load_run_head_sync, run_id))
 
     # -- the replay ---------------------------------------------------------------------
 

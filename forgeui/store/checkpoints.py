@@ -36,7 +36,6 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connections, transaction
 
 from runtime import (
-    Checkpoint,
     CheckpointConflict,
     Draft,
     Lineage,
@@ -73,51 +72,17 @@ class DjangoCheckpointStore(RecordStore):
     def __repr__(self) -> str:
         return f"DjangoCheckpointStore(using={self.using!r})"
 
-    async def save(self, cp: Checkpoint) -> None:
-        """Append ``cp`` to its thread; ``CheckpointConflict`` unless its parent is latest."""
-        await _in_thread(self.save_sync)(cp)
-
-    async def load(self, thread_id: str) -> Checkpoint | None:
-        """The thread's latest checkpoint, or None."""
-        return await _in_thread(self.load_sync)(thread_id)
-
-    async def load_by_id(self, checkpoint_id: str) -> Checkpoint | None:
-        """One checkpoint by id, or None."""
-        return await _in_thread(self.load_by_id_sync)(checkpoint_id)
-
-    async def list(self, thread_id: str) -> builtins.list[Checkpoint]:
-        """Every checkpoint of the thread, oldest first."""
-        return await _in_thread(self.list_sync)(thread_id)
-
-    async def delete(self, thread_id: str) -> None:
-        """Forget the thread, its checkpoints and the runs mirrored from it."""
-        await _in_thread(self.delete_sync)(thread_id)
-
-    async def load_run(self, run_id: str) -> Checkpoint | None:
-        """The latest checkpoint of run ``run_id``, or None."""
-        return await _in_thread(self.load_run_sync)(run_id)
-
-    async def save_head(self, draft: Draft) -> None:
-        """``HeadStore``: append the step the executor made."""
-        await _in_thread(self.save_head_sync)(draft)
-
-    async def load_head(self, thread_id: str) -> Draft | None:
-        """``HeadStore``: the thread's latest head, to go on from."""
-        return await _in_thread(self.load_head_sync)(thread_id)
-
-    async def load_head_by_id(self, checkpoint_id: str) -> Draft | None:
-        """``HeadStore``: one checkpoint's head, to go on from."""
-        return await _in_thread(self.load_head_by_id_sync)(checkpoint_id)
-
-    async def load_run_head(self, run_id: str) -> Draft | None:
-        """``HeadStore``: the latest head of run ``run_id``, to go on from."""
-        return await _in_thread(self.load_run_head_sync)(run_id)
+    async def call_blocking(self, fn: Callable[[], T]) -> T:
+        """The store kit's async methods run their blocking halves through the ORM, which
+        may not block an event loop: on the thread-sensitive thread, as Django's own
+        async ORM methods do."""
+        result: T = await _in_thread(fn)()
+        return result
 
     async def call_in_store_thread(self, fn: Callable[[], T]) -> T:
         """``BlockingStore``: run ``fn`` where the sync halves may be called (the thread
         the ORM calls above run in); the executor runs lone sync steps there."""
-        result: T = await _in_thread(fn)()
-        return result
+        return await self.call_blocking(fn)
 
     def can_block_here(self) -> bool:
         """``BlockingStore``: always; a sync caller's thread saves on its own connection,
