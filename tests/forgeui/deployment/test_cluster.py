@@ -79,9 +79,9 @@ def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_
     assert "apply_answer_task" in worker_logs
 
 
-# `make test-deep` runs the load the dashboard is built for; `make test` a fifth of it,
-# still answered by CLIENTS concurrent clients over both daphnes and both workers.
-RUNS = 500 if deep() else 100
+# `make test-deep` runs the load the dashboard is built for; `make test` two runs per
+# client, enough for every client to race the others over both daphnes and both workers.
+RUNS = 500 if deep() else 40
 CLIENTS = 20
 # Waits grow with the load and leave room for a machine busy with other work.
 RUNS_SETTLE_S = 60 + RUNS
