@@ -3,7 +3,9 @@
 The workload of ``long_thread.py`` (one node appends a message to the list it carries and
 pauses; each turn answers it), on SQLite and on PostgreSQL: after ``--warm`` turns, the
 next ``--turns`` are traced and averaged. Forge: the Django store's statements as
-Django's ``CaptureQueriesContext`` sees them (BEGIN and COMMIT included). LangGraph
+Django's ``CaptureQueriesContext`` sees them (BEGIN and COMMIT included); its commits:
+``COMMIT`` statements and each writing statement run outside a transaction, which on
+PostgreSQL is how a save goes (one statement, its own transaction). LangGraph
 plain (``SqliteSaver`` / ``PostgresSaver``): SQLite's trace callback (every statement
 the engine runs, BEGIN and COMMIT included); on PostgreSQL, each statement psycopg sends
 (``execute``, and each row of ``executemany``). Commits that wrote: ``COMMIT``
@@ -51,7 +53,26 @@ def commit_statements(seen: list[str]) -> int:
 
 
 def writes(sql: str) -> bool:
-    return sql.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE")
+    first = sql.lstrip().split(None, 1)[0].upper()
+    if first == "WITH":  # a statement whose parts write (forge's one-statement save)
+        return any(f"({verb} " in sql.upper() for verb in ("INSERT", "UPDATE", "DELETE"))
+    return first in ("INSERT", "UPDATE", "DELETE")
+
+
+def transactions_that_wrote(seen: list[str]) -> int:
+    """``COMMIT`` statements, and each writing statement outside ``BEGIN`` ... ``COMMIT``:
+    on an autocommitting connection such a statement is a transaction of its own."""
+    count, inside = 0, False
+    for sql in seen:
+        first = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if first == "BEGIN":
+            inside = True
+        elif first in ("COMMIT", "ROLLBACK"):
+            count += first == "COMMIT"
+            inside = False
+        elif not inside and writes(sql):
+            count += 1
+    return count
 
 
 def forge(kind: str, warm: int, turns: int, stack: ExitStack) -> Counted:
@@ -70,7 +91,7 @@ def forge(kind: str, warm: int, turns: int, stack: ExitStack) -> Counted:
             yield seen
         seen.extend(q["sql"] for q in queries.captured_queries)
 
-    return per_turn(side.turn, warm + 1, turns, captured, commit_statements)
+    return per_turn(side.turn, warm + 1, turns, captured, transactions_that_wrote)
 
 
 def langgraph(kind: str, warm: int, turns: int, stack: ExitStack) -> Counted:
