@@ -121,6 +121,26 @@ def thread_seq(using: str, thread_id: str, latest_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+def thread_head(using: str, thread_id: str) -> tuple[str, str, int, int] | None:
+    """What a load reads first: the thread's latest checkpoint id, the head its row keeps
+    ("" for none or a large one), its position, and the position of the head it last
+    kept whole (0: none). None for an unknown or deleted thread."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT latest_checkpoint_id, head, seq, head_seq FROM {THREAD}"
+                       " WHERE thread_id = %s AND NOT deleted", [thread_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1], int(row[2]), int(row[3]))
+
+
+def thread_records(using: str, thread_id: str, first: int, last: int) -> list[tuple[str, str]]:
+    """The kept head ("" where none) and the record of each of the thread's checkpoints
+    at positions ``first`` to ``last``, in order."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT head, record FROM {CHECKPOINT} WHERE thread_id = %s"
+                       " AND seq >= %s AND seq <= %s ORDER BY seq", [thread_id, first, last])
+        return [(head, record) for head, record in cursor.fetchall()]
+
+
 def thread_insert(using: str, thread_id: str, latest_id: str, head: str,
                   head_seq: int) -> Write:
     """A thread's first checkpoint; a taken thread id is an ``IntegrityError``."""

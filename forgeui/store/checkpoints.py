@@ -171,8 +171,9 @@ class DjangoCheckpointStore(RecordStore):
         return seq + 1
 
     def read_head(self, thread_id: str) -> StoredHead | None:
-        row = (models.Thread.objects.using(self.using).filter(pk=thread_id, deleted=False)
-               .values_list("latest_checkpoint_id", "head", "seq", "head_seq").first())
+        """Every load's first read, so named statements: the ORM's compiling of them
+        would cost more than running them."""
+        row = queries.thread_head(self.using, thread_id)
         if row is None:
             return None
         latest, head, seq, head_seq = row
@@ -180,14 +181,11 @@ class DjangoCheckpointStore(RecordStore):
             return StoredHead(latest, seq, None)
         after: builtins.list[str] = []
         if not head:  # a large head: one query for its row and the records after it
-            kept = builtins.list(self._checkpoints().of_thread(thread_id)
-                                 .filter(seq__gte=head_seq, seq__lte=seq)
-                                 .values_list("head", "record"))
+            kept = queries.thread_records(self.using, thread_id, head_seq, seq)
             head, after = kept[0][0], [record for _, record in kept[1:]]
         elif head_seq < seq:
-            after = builtins.list(self._checkpoints().of_thread(thread_id)
-                                  .filter(seq__gt=head_seq, seq__lte=seq)
-                                  .values_list("record", flat=True))
+            after = [record for _, record in
+                     queries.thread_records(self.using, thread_id, head_seq + 1, seq)]
         return StoredHead(latest, seq, head, after)
 
     def read_lineage(self, checkpoint_id: str, visible_only: bool) -> Lineage | None:
