@@ -39,7 +39,8 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 def database(url: str) -> dict[str, Any]:
-    """One DATABASES entry; SQLite gets WAL, a busy timeout and write-locking transactions."""
+    """One DATABASES entry; SQLite gets WAL, a busy timeout and write-locking transactions,
+    PostgreSQL server-side binding and prepared statements."""
     config: dict[str, Any] = dj_database_url.parse(url, conn_health_checks=True)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         config["OPTIONS"] = {
@@ -53,6 +54,12 @@ def database(url: str) -> dict[str, Any]:
         # Kept open per thread: opening one costs more than most queries here (the
         # PRAGMAs and Django's SQL functions), and the inbox asks for one per event.
         config["CONN_MAX_AGE"] = None
+    elif config["ENGINE"] == "django.db.backends.postgresql" and env_bool("FORGE_PG_PREPARED",
+                                                                          True):
+        # Parameters bound by the server, and a statement a connection has run a few times
+        # prepared there: planning a save costs as much as running it. Off behind a pooler
+        # that cannot keep prepared statements (PgBouncer's transaction mode before 1.21).
+        config.setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
     return config
 
 
