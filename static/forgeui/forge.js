@@ -142,9 +142,12 @@
     return isField(node) ? [node] : Array.prototype.slice.call(node.querySelectorAll("input, textarea, select"));
   }
 
-  // Whether a node a swap would remove holds the reader's work.
+  // Whether a node a swap would remove holds the reader's work: a field being typed in, or
+  // one the server refused (marked invalid), whose message the reader may not have read yet.
   function holdsInput(node) {
-    return fieldsOf(node).some(writing);
+    return fieldsOf(node).some(function (field) {
+      return writing(field) || field.getAttribute("aria-invalid") === "true";
+    });
   }
 
   // Whether a node a swap would replace holds anything the reader changed.

@@ -331,6 +331,14 @@ def test_a_refused_fork_keeps_the_answer_typed_and_makes_no_run(
     expect(refused.locator(".error")).to_contain_text(
         "You may not answer this interrupt: assigned to supervisor")
     expect(refused.locator("textarea")).to_have_value("false")
+    # The tree changes again and the page refreshes live: the refusal stays in view.
+    page.evaluate("() => { window.refreshes = 0; document.addEventListener("
+                  "'forge:refreshed', () => { window.refreshes += 1; }); }")
+    forge.api("POST", f"/api/interrupts/{asked['id']}/assign", {"users": ["supervisor", "admin"]})
+    page.wait_for_function("() => window.refreshes > 0", timeout=LIVE_MS * 4)
+    expect(refused.locator(".error")).to_contain_text(
+        "You may not answer this interrupt: assigned to supervisor")
+    expect(refused.locator("textarea")).to_have_value("false")
     assert page.url.endswith(f"/runs/{asked['run_id']}/")
     assert no_sideways_scroll(page)
     shots = Path("/tmp/forks-e2e")
