@@ -50,6 +50,9 @@ def test_production_services_from_the_environment() -> None:
     )
     assert found["engine"] == "django.db.backends.postgresql" and found["name"] == "forge"
     assert found["conn_max_age"] == 0
+    # Bound by the server, so statements a connection runs often are prepared there.
+    assert found["options"]["server_side_binding"] is True
+    assert found["options"]["prepare_threshold"] > 0
     assert found["layer"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
     [host] = found["layer"]["CONFIG"]["hosts"]
     assert host["address"] == "redis://cache.internal:6379/2"
@@ -60,3 +63,10 @@ def test_production_services_from_the_environment() -> None:
     assert found["graphs"] == {"mine": "tests.forgeui.graphs:race"}
     assert found["debug"] is False
     assert found["hosts"] == ["forge.example.com", "api.example.com"]
+
+
+def test_prepared_statements_can_be_turned_off_for_a_pooler() -> None:
+    found = settings_with(DATABASE_URL="postgres://forge:pw@db.internal:5432/forge",
+                          FORGE_PG_PREPARED="0")
+    assert "server_side_binding" not in found["options"]
+    assert "prepare_threshold" not in found["options"]

@@ -73,3 +73,19 @@ def test_statements_per_turn_on_sqlite(close_worker_connections: None) -> None:
 @pytest.mark.django_db(transaction=True, databases=["postgres"])
 def test_statements_per_turn_on_postgres(close_worker_connections: None) -> None:
     check("postgres")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, databases=["postgres"])
+def test_a_connection_plans_a_save_once_on_postgres(close_worker_connections: None) -> None:
+    """Turns after the first few run the save's statement prepared on the connection
+    (``FORGE_PG_PREPARED``): the server plans it once, not at every save."""
+    ex = executor("postgres")
+    ex.run_sync({"messages": []}, thread_id="chat")
+    for n in range(8):
+        ex.resume_sync("chat", f"turn {n}")
+    with connections["postgres"].cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any(sql.startswith("WITH w0 AS (UPDATE forgeui_thread") for sql in prepared), prepared
+    assert any(sql.startswith("SELECT latest_checkpoint_id, head") for sql in prepared), prepared
