@@ -49,11 +49,16 @@ def per_turn(turn: Callable[[int], None], first: int, turns: int,
 
 
 def commit_statements(seen: list[str]) -> int:
-    return sum(s.lstrip().upper().startswith("COMMIT") for s in seen)
+    return sum(first_word(s) == "COMMIT" for s in seen)
+
+
+def first_word(sql: str) -> str:
+    words = sql.split(None, 1)
+    return words[0].upper() if words else ""
 
 
 def writes(sql: str) -> bool:
-    first = sql.lstrip().split(None, 1)[0].upper()
+    first = first_word(sql)
     if first == "WITH":  # a statement whose parts write (forge's one-statement save)
         return any(f"({verb} " in sql.upper() for verb in ("INSERT", "UPDATE", "DELETE"))
     return first in ("INSERT", "UPDATE", "DELETE")
@@ -64,7 +69,7 @@ def transactions_that_wrote(seen: list[str]) -> int:
     on an autocommitting connection such a statement is a transaction of its own."""
     count, inside = 0, False
     for sql in seen:
-        first = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        first = first_word(sql)
         if first == "BEGIN":
             inside = True
         elif first in ("COMMIT", "ROLLBACK"):
