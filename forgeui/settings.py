@@ -57,8 +57,9 @@ def database(url: str) -> dict[str, Any]:
     elif config["ENGINE"] == "django.db.backends.postgresql" and env_bool("FORGE_PG_PREPARED",
                                                                           True):
         # Parameters bound by the server, and a statement a connection has run a few times
-        # prepared there: planning a save costs as much as running it. Off behind a pooler
-        # that cannot keep prepared statements (PgBouncer's transaction mode before 1.21).
+        # prepared there: a save is planned once per connection, not at every save. Off
+        # behind a pooler that cannot keep prepared statements (PgBouncer's transaction
+        # mode before 1.21).
         config.setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
     return config
 

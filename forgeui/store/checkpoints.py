@@ -171,8 +171,8 @@ class DjangoCheckpointStore(RecordStore):
         return seq + 1
 
     def read_head(self, thread_id: str) -> StoredHead | None:
-        """Every load's first read, so named statements: the ORM's compiling of them
-        would cost more than running them."""
+        """Every load's first read, so named statements: nothing to compile on a turn's
+        path."""
         row = queries.thread_head(self.using, thread_id)
         if row is None:
             return None
