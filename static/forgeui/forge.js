@@ -142,11 +142,13 @@
     return isField(node) ? [node] : Array.prototype.slice.call(node.querySelectorAll("input, textarea, select"));
   }
 
-  // Whether a node a swap would remove holds the reader's work: a field being typed in, or
-  // one the server refused (marked invalid), whose message the reader may not have read yet.
+  // Whether a node a swap would remove holds the reader's work: a field being typed in, one
+  // the server refused (marked invalid), whose message the reader may not have read yet, or
+  // one holding what the reader typed that the server handed back unsent (data-typed).
   function holdsInput(node) {
     return fieldsOf(node).some(function (field) {
-      return writing(field) || field.getAttribute("aria-invalid") === "true";
+      return writing(field) || field.getAttribute("aria-invalid") === "true" ||
+        field.hasAttribute("data-typed");
     });
   }
 

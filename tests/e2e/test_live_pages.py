@@ -150,6 +150,48 @@ def test_the_interrupt_page_says_who_answered_and_keeps_the_typed_note(
     expect(keep).to_have_value("Check the payee first")  # the 409 panel offers to keep it
 
 
+def test_a_refused_answer_keeps_the_note_through_a_late_refresh(
+        forge: LiveServer, login: Login) -> None:
+    """The reviewer sends an answer with a note just after someone else's answer landed,
+    and the page's live refresh for that answer arrives after the refusal: the note
+    handed back in the refusal stays in view. The test holds the page's live reads to
+    make that order certain."""
+    [asked] = forge.start("transfer", {"amount": 130, "to": "late refresh"})
+    path = f"/interrupts/{asked['id']}/"
+    page = login("reviewer", path)
+    mark_no_reload(page)
+    held: list[Any] = []
+    holding = [True]
+
+    def hold_live_reads(route: Any) -> None:
+        if holding[0] and route.request.headers.get("x-forge-live"):
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(f"**{path}", hold_live_reads)
+    page.locator(f"#steer-{asked['id']}").fill("Check the payee first")
+    forge.api("POST", f"/api/interrupts/{asked['id']}/resume", {"value": True},
+              who="supervisor")
+    for _ in range(LIVE_MS // 100):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the answer never made the page read itself again"
+    page.locator(".answer-form").get_by_role("button", name="Approve").click()
+    keep = page.locator(f"#keep-{asked['id']}")
+    expect(keep).to_have_value("Check the payee first")
+    count_refreshes(page, "answer-live")
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    refreshed(page, 1)
+    expect(page.locator(".answers")).to_contain_text("supervisor")
+    expect(keep).to_have_value("Check the payee first")
+    expect(page.locator(".kept-note")).to_be_visible()
+    assert still_not_reloaded(page)
+
+
 def test_a_forks_timeline_and_run_page_follow_the_fork_without_reloading(
         forge: LiveServer, login: Login) -> None:
     [asked] = forge.start("chat", {"messages": []})
