@@ -5,6 +5,10 @@ HOST    ?= 127.0.0.1
 PORT    ?= 8000
 # Chromium comes from Debian (/usr/bin/chromium); never download Playwright's.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+# Python's bytecode cache (gitignored __pycache__) on, whatever the shell says: each of
+# the suite's many processes (pytest workers, servers, commands, bench children) would
+# otherwise compile every module again, and pytest rewrite every test module's asserts.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-deep setup migrate lint audit
 
