@@ -103,19 +103,20 @@ FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 FORGE_WS_ORIGINS = env_list("FORGE_WS_ORIGINS", "")
 
 INSTALLED_APPS = [
-    "daphne",  # first, so `runserver` is the ASGI server
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles, so `runserver` is forgeui's: daphne's ASGI server, websockets
+    # included. Not the daphne app itself, which loads Twisted into every process.
+    "forgeui",
     "django.contrib.staticfiles",
     "channels",
     "django_tasks",
     "template_partials",
     "ninja",  # /api/docs loads Swagger UI from these static files, not a CDN (CSP 'self')
     "axes",  # login throttling: failed attempts and lockouts, in the database
-    "forgeui",
 ]
 
 MIDDLEWARE = [

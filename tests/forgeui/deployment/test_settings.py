@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
+import websockets
+
+from tests.e2e.conftest import free_port, stop_process, wait_until_up
 from tests.forgeui.conftest import ROOT
 
 PROBE = """
@@ -70,3 +76,43 @@ def test_prepared_statements_can_be_turned_off_for_a_pooler() -> None:
                           FORGE_PG_PREPARED="0")
     assert "server_side_binding" not in found["options"]
     assert "prepare_threshold" not in found["options"]
+
+
+def test_setting_django_up_loads_no_web_server() -> None:
+    """Workers, commands and shells set Django up without daphne's server or Twisted."""
+    probe = ("import sys, django; django.setup(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('daphne', 'twisted', 'autobahn')))")
+    clean = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+             "DJANGO_SETTINGS_MODULE": "forgeui.settings"}
+    done = subprocess.run([sys.executable, "-c", probe], env=clean, cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_runserver_serves_the_asgi_application_with_its_websockets(tmp_path: Path) -> None:
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
+           "DJANGO_SETTINGS_MODULE": "forgeui.settings",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'forge.sqlite3'}"}
+    with (tmp_path / "runserver.log").open("wb") as log:
+        server = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload",
+                                   f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}", server, probe="/healthz",
+                          name="runserver")
+            # The inbox socket is routed (the consumer refuses an anonymous reader);
+            # Django's own runserver, WSGI only, would answer 404.
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                asyncio.run(open_socket(f"ws://127.0.0.1:{port}/ws/inbox/",
+                                        f"http://127.0.0.1:{port}"))
+            assert refused.value.response.status_code == 403
+        finally:
+            stop_process(server)
+    assert "ASGI/Daphne" in (tmp_path / "runserver.log").read_text()
+
+
+async def open_socket(url: str, origin: str) -> None:
+    async with websockets.connect(url, origin=origin, open_timeout=30):  # type: ignore[arg-type]
+        pass
