@@ -16,7 +16,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from forgeui import scheduler  # noqa: E402
 from forgeui.api.longpoll import LongPolls  # noqa: E402
 from forgeui.inbox.origins import SameOriginValidator  # noqa: E402
-from forgeui.requests.mcp_server import Mount  # noqa: E402
+from forgeui.requests.mcp_mount import Mount  # noqa: E402
 from forgeui.routing import websocket_urlpatterns  # noqa: E402
 
 channels_app = ProtocolTypeRouter(
@@ -30,7 +30,7 @@ channels_app = ProtocolTypeRouter(
         ),
     }
 )
-# Beside Django, at the outermost layer: /mcp (streamable HTTP, forgeui.requests.mcp_server)
+# Beside Django, at the outermost layer: /mcp (streamable HTTP, forgeui.requests.mcp_mount)
 # and the approval requests' long polls (forgeui.api.longpoll), which hold no thread.
 application = Mount(LongPolls(channels_app))
 

@@ -22,8 +22,7 @@ from ninja.responses import NinjaJSONEncoder
 
 from forgeui.api.requests import MAX_WAIT_S, RequestOut, wait_for
 from forgeui.requests import service
-from forgeui.requests.mcp_server import NotAllowed, caller_for_token
-from forgeui.requests.service import Caller
+from forgeui.requests.service import Caller, NotAllowed, caller_for_token
 from forgeui.runs.exceptions import NotFound
 
 ASGI = Callable[[dict[str, Any], Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]],

@@ -9,19 +9,17 @@ While waiting the tool sends progress notifications, which clients may use to ke
 call open.
 
 Transports: stdio (``manage.py mcp``, acting as the agent whose token is in
-``FORGE_AGENT_TOKEN``) and streamable HTTP at ``/mcp`` (``mount``), in the SDK's
-stateless mode: each POST is served on its own, so nothing depends on the ASGI lifespan
-that daphne does not run, and any web process can answer any call.
+``FORGE_AGENT_TOKEN``) and streamable HTTP at ``/mcp`` (``forgeui.requests.mcp_mount``), in
+the SDK's stateless mode: each POST is served on its own, so nothing depends on the ASGI
+lifespan that daphne does not run, and any web process can answer any call.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -29,32 +27,13 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 
-from forgeui.models import AgentRequest, ApiToken
+from forgeui.models import AgentRequest
 from forgeui.requests import service
-from forgeui.requests.service import Caller
+from forgeui.requests.service import Caller, caller_for_token
 from forgeui.requests.waiting import waiters
-from forgeui.team.roles import Action, allowed
 
 REATTACH_S = 600.0
-ASGI = Callable[[dict[str, Any], Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]],
-                Awaitable[None]]
-
-
-class NotAllowed(PermissionError):
-    """No agent token (nor a person's token with a forge role) came with the call."""
-
-
-def caller_for_token(token: str) -> Caller:
-    found = ApiToken.objects.authenticate(token) if token else None
-    if found is None:
-        raise NotAllowed("send an agent token: Authorization: Bearer <token>")
-    if found.agent:
-        return Caller(found.user, found.agent)
-    if not allowed(found.user, Action.READ):
-        raise NotAllowed("this token's user has no forge role")
-    return Caller(found.user)
 
 
 def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPServer:
@@ -152,59 +131,3 @@ def ended_long_ago(row: AgentRequest) -> bool:
     if found["status"] == "pending":
         return False
     return at is None or timezone.now() - at > timedelta(seconds=REATTACH_S)
-
-
-class Mount:
-    """``/mcp`` at the outer ASGI layer, everything else to ``inner`` (Django/Channels).
-
-    The SDK's session manager needs a running task group; daphne runs no ASGI lifespan,
-    so it is started on the first ``/mcp`` request and lives as long as the process.
-    """
-
-    def __init__(self, inner: ASGI, path: str = "/mcp") -> None:
-        self.inner = inner
-        self.path = path
-        self.server = build()
-        # A bearer token is required on every call, which a rebinding page cannot send;
-        # the Host header is checked by the deployment's proxy and by Django elsewhere.
-        self.app = self.server.streamable_http_app(
-            streamable_http_path=path, stateless_http=True,
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        self._running: asyncio.Event | None = None
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Awaitable[Any]],
-                       send: Callable[..., Awaitable[Any]]) -> None:
-        if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
-            await self.inner(scope, receive, send)
-            return
-        if not await self._authenticated(scope):
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body",
-                        "body": b'{"detail": "send an agent token: Bearer <token>"}'})
-            return
-        await self._ensure_running()
-        await self.app(scope, receive, send)
-
-    async def _authenticated(self, scope: dict[str, Any]) -> bool:
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        try:
-            await sync_to_async(caller_for_token)(token.strip())
-        except NotAllowed:
-            return False
-        return True
-
-    async def _ensure_running(self) -> None:
-        if self._running is None:
-            self._running = asyncio.Event()
-            asyncio.get_running_loop().create_task(self._run_manager(self._running),
-                                                   context=contextvars.Context())
-        await self._running.wait()
-
-    async def _run_manager(self, running: asyncio.Event) -> None:
-        async with self.server.session_manager.run():
-            running.set()
-            await asyncio.Event().wait()  # until the process ends

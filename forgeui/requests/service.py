@@ -17,7 +17,15 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from forgeui.models import AgentRequest, Interrupt, InterruptStatus, Run, RunStatus, Webhook
+from forgeui.models import (
+    AgentRequest,
+    ApiToken,
+    Interrupt,
+    InterruptStatus,
+    Run,
+    RunStatus,
+    Webhook,
+)
 from forgeui.notifications import egress
 from forgeui.requests import shapes
 from forgeui.requests.graph import GRAPH
@@ -33,6 +41,21 @@ class Caller:
 
     user: Any
     agent: str = ""
+
+
+class NotAllowed(PermissionError):
+    """No agent token (nor a person's token with a forge role) came with the call."""
+
+
+def caller_for_token(token: str) -> Caller:
+    found = ApiToken.objects.authenticate(token) if token else None
+    if found is None:
+        raise NotAllowed("send an agent token: Authorization: Bearer <token>")
+    if found.agent:
+        return Caller(found.user, found.agent)
+    if not allowed(found.user, Action.READ):
+        raise NotAllowed("this token's user has no forge role")
+    return Caller(found.user)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from forgeui.requests.mcp_server import NotAllowed, build, caller_for_token
+from forgeui.requests.mcp_server import build
+from forgeui.requests.service import NotAllowed, caller_for_token
 
 STDIO_RECHECK_S = 1.0
 

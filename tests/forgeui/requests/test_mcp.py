@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -128,6 +129,18 @@ def test_mcp_without_an_agent_token_is_refused(live: Forge) -> None:
     response = httpx.post(live.url + "/mcp", json={"jsonrpc": "2.0", "id": 1,
                                                    "method": "tools/list"}, timeout=30)
     assert response.status_code == 401
+
+
+def test_a_web_process_loads_the_mcp_sdk_only_when_called() -> None:
+    """The SDK is loaded by the first ``/mcp`` call (the tests above), not at start."""
+    probe = ("import sys, forgeui.asgi; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))")
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
+           "DJANGO_SETTINGS_MODULE": "forgeui.settings"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 async def test_request_approval_over_stdio(live: Forge) -> None:
