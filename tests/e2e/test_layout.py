@@ -217,6 +217,8 @@ def test_a_note_reaches_a_paused_sub_agent_without_answering_it(forge: LiveServe
     panel.get_by_label("Steering note for writer_agent; the question stays open").fill(
         "Cite the finance ledger.")
     panel.get_by_role("button", name="Add note").click()
+    # The note is saved once the page says so; leaving sooner would abort its request.
+    expect(panel.get_by_role("status")).to_contain_text("Saved as a steering note")
     assert forge.api("GET", f"/api/interrupts/{writer['id']}")["status"] == "pending"
     page.goto(f"{forge.url}/interrupts/{writer['id']}/")
     notes = page.locator("section.context ul.notes")
