@@ -72,6 +72,10 @@ def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_
     status, run = forge.api(a, "GET", f"/api/runs/{run_id}")
     assert status == 200 and run["output"] == {"input": {"amount": 7}, "approved": {"ok": True},
                                                "done": True}
+    # The worker marks the answer applied just after the step it ran commits.
+    wait_until(lambda: forge.db.rows("SELECT count(*) FROM forgeui_answer WHERE interrupt_id"
+                                     " = %s AND applied_at IS NOT NULL", interrupt_id)[0][0],
+               30, "the answer marked applied")
     applied = forge.db.rows("SELECT applied_at, outcome FROM forgeui_answer "
                             "WHERE interrupt_id = %s", interrupt_id)
     assert len(applied) == 1 and applied[0][0] is not None and applied[0][1] == "applied"
