@@ -10,6 +10,7 @@ after each commit once the app is ready; a reconnecting client reads
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections import deque
@@ -21,6 +22,8 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 INBOX_GROUP = "inbox"
 INBOX_MESSAGE_TYPE = "inbox.event"
+# How long a process with no server waits for its announcement to reach the layer.
+SEND_WAIT_S = 5.0
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +96,7 @@ class _Outbox:
         self._ids: deque[int] = deque()
         self._lock = threading.Lock()
         self._draining: asyncio.AbstractEventLoop | None = None  # the loop draining
+        self._drain_done: Any = None  # that drain's task or future
 
     def send(self, event_ids: list[int]) -> None:
         layer = get_channel_layer()
@@ -101,15 +105,21 @@ class _Outbox:
         loop = _sending_loop()
         with self._lock:
             self._ids.extend(event_ids)
-            if self._draining is not None and self._draining.is_running():
-                return  # that drain takes these ids too (a stopped loop's never will)
-            self._draining = loop
-        try:
-            _start(loop, self._drain(layer))
-        except Exception:
-            with self._lock:
-                self._draining = None
-            logger.exception("could not announce inbox events %s", event_ids)
+            # A running drain takes these ids too (a stopped loop's never will).
+            if self._draining is None or not self._draining.is_running():
+                self._draining = loop
+                try:
+                    self._drain_done = _start(loop, self._drain(layer))
+                except Exception:
+                    self._draining = self._drain_done = None
+                    logger.exception("could not announce inbox events %s", event_ids)
+                    return
+            drain = self._drain_done
+        if loop is not _server_loop and isinstance(drain, concurrent.futures.Future):
+            # No server here: a worker's job or a command, whose process may end as soon
+            # as it returns, unsent messages with it. Its sockets would hear of these
+            # events only from the fallback poll, so wait for the send.
+            concurrent.futures.wait([drain], timeout=SEND_WAIT_S)
 
     async def _drain(self, layer: Any) -> None:
         while True:
