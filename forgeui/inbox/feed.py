@@ -153,6 +153,14 @@ def settled_events(after: int, settle: float) -> list[int]:
                 .values_list("id", flat=True)[:CATCH_UP_BATCH])
 
 
+def polled_events(after: int, settle: float, holes: list[int]) -> tuple[list[int], list[int]]:
+    """``settled_events`` after ``after``, and which of the ``holes`` (ids passed over
+    while their transactions were open) are committed now, oldest first."""
+    late = sorted(Event.objects.filter(pk__in=holes).values_list("id", flat=True)) \
+        if holes else []
+    return settled_events(after, settle), late
+
+
 @dataclass
 class Heard:
     """What one socket has been told: every event up to ``upto`` (a catch-up read them
@@ -175,16 +183,23 @@ class EventFeed(SocketLoopWork):
     per socket. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and
     hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
     old. Pushing a row twice is harmless: rows are idempotent.
+
+    Ids are taken at insert and committed in any order, so an id below the highest one
+    read may still be in an open transaction: each such hole is looked up again on every
+    poll until it shows (then handed to every socket that did not hear it) or is
+    ``HOLE_SECONDS`` old (its transaction rolled back).
     """
 
     POLL_SECONDS = 0.5
     SETTLE_SECONDS = 0.5
+    HOLE_SECONDS = 120.0
     interval = POLL_SECONDS
 
     def __init__(self) -> None:
         super().__init__()
         self.heard: dict[Any, Heard] = {}
         self.floor: int | None = None
+        self.holes: dict[int, float] = {}  # ids passed over, and when first seen missing
 
     def hear(self, consumer: Any, event_ids: list[int]) -> None:
         if consumer in self.sockets:  # not one that has gone meanwhile
@@ -206,19 +221,28 @@ class EventFeed(SocketLoopWork):
 
     async def tick(self) -> None:
         assert self.floor is not None
-        settled = await database_sync_to_async(settled_events)(self.floor,
-                                                                self.SETTLE_SECONDS)
-        if not settled:
-            return
-        self.floor = settled[-1]
+        settled, late = await database_sync_to_async(polled_events)(
+            self.floor, self.SETTLE_SECONDS, list(self.holes))
+        now = time.monotonic()
+        if settled:
+            missing = set(range(self.floor + 1, settled[-1])) - set(settled)
+            self.holes.update(dict.fromkeys(missing, now))
+            self.floor = settled[-1]
+        for event_id in late:
+            self.holes.pop(event_id, None)
+        self.holes = {i: at for i, at in self.holes.items() if now - at < self.HOLE_SECONDS}
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
+        for event_id in late:  # a catch-up may have passed over it too: only ids count
+            for consumer in list(self.sockets):
+                if event_id not in self.heard.setdefault(consumer, Heard()).ids:
+                    await consumer.inbox_event({"event_ids": [event_id]})
         for event_id in settled:
             for consumer in list(self.sockets):
                 if not self.heard.setdefault(consumer, Heard()).has(event_id):
                     await consumer.inbox_event({"event_ids": [event_id]})
-        for heard in self.heard.values():  # below the floor nothing is looked at again
-            heard.ids = {i for i in heard.ids if i > self.floor}
+        for heard in self.heard.values():  # below the floor only holes are looked at again
+            heard.ids = {i for i in heard.ids if i > self.floor or i in self.holes}
 
 
 def feed() -> EventFeed:
