@@ -149,9 +149,9 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if result is None:
             await self.refuse(frames.RELOAD, f"asked to catch up from {after}, too far behind")
             return
-        found, last = result
+        found, last, read = result
         self.replayed = last
-        feed().caught_up(self, last)
+        feed().caught_up(self, read)
         await self.push(found, last)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
