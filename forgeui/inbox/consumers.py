@@ -149,9 +149,9 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if result is None:
             await self.refuse(frames.RELOAD, f"asked to catch up from {after}, too far behind")
             return
-        found, last, read = result
+        found, last = result
         self.replayed = last
-        feed().caught_up(self, read)
+        feed().caught_up(self, last)
         await self.push(found, last)
 
     async def dispatch(self, message: dict[str, Any]) -> None:

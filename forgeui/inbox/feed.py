@@ -89,10 +89,9 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
 
 
 def catch_up(after: int, viewer: Viewer,
-             limit: int | None = None) -> tuple[list[Snapshot], int, list[int]] | None:
+             limit: int | None = None) -> tuple[list[Snapshot], int] | None:
     """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
-    events about no interrupt), each with its interrupt's current state; the newest id;
-    the ids read.
+    events about no interrupt), each with its interrupt's current state; the newest id.
 
     None when more than ``limit`` events came since: a client that far behind reloads its
     page instead, so no request reads more than one page of the event table.
@@ -113,7 +112,7 @@ def catch_up(after: int, viewer: Viewer,
     for interrupt in found:
         place(pending[interrupt.pk], interrupt, viewer, facts)
     last = batch[-1][0] if batch else after
-    return sorted(latest.values(), key=lambda s: s.event_id), last, [b[0] for b in batch]
+    return sorted(latest.values(), key=lambda s: s.event_id), last
 
 
 class SnapshotCache:
@@ -164,13 +163,14 @@ def polled_events(after: int, settle: float, holes: list[int]) -> tuple[list[int
 
 @dataclass
 class Heard:
-    """The events one socket has been told of, by its catch-up or the channel layer. Ids,
-    not a range: a catch-up passes over an id whose transaction is still open."""
+    """What one socket has been told: every event up to ``upto`` (a catch-up read them
+    all), and ``ids`` above that, one by one."""
 
+    upto: int = 0
     ids: set[int] = field(default_factory=set)
 
     def has(self, event_id: int) -> bool:
-        return event_id in self.ids
+        return event_id <= self.upto or event_id in self.ids
 
 
 class EventFeed(SocketLoopWork):
@@ -205,9 +205,11 @@ class EventFeed(SocketLoopWork):
         if consumer in self.sockets:  # not one that has gone meanwhile
             self.heard.setdefault(consumer, Heard()).ids.update(event_ids)
 
-    def caught_up(self, consumer: Any, event_ids: list[int]) -> None:
-        """``consumer`` was sent these events by its catch-up (``catch_up``)."""
-        self.hear(consumer, event_ids)
+    def caught_up(self, consumer: Any, last: int) -> None:
+        """``consumer`` was sent everything up to event ``last`` (``catch_up``)."""
+        if consumer in self.sockets:
+            heard = self.heard.setdefault(consumer, Heard())
+            heard.upto = max(heard.upto, last)
 
     def discard(self, consumer: Any) -> None:
         super().discard(consumer)
@@ -231,7 +233,11 @@ class EventFeed(SocketLoopWork):
         self.holes = {i: at for i, at in self.holes.items() if now - at < self.HOLE_SECONDS}
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
-        for event_id in [*late, *settled]:
+        for event_id in late:  # a catch-up may have passed over it too: only ids count
+            for consumer in list(self.sockets):
+                if event_id not in self.heard.setdefault(consumer, Heard()).ids:
+                    await consumer.inbox_event({"event_ids": [event_id]})
+        for event_id in settled:
             for consumer in list(self.sockets):
                 if not self.heard.setdefault(consumer, Heard()).has(event_id):
                     await consumer.inbox_event({"event_ids": [event_id]})

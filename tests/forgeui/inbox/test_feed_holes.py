@@ -1,9 +1,9 @@
 """The fallback poll and ids committed out of order.
 
 An event id is taken at insert; a transaction that inserted a lower id may commit after
-one with a higher id was read. Here the lower id's row is absent while the poll or a
-socket's catch-up reads past it (its transaction still open) and written afterwards with
-that id (the commit): the next poll must still hand it to the socket.
+one with a higher id was read. Here the lower id's row is absent while the poll reads
+past it (its transaction still open) and written afterwards with that id (the commit):
+the next poll must still hand it to the socket.
 """
 
 from __future__ import annotations
@@ -74,16 +74,3 @@ async def test_a_socket_that_heard_a_late_id_is_not_handed_it_again() -> None:
     await feed.tick()
     assert heard.handed == [first, last]
     assert missed.handed == [first, last, middle]
-
-
-async def test_an_id_a_catch_up_passed_over_still_reaches_the_socket() -> None:
-    feed = EventFeed()
-    feed.floor = await database_sync_to_async(Event.objects.last_id)()
-    socket = Socket()
-    feed.sockets.add(socket)
-    (first, middle, last), row = await database_sync_to_async(
-        three_events_the_middle_one_uncommitted)()
-    feed.caught_up(socket, [first, last])  # what its catch-up read, the middle still open
-    await database_sync_to_async(Event.objects.create)(**row)
-    await feed.tick()
-    assert socket.handed == [middle]
