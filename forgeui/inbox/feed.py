@@ -154,8 +154,8 @@ def settled_events(after: int, settle: float) -> list[int]:
 
 
 def polled_events(after: int, settle: float, holes: list[int]) -> tuple[list[int], list[int]]:
-    """``settled_events`` after ``after``, and which of the ``holes`` (ids passed over
-    while their transactions were open) are committed now, oldest first."""
+    """``settled_events`` after ``after``, and which of the ``holes`` (ids it passed over)
+    are there now, oldest first."""
     late = sorted(Event.objects.filter(pk__in=holes).values_list("id", flat=True)) \
         if holes else []
     return settled_events(after, settle), late
@@ -184,10 +184,11 @@ class EventFeed(SocketLoopWork):
     hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
     old. Pushing a row twice is harmless: rows are idempotent.
 
-    Ids are taken at insert and committed in any order, so an id below the highest one
-    read may still be in an open transaction: each such hole is looked up again on every
-    poll until it shows (then handed to every socket that did not hear it) or is
-    ``HOLE_SECONDS`` old (its transaction rolled back).
+    Ids become visible in id order, but an event's ``created_at`` is taken before its
+    writer waits for the ordering lock, so a lower id can settle after a higher one the
+    poll already read: each id passed over is looked up again on every poll until it
+    shows (then handed to every socket that did not hear it) or is ``HOLE_SECONDS`` old
+    (a rolled-back insert's id never shows).
     """
 
     POLL_SECONDS = 0.5
@@ -233,11 +234,7 @@ class EventFeed(SocketLoopWork):
         self.holes = {i: at for i, at in self.holes.items() if now - at < self.HOLE_SECONDS}
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
-        for event_id in late:  # a catch-up may have passed over it too: only ids count
-            for consumer in list(self.sockets):
-                if event_id not in self.heard.setdefault(consumer, Heard()).ids:
-                    await consumer.inbox_event({"event_ids": [event_id]})
-        for event_id in settled:
+        for event_id in [*late, *settled]:
             for consumer in list(self.sockets):
                 if not self.heard.setdefault(consumer, Heard()).has(event_id):
                     await consumer.inbox_event({"event_ids": [event_id]})

@@ -1,9 +1,9 @@
-"""The fallback poll and ids committed out of order.
+"""The fallback poll and an id that settles after a higher one.
 
-An event id is taken at insert; a transaction that inserted a lower id may commit after
-one with a higher id was read. Here the lower id's row is absent while the poll reads
-past it (its transaction still open) and written afterwards with that id (the commit):
-the next poll must still hand it to the socket.
+Ids become visible in id order, but an event's ``created_at`` is taken before its writer
+waits for the ordering lock, so under contention a lower id can be younger than a higher
+one. The poll reads only settled events (older than ``SETTLE_SECONDS``) after its floor;
+the lower id, passed over while young, must still reach the socket once it settles.
 """
 
 from __future__ import annotations
@@ -31,45 +31,40 @@ class Socket:
         self.handed.extend(message["event_ids"])
 
 
-def three_events_the_middle_one_uncommitted() -> tuple[list[int], dict[str, Any]]:
-    settled = timezone.now() - timedelta(seconds=5)
-    made = [Event.objects.create(kind=EventKind.INTERRUPT_CREATED, created_at=settled)
-            for _ in range(3)]
-    ids = [e.id for e in made]
-    middle = made[1]
-    row = {"id": middle.id, "kind": middle.kind, "created_at": middle.created_at}
-    middle.delete()
-    return ids, row
+def three_events_the_middle_one_young() -> list[int]:
+    """Three events in id order; the middle one made just now (its writer waited for the
+    ordering lock longest), the others seconds ago."""
+    now = timezone.now()
+    ages = [timedelta(seconds=5), timedelta(0), timedelta(seconds=5)]
+    return [Event.objects.create(kind=EventKind.INTERRUPT_CREATED, created_at=now - age).id
+            for age in ages]
 
 
-async def test_an_id_committed_after_a_higher_one_was_polled_still_reaches_the_socket() -> None:
+async def fed(*sockets: Socket) -> EventFeed:
     feed = EventFeed()
     feed.floor = await database_sync_to_async(Event.objects.last_id)()
+    feed.sockets.update(sockets)  # not ``add``: the test runs the ticks itself
+    return feed
+
+
+async def test_an_id_passed_over_while_young_still_reaches_the_socket() -> None:
     socket = Socket()
-    feed.sockets.add(socket)  # not ``add``: the test runs the ticks itself
-    (first, middle, last), row = await database_sync_to_async(
-        three_events_the_middle_one_uncommitted)()
+    feed = await fed(socket)
+    first, middle, last = await database_sync_to_async(three_events_the_middle_one_young)()
 
     await feed.tick()
     assert socket.handed == [first, last]
-
-    await database_sync_to_async(Event.objects.create)(**row)  # its transaction commits
     await feed.tick()
     assert socket.handed == [first, last, middle]
-
     await feed.tick()  # handed once
     assert socket.handed == [first, last, middle]
 
 
-async def test_a_socket_that_heard_a_late_id_is_not_handed_it_again() -> None:
-    feed = EventFeed()
-    feed.floor = await database_sync_to_async(Event.objects.last_id)()
+async def test_a_socket_that_heard_the_passed_over_id_is_not_handed_it_again() -> None:
     heard, missed = Socket(), Socket()
-    feed.sockets.update({heard, missed})
-    (first, middle, last), row = await database_sync_to_async(
-        three_events_the_middle_one_uncommitted)()
+    feed = await fed(heard, missed)
+    first, middle, last = await database_sync_to_async(three_events_the_middle_one_young)()
     await feed.tick()
-    await database_sync_to_async(Event.objects.create)(**row)
     feed.hear(heard, [middle])  # the channel layer brought it to this socket
     await feed.tick()
     assert heard.handed == [first, last]
