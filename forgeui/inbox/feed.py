@@ -188,12 +188,13 @@ class EventFeed(SocketLoopWork):
     writer waits for the ordering lock, so a lower id can settle after a higher one the
     poll already read: each id passed over is looked up again on every poll until it
     shows (then handed to every socket that did not hear it) or is ``HOLE_SECONDS`` old
-    (a rolled-back insert's id never shows).
+    (a rolled-back insert's id never shows; a large rollback's ids are not all kept).
     """
 
     POLL_SECONDS = 0.5
     SETTLE_SECONDS = 0.5
-    HOLE_SECONDS = 120.0
+    HOLE_SECONDS = 30.0
+    MAX_HOLES = CATCH_UP_BATCH
     interval = POLL_SECONDS
 
     def __init__(self) -> None:
@@ -226,12 +227,13 @@ class EventFeed(SocketLoopWork):
             self.floor, self.SETTLE_SECONDS, list(self.holes))
         now = time.monotonic()
         if settled:
-            missing = set(range(self.floor + 1, settled[-1])) - set(settled)
-            self.holes.update(dict.fromkeys(missing, now))
+            missing = sorted(set(range(self.floor + 1, settled[-1])) - set(settled))
+            self.holes.update(dict.fromkeys(missing[-self.MAX_HOLES:], now))
             self.floor = settled[-1]
         for event_id in late:
             self.holes.pop(event_id, None)
-        self.holes = {i: at for i, at in self.holes.items() if now - at < self.HOLE_SECONDS}
+        kept = sorted(i for i, at in self.holes.items() if now - at < self.HOLE_SECONDS)
+        self.holes = {i: self.holes[i] for i in kept[-self.MAX_HOLES:]}
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
         for event_id in [*late, *settled]:

@@ -69,3 +69,20 @@ async def test_a_socket_that_heard_the_passed_over_id_is_not_handed_it_again() -
     await feed.tick()
     assert heard.handed == [first, last]
     assert missed.handed == [first, last, middle]
+
+
+async def test_a_large_rollback_leaves_a_bounded_number_of_holes() -> None:
+    feed = await fed(Socket())
+    feed.MAX_HOLES = 10
+
+    def rolled_back_then_one() -> int:
+        old = timezone.now() - timedelta(seconds=5)
+        made = [Event.objects.create(kind=EventKind.INTERRUPT_CREATED, created_at=old)
+                for _ in range(30)]
+        Event.objects.filter(pk__in=[e.pk for e in made[:-1]]).delete()
+        return made[-1].pk
+
+    last = await database_sync_to_async(rolled_back_then_one)()
+    await feed.tick()
+    assert feed.floor == last
+    assert sorted(feed.holes) == list(range(last - 10, last))
