@@ -147,18 +147,18 @@ snapshots = SnapshotCache()
 
 def settled_events(after: int, settle: float) -> list[int]:
     """Ids of the events after ``after`` that are at least ``settle`` seconds old (the
-    channel layer had its chance to announce them), oldest first."""
+    channel layer had its chance to announce them), oldest first, stopping at the first
+    that is not: ``created_at`` is taken before a writer waits for the ordering lock, so
+    an event can be younger than one with a higher id, and the caller's floor must not
+    pass it before it settles."""
     cutoff = timezone.now() - timedelta(seconds=settle)
-    return list(Event.objects.after(after).filter(created_at__lte=cutoff)
-                .values_list("id", flat=True)[:CATCH_UP_BATCH])
-
-
-def polled_events(after: int, settle: float, holes: list[int]) -> tuple[list[int], list[int]]:
-    """``settled_events`` after ``after``, and which of the ``holes`` (ids it passed over)
-    are there now, oldest first."""
-    late = sorted(Event.objects.filter(pk__in=holes).values_list("id", flat=True)) \
-        if holes else []
-    return settled_events(after, settle), late
+    found = Event.objects.after(after).values_list("id", "created_at")[:CATCH_UP_BATCH]
+    settled: list[int] = []
+    for event_id, created_at in found:
+        if created_at > cutoff:
+            break
+        settled.append(event_id)
+    return settled
 
 
 @dataclass
@@ -183,25 +183,16 @@ class EventFeed(SocketLoopWork):
     per socket. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and
     hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
     old. Pushing a row twice is harmless: rows are idempotent.
-
-    Ids become visible in id order, but an event's ``created_at`` is taken before its
-    writer waits for the ordering lock, so a lower id can settle after a higher one the
-    poll already read: each id passed over is looked up again on every poll until it
-    shows (then handed to every socket that did not hear it) or is ``HOLE_SECONDS`` old
-    (a rolled-back insert's id never shows; a large rollback's ids are not all kept).
     """
 
     POLL_SECONDS = 0.5
     SETTLE_SECONDS = 0.5
-    HOLE_SECONDS = 30.0
-    MAX_HOLES = CATCH_UP_BATCH
     interval = POLL_SECONDS
 
     def __init__(self) -> None:
         super().__init__()
         self.heard: dict[Any, Heard] = {}
         self.floor: int | None = None
-        self.holes: dict[int, float] = {}  # ids passed over, and when first seen missing
 
     def hear(self, consumer: Any, event_ids: list[int]) -> None:
         if consumer in self.sockets:  # not one that has gone meanwhile
@@ -223,25 +214,19 @@ class EventFeed(SocketLoopWork):
 
     async def tick(self) -> None:
         assert self.floor is not None
-        settled, late = await database_sync_to_async(polled_events)(
-            self.floor, self.SETTLE_SECONDS, list(self.holes))
-        now = time.monotonic()
-        if settled:
-            missing = sorted(set(range(self.floor + 1, settled[-1])) - set(settled))
-            self.holes.update(dict.fromkeys(missing[-self.MAX_HOLES:], now))
-            self.floor = settled[-1]
-        for event_id in late:
-            self.holes.pop(event_id, None)
-        kept = sorted(i for i, at in self.holes.items() if now - at < self.HOLE_SECONDS)
-        self.holes = {i: self.holes[i] for i in kept[-self.MAX_HOLES:]}
+        settled = await database_sync_to_async(settled_events)(self.floor,
+                                                                self.SETTLE_SECONDS)
+        if not settled:
+            return
+        self.floor = settled[-1]
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
-        for event_id in [*late, *settled]:
+        for event_id in settled:
             for consumer in list(self.sockets):
                 if not self.heard.setdefault(consumer, Heard()).has(event_id):
                     await consumer.inbox_event({"event_ids": [event_id]})
-        for heard in self.heard.values():  # below the floor only holes are looked at again
-            heard.ids = {i for i in heard.ids if i > self.floor or i in self.holes}
+        for heard in self.heard.values():  # below the floor nothing is looked at again
+            heard.ids = {i for i in heard.ids if i > self.floor}
 
 
 def feed() -> EventFeed:
