@@ -100,6 +100,23 @@ def test_a_long_poll_returns_the_decision_as_it_is_made(live: Forge) -> None:
     assert seen["took"] < 20 and time.monotonic() - decided_at < 10
 
 
+def test_a_long_poll_waits_through_changes_that_decide_nothing(live: Forge) -> None:
+    made = ask(live)
+    seen: dict[str, Any] = {}
+    waiter = threading.Thread(target=lambda: seen.update(call(
+        live, "GET", f"/api/requests/{made['id']}?wait=30", "bot").json()))
+    waiter.start()
+    time.sleep(0.5)  # the poll is held by now
+    # A claim changes the request's row in the inbox (an event on its thread), not its answer.
+    claimed = call(live, "POST", f"/api/interrupts/{made['interrupt_id']}/claim", "reviewer")
+    assert claimed.status_code == 200, claimed.text
+    waiter.join(2)
+    assert waiter.is_alive(), f"the poll answered before anything was decided: {seen}"
+    assert decide(live, made["id"], [{"type": "reject"}]).status_code == 200
+    waiter.join(30)
+    assert seen["status"] == "decided" and seen["decisions"][0]["type"] == "reject"
+
+
 def test_a_pending_long_poll_answers_pending_at_its_timeout(live: Forge) -> None:
     made = ask(live)
     started = time.monotonic()
