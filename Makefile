@@ -17,11 +17,10 @@ $(PYTHON):
 
 # Reinstall only when the dependencies change. The bench extra (LangGraph) too: the suite
 # runs every script in bench/ at a tiny size; and the langgraph extra, whose saver it tests
-# with LangGraph's conformance suite. No bytecode up front: most of what is installed is
-# never imported, and what is gets compiled once, by the first process that imports it.
+# with LangGraph's conformance suite.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet --no-compile -e '.[dev,bench,langgraph]' -c constraints.txt
+	$(PYTHON) -m pip install --quiet -e '.[dev,bench,langgraph]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
