@@ -82,6 +82,8 @@ class ForgeClient:
         until = None if timeout is None else time.monotonic() + timeout
         while True:
             left = POLL_S if until is None else min(POLL_S, until - time.monotonic())
+            if left < 1:  # the server waits whole seconds: sleep out the rest, ask once
+                time.sleep(max(0.0, left))
             try:
                 found = self.get(request_id, wait=max(0, int(left)))
             except httpx.TransportError:

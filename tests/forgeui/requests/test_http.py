@@ -117,6 +117,30 @@ def test_a_long_poll_waits_through_changes_that_decide_nothing(live: Forge) -> N
     assert seen["status"] == "decided" and seen["decisions"][0]["type"] == "reject"
 
 
+class CountingTransport(httpx.HTTPTransport):
+    """The client's own transport, counting the requests it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        return super().handle_request(request)
+
+
+def test_the_client_waits_to_its_timeout_without_asking_back_to_back(live: Forge) -> None:
+    counting = CountingTransport()
+    with ForgeClient(live.url, live.tokens["bot"], transport=counting) as client:
+        made = client.create([{"name": "send_email", "args": {}}])
+        started = time.monotonic()
+        found = client.wait(made["id"], timeout=1.5)
+        took = time.monotonic() - started
+    assert found["status"] == "pending" and 1.4 <= took < 10
+    # The create, a one-second poll, and one read once the last half second is out.
+    assert counting.sent <= 4, f"{counting.sent} requests in {took:.1f} s"
+
+
 def test_a_pending_long_poll_answers_pending_at_its_timeout(live: Forge) -> None:
     made = ask(live)
     started = time.monotonic()
