@@ -7,7 +7,6 @@ API's usual authentication, which refuses agent tokens (403).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -163,25 +162,8 @@ async def get_request(request: HttpRequest, request_id: Id,
 
 async def wait_for(row: AgentRequest, wait: int,
                    off_loop: Callable[..., Callable[..., Awaitable[Any]]]) -> dict[str, Any]:
-    """The request as it stands, once it has ended or ``wait`` seconds have passed; it is
-    watched before the first read, so a decision in between is not missed. A change that
-    ends nothing (a claim, an assignment, the announcement of its own pause) is read and
-    waited past."""
-    async with waiters.watching(row.id) as changed:
-        found: dict[str, Any] = await off_loop(service.describe)(row)
-        if found["status"] != "pending" or not wait:
-            return found
-        try:
-            async with asyncio.timeout(wait):
-                while found["status"] == "pending":
-                    await changed.wait()
-                    changed.clear()  # before the read: a change during it wakes us again
-                    found = await off_loop(service.describe)(row)
-                return found
-        except TimeoutError:
-            pass
-    again: dict[str, Any] = await off_loop(service.describe)(row)
-    return again
+    """The request as it stands, once it has ended or ``wait`` seconds have passed."""
+    return await waiters.until_ended(row.id, lambda: off_loop(service.describe)(row), wait)
 
 
 @router.post("/requests/{request_id}/decision",

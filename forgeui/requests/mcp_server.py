@@ -16,7 +16,6 @@ lifespan that daphne does not run, and any web process can answer any call.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
@@ -93,21 +92,14 @@ def permission(found: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
 async def ask_and_wait(caller: Caller, body: dict[str, Any], ctx: Context,
                        recheck_s: float) -> dict[str, Any]:
     row = await sync_to_async(attach)(caller, body)
-    started = last_progress = time.monotonic()
+    started = time.monotonic()
     while True:
-        async with waiters.watching(row.id) as changed:
-            found = await sync_to_async(service.outcome)(row)
-            if found["status"] != "pending":
-                return found
-            try:
-                async with asyncio.timeout(recheck_s):
-                    await changed.wait()
-            except TimeoutError:
-                pass
-        if time.monotonic() - last_progress >= settings.FORGE_MCP_PROGRESS_SECONDS:
-            last_progress = time.monotonic()
-            await ctx.report_progress(round(last_progress - started), None,
-                                      f"waiting for a reviewer (request {row.id})")
+        found = await waiters.until_ended(row.id, lambda: sync_to_async(service.outcome)(row),
+                                          settings.FORGE_MCP_PROGRESS_SECONDS, recheck_s)
+        if found["status"] != "pending":
+            return found
+        await ctx.report_progress(round(time.monotonic() - started), None,
+                                  f"waiting for a reviewer (request {row.id})")
 
 
 def attach(caller: Caller, body: dict[str, Any]) -> AgentRequest:

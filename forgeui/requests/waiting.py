@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -47,6 +48,29 @@ class Waiters:
                 found.discard(event)
                 if not found:
                     del self._waiting[request_id]
+
+    async def until_ended(self, request_id: str, read: Callable[[], Awaitable[dict[str, Any]]],
+                          seconds: float | None = None, recheck: float | None = None,
+                          ) -> dict[str, Any]:
+        """``read()``'s view of the request once it is no longer pending, or once
+        ``seconds`` have passed (None: no limit). It is read again at each change
+        announced for it (a claim or an assignment ends nothing, so the wait goes on) and
+        every ``recheck`` seconds, in case an announcement never came."""
+        loop = asyncio.get_running_loop()
+        deadline = None if seconds is None else loop.time() + seconds
+        async with self.watching(request_id) as changed:
+            found = await read()  # after watching starts: a change in between wakes us
+            while found["status"] == "pending":
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    break
+                limits = [t for t in (left, recheck) if t is not None]
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(limits) if limits else None):
+                        await changed.wait()
+                changed.clear()  # before the read: a change during it wakes us again
+                found = await read()
+        return found
 
     def count(self) -> int:
         return sum(len(events) for events in self._waiting.values())
