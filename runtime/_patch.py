@@ -75,13 +75,30 @@ def diff(old: Any, new: Any) -> Patch | None:
     return {"v": new}
 
 
+# Scalars whose ``==`` is already equality as JSON, and empty containers, compared in the
+# loop below without a call: most of a head's fields, unchanged from one step to the next.
+_PLAIN = (str, int, bool, type(None))
+_MISSING = object()
+
+
 def _diff_dicts(old: dict[str, Any], new: dict[str, Any]) -> Patch:
     changed: dict[str, Any] = {}
     for key, value in new.items():
-        if key not in old:
+        before = old.get(key, _MISSING)
+        if before is value:
+            continue
+        if before is _MISSING:
             changed[key] = {"v": value}
             continue
-        item_patch = diff(old[key], value)
+        kind = type(value)
+        if kind is not type(before):
+            changed[key] = {"v": value}
+            continue
+        if kind in _PLAIN or not (value or before):
+            if before != value:
+                changed[key] = {"v": value}
+            continue
+        item_patch = diff(before, value)
         if item_patch is not None:
             changed[key] = item_patch
     removed = [key for key in old if key not in new]

@@ -45,6 +45,9 @@ from .checkpoint import (
 )
 
 HEAD_NAMES: tuple[str, ...] = tuple(n for n in FIELD_NAMES if n not in GROWING)
+# Each head field and whether the run's bookkeeping holds it (``Head.stored``, unrolled:
+# a head is built on every save).
+_HEAD_FIELDS = tuple((name, name in BOOKKEEPING) for name in HEAD_NAMES)
 # A key ending so holds a reference: the task id whose output the value is.
 REF = "@"
 # The values a stored head names by reference, in a head kept whole.
@@ -77,7 +80,8 @@ def is_fork_start(cp: Draft, encoded: Encoded) -> bool:
 
 def head_of(cp: Draft) -> dict[str, Any]:
     """The checkpoint's head with its values in place (sharing ``cp``'s containers)."""
-    doc = {name: cp.stored(name) for name in HEAD_NAMES}
+    engine = cp.engine
+    doc = {name: getattr(engine if kept else cp, name) for name, kept in _HEAD_FIELDS}
     doc["_last"] = cp.last_completed
     # What the executor derives from the tasks and interrupts is not stored twice.
     pending_input, payload = _derived(doc)
