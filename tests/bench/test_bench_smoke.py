@@ -73,7 +73,7 @@ SMOKES = {
                           r"before / now: A [\d.]+x, B [\d.]+x", marks=("postgres",)),
     "tree_resume.py": Smoke(("--store", "sqlite", "--children", "2", "--asks", "3"),
                             r"6 answers to 2 sub-agents, status completed"),
-    # Eight processes under callgrind, four of them importing LangGraph, at any size.
+    # LangGraph imported under callgrind: about a minute at any size.
     "turn_instructions.py": Smoke(("--turns", "2", "--window", "1"),
                                   r"forge's last turns / LangGraph plain's: [\d.]+x",
                                   tools=("valgrind",), deep_only=True),
