@@ -58,7 +58,8 @@ def pages(forge: LiveServer, states: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def states(forge: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """Runs and interrupts in every state: running, failed, cancelled, forked, expired."""
+    """Runs and interrupts in every state: running, failed, cancelled, forked, expired.
+    ``/runs/`` (in ``pages``) lists them all."""
     files = tmp_path_factory.mktemp("states")
     gate, outage = files / "gate", files / "down"
     outage.write_text("down")
@@ -87,7 +88,6 @@ def states(forge: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Itera
            "forked run": f"/runs/{fork['run_id']}/",
            "forked interrupt": f"/interrupts/{fork['id']}/",
            "forked timeline": f"/threads/{fork['thread_id']}/",
-           "runs in every state": "/runs/",
            "overdue interrupt": f"/interrupts/{overdue['id']}/",
            "defaulted interrupt": f"/interrupts/{defaulted['id']}/"}
     gate.write_text("open")  # the running run may finish now
