@@ -214,8 +214,6 @@ def stop_process(process: subprocess.Popen[bytes], grace: float = 10) -> None:
         process.wait()
 
 
-# Module scope: the sync Playwright API keeps an event loop running in this thread until
-# it stops, which the asyncio tests that follow the browser tests could not start under.
 # A server per module keeps each module's runs and claims to itself.
 @pytest.fixture(scope="module")
 def forge(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[LiveServer]:
@@ -227,7 +225,11 @@ def launch(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-@pytest.fixture(scope="module")
+# One browser for the browser tests a worker runs in a row (each test opens contexts of its
+# own), stopped before the worker goes on to other tests: the sync Playwright API keeps an
+# event loop running in this thread until it stops, and asyncio tests could not start under
+# it. Package scope ends exactly there.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         missing(f"Chromium is not installed at {CHROMIUM}")
