@@ -1,6 +1,13 @@
 from django.apps import AppConfig
 from django.core import checks
 
+# Tags of forge's own system checks. Loading every registered graph imports each one's
+# libraries (LangGraph's take seconds), so the commands run often (by cron, per agent,
+# per worker start) run OPERATIONS_CHECKS; `check`, `runserver` and `migrate` run all.
+GRAPHS_CHECK = "forge_graphs"
+SETTINGS_CHECKS = "forge_settings"
+OPERATIONS_CHECKS = [checks.Tags.models, SETTINGS_CHECKS]
+
 
 class ForgeUIConfig(AppConfig):
     name = "forgeui"
@@ -18,8 +25,8 @@ class ForgeUIConfig(AppConfig):
         from forgeui.runs.registry import check_graphs
         from forgeui.team import lockouts, sign_in, sso  # noqa: F401
 
-        checks.register(check_graphs)
-        checks.register(sso.check_settings)
-        checks.register(check_policies)
+        checks.register(check_graphs, GRAPHS_CHECK)
+        checks.register(sso.check_settings, SETTINGS_CHECKS)
+        checks.register(check_policies, SETTINGS_CHECKS)
         # The store and the services write event rows; the inbox tells sockets about them.
         listen(broadcast.broadcast)

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.models import ApiToken
 
 AGENT_USER_PREFIX = "agent:"
@@ -23,6 +24,7 @@ class Command(BaseCommand):
     help = ("Create an API token for USERNAME (or an agent token with --agent NAME) and "
             "print it. Only its hash is stored: copy it now. Send it as "
             "'Authorization: Bearer <token>'.")
+    requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username", nargs="?")

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from forgeui import scheduler
+from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.models import verify_when_due
 from forgeui.notifications import fanout
 from forgeui.runs import deadlines
@@ -18,6 +19,7 @@ class Command(BaseCommand):
             "(as the system, audited with the reason), mark the others overdue and e-mail "
             "the supervisors. --loop keeps sweeping, hands new events to webhooks and e-mail and "
             "walks the audit chain when due (production's scheduler: run one).")
+    requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--loop", action="store_true", help="sweep forever")

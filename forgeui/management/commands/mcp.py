@@ -12,6 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.requests.mcp_server import build
 from forgeui.requests.service import NotAllowed, caller_for_token
 
@@ -20,6 +21,7 @@ STDIO_RECHECK_S = 1.0
 
 class Command(BaseCommand):
     help = "Serve forge's MCP tools (request_approval, ask_human) on stdin/stdout."
+    requires_system_checks = OPERATIONS_CHECKS
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

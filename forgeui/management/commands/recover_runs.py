@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.models import Answer, Run
 from forgeui.runs.backends import wait_for_tasks
 from forgeui.runs.tasks import apply_answer_task, recover_run_task
@@ -16,6 +17,7 @@ class Command(BaseCommand):
     help = ("Re-enqueue root runs left running or failed, and answers accepted but never "
             "applied. Pick --older-than above your slowest node: a live executor that has "
             "not saved for that long is taken over.")
+    requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--older-than", type=float, default=60.0, metavar="SECONDS",

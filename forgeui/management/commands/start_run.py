@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.runs import services
 from forgeui.runs.backends import wait_for_tasks
 from forgeui.runs.exceptions import ForgeUIError
@@ -14,6 +15,7 @@ from forgeui.runs.exceptions import ForgeUIError
 
 class Command(BaseCommand):
     help = "Start a run of a registered graph; prints its run id, thread id and status as JSON."
+    requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("graph")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -99,6 +100,23 @@ def test_manage_check_fails_on_a_typo_in_forge_graphs() -> None:
     assert done.returncode != 0
     assert "forgeui.E001" in done.stderr and "graph 'payments' cannot be loaded" in done.stderr
     assert "No module named 'forgeui.demo.grahps'" in done.stderr
+
+
+def test_commands_run_often_check_the_settings_but_load_no_graph(tmp_path: Path) -> None:
+    """expire_interrupts (cron, every minute) is not made to import every graph's libraries
+    by the graph check; a setting it cannot work with still stops it, named."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'forge.sqlite3'}",
+           "FORGE_GRAPHS": json.dumps({"payments": "forgeui.demo.grahps:transfer"})}
+    subprocess.run([sys.executable, "manage.py", "migrate", "--skip-checks", "-v0"], env=env,
+                   cwd=ROOT, check=True, timeout=120)
+    swept = subprocess.run([sys.executable, "manage.py", "expire_interrupts"], env=env,
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert swept.returncode == 0, swept.stderr
+    refused = subprocess.run([sys.executable, "manage.py", "expire_interrupts"],
+                             env={**env, "FORGE_POLICIES": "{not json"}, cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "forgeui.E010" in refused.stderr
 
 
 def test_forge_examples_keeps_the_example_graphs_beside_a_sites_own() -> None:
