@@ -82,5 +82,5 @@ suite: setup
 	$(PYTEST)
 
 # The same suite, hunting longer: many more generated examples, the full cluster load.
-test-deep: lint audit
-	FORGE_DEEP=1 $(PYTEST)
+test-deep: lint
+	@FORGE_DEEP=1 $(MAKE) --no-print-directory -j2 audit suite
