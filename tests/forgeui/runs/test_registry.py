@@ -104,7 +104,8 @@ def test_manage_check_fails_on_a_typo_in_forge_graphs() -> None:
 
 def test_commands_run_often_check_the_settings_but_load_no_graph(tmp_path: Path) -> None:
     """expire_interrupts (cron, every minute) is not made to import every graph's libraries
-    by the graph check; a setting it cannot work with still stops it, named."""
+    by the graph check; a broken graph is named where it is used, and a setting the
+    commands cannot work with still stops them, named."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
            "DATABASE_URL": f"sqlite:///{tmp_path / 'forge.sqlite3'}",
            "FORGE_GRAPHS": json.dumps({"payments": "forgeui.demo.grahps:transfer"})}
@@ -113,6 +114,10 @@ def test_commands_run_often_check_the_settings_but_load_no_graph(tmp_path: Path)
     swept = subprocess.run([sys.executable, "manage.py", "expire_interrupts"], env=env,
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert swept.returncode == 0, swept.stderr
+    started = subprocess.run([sys.executable, "manage.py", "start_run", "payments"], env=env,
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert started.returncode != 0  # the graph is named where it is used
+    assert "graph 'payments' cannot be loaded" in started.stderr, started.stderr
     refused = subprocess.run([sys.executable, "manage.py", "expire_interrupts"],
                              env={**env, "FORGE_POLICIES": "{not json"}, cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
