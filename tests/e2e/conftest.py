@@ -233,8 +233,10 @@ def launch(playwright: Any) -> Any:
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         missing(f"Chromium is not installed at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # expect()'s own default (5 s) is far below the contexts' on a loaded machine.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as playwright:
         launched = launch(playwright)
         yield launched
