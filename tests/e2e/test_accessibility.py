@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import PASSWORDS, LiveServer, manage
+from .conftest import PASSWORDS, SIZES, LiveServer, manage
 
 AXE = Path(__file__).parent / "vendor" / "axe-4.14.1.min.js"
 RUN_AXE = """async () => {
@@ -118,10 +118,20 @@ def check(page: Any, where: str) -> list[str]:
     return problems
 
 
+def check_every_size(page: Any, where: str) -> list[str]:
+    """``check`` at each size every page must work at, the page resized in place (as a
+    turned phone or a narrowed window is): the size it is at first, then the others."""
+    problems = []
+    for size in sorted(SIZES, key=lambda size: size != page.viewport_size):
+        page.set_viewport_size(size)
+        problems += check(page, f"{where} at {size['width']}x{size['height']}")
+    return problems
+
+
 @pytest.fixture
-def context_at(browser: Any, size: dict[str, int]) -> Iterator[Any]:
+def context(browser: Any) -> Iterator[Any]:
     # The page's CSP forbids inline scripts, axe's tag included: tests only bypass it.
-    context = browser.new_context(viewport=size, bypass_csp=True)
+    context = browser.new_context(viewport=SIZES[0], bypass_csp=True)
     context.set_default_timeout(10_000)
     # axe in every page as it loads: a tag added per page costs as much as axe's own run.
     context.add_init_script(path=str(AXE))
@@ -131,10 +141,10 @@ def context_at(browser: Any, size: dict[str, int]) -> Iterator[Any]:
 
 @pytest.mark.parametrize("who", ["reviewer", "supervisor", "auditor"])
 def test_every_page_has_no_serious_violation(forge: LiveServer, pages: dict[str, str],
-                                             context_at: Any, who: str) -> None:
-    page = context_at.new_page()
+                                             context: Any, who: str) -> None:
+    page = context.new_page()
     page.goto(f"{forge.url}/accounts/login/")
-    problems = check(page, "login")
+    problems = check_every_size(page, "login")
     page.fill("#id_username", who)
     page.fill("#id_password", PASSWORDS[who])
     page.click("button[type=submit]")
@@ -142,21 +152,21 @@ def test_every_page_has_no_serious_violation(forge: LiveServer, pages: dict[str,
     for name, path in pages.items():
         page.goto(forge.url + path)
         page.wait_for_load_state("load")
-        problems += check(page, name)
+        problems += check_every_size(page, name)
     page.goto(forge.url + "/")
     page.keyboard.press("?")  # the shortcut help, open
-    problems += check(page, "keyboard help")
+    problems += check_every_size(page, "keyboard help")
     assert problems == []
 
 
 def test_error_states_have_no_serious_violation(forge: LiveServer, pages: dict[str, str],
-                                                context_at: Any) -> None:
-    page = context_at.new_page()
+                                                context: Any) -> None:
+    page = context.new_page()
     page.goto(f"{forge.url}/accounts/login/")
     page.fill("#id_username", "reviewer")
     page.fill("#id_password", "wrong")
     page.click("button[type=submit]")
-    problems = check(page, "login refused")
+    problems = check_every_size(page, "login refused")
     page.fill("#id_username", "reviewer")
     page.fill("#id_password", PASSWORDS["reviewer"])
     page.click("button[type=submit]")
@@ -165,13 +175,13 @@ def test_error_states_have_no_serious_violation(forge: LiveServer, pages: dict[s
     page.get_by_label("limit").fill("-1")
     page.get_by_role("button", name="Send answer").click()
     page.locator(".field.has-error").first.wait_for()
-    problems += check(page, "schema error")
+    problems += check_every_size(page, "schema error")
     page.goto(forge.url + pages["answered"])
-    problems += check(page, "answered")
+    problems += check_every_size(page, "answered")
     page.goto(forge.url + "/links/not-a-link/")
-    problems += check(page, "decision link not valid")
+    problems += check_every_size(page, "decision link not valid")
     page.goto(forge.url + someone_elses_link(forge, pages["interrupt"]))
-    problems += check(page, "decision link for someone else")
+    problems += check_every_size(page, "decision link for someone else")
     assert problems == []
 
 
