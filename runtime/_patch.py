@@ -75,9 +75,11 @@ def diff(old: Any, new: Any) -> Patch | None:
     return {"v": new}
 
 
-# Scalars whose ``==`` is already equality as JSON, and empty containers, compared in the
-# loop below without a call: most of a head's fields, unchanged from one step to the next.
+# Scalars whose ``==`` is already equality as JSON (not floats: ``-0.0 == 0.0``), and empty
+# containers, compared in the loop below without a call: most of a head's fields,
+# unchanged from one step to the next.
 _PLAIN = (str, int, bool, type(None))
+_CONTAINERS = (dict, list)
 _MISSING = object()
 
 
@@ -94,7 +96,7 @@ def _diff_dicts(old: dict[str, Any], new: dict[str, Any]) -> Patch:
         if kind is not type(before):
             changed[key] = {"v": value}
             continue
-        if kind in _PLAIN or not (value or before):
+        if kind in _PLAIN or (kind in _CONTAINERS and not (value or before)):
             if before != value:
                 changed[key] = {"v": value}
             continue

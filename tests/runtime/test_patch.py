@@ -57,7 +57,8 @@ def test_a_removed_key_whose_value_was_null_is_gone(old: Any, new: Any) -> None:
 
 
 def test_values_python_calls_equal_are_told_apart() -> None:
-    for old, new in ((1, True), (0, 0.0), (0.0, -0.0), ([1], [True]), ({"a": 0}, {"a": False})):
+    for old, new in ((1, True), (0, 0.0), (0.0, -0.0), ([1], [True]), ({"a": 0}, {"a": False}),
+                     ({"a": 0.0}, {"a": -0.0}), ({"a": -0.0}, {"a": 0.0})):
         assert text(apply(old, diff(old, new))) == text(new)
 
 
