@@ -183,12 +183,16 @@ def test_an_auditor_lists_decisions_searches_and_exports_csv(
     page = login("auditor", "/audit/decisions/", live=False)
     page.get_by_label("Search").fill("Globex")
     page.get_by_label("Search").press("Enter")
+    # The filtered rows replace the section in place: until then a click may press on the
+    # old link and release on its replacement, which is no click at all.
+    csv_link = page.get_by_role("link", name="CSV")
+    expect(csv_link).to_have_attribute("href", re.compile(r"[?&]q=Globex(&|$)"))
     rows = page.locator("tr.decision")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("reviewer")
     expect(rows.first).to_contain_text("Globex is a known payee")
     with page.expect_download() as download:
-        page.get_by_role("link", name="CSV").click()
+        csv_link.click()
     text = Path(download.value.path()).read_text(encoding="utf-8")
     (found,) = list(csv.DictReader(io.StringIO(text)))
     assert found["answered_by"] == "reviewer" and found["interrupt_id"] == asked["id"]
