@@ -66,14 +66,16 @@ audit: setup
 	elif [ $$status -ne 0 ]; then echo "pip-audit: WARNING: the audit did not run ($(AUDIT_OUT))"; \
 	else echo "pip-audit: no known vulnerabilities"; fi
 
-# One pytest worker per core. worksteal hands each worker a contiguous half of the tests
-# and lets an idle one take the rest of another's queue, so the browser and bench modules
-# at the front never leave one worker grinding alone at the end (load's first chunks
-# stay with their worker). Not loadscope or loadgroup: both key their work by node id,
-# and schemathesis gives all its API cases one node id, so all but one would silently
-# not run. A module fixture (a browser module's live server, the cluster) may start
-# again on the worker that took over part of its module.
-WORKERS ?= 2
+# One pytest worker per core, and one more: many tests wait on servers, workers and
+# subprocesses they started, and the extra worker keeps the cores busy meanwhile.
+# worksteal hands each worker a contiguous share of the tests and lets an idle one take
+# the rest of another's queue, so the browser and bench modules at the front never leave
+# one worker grinding alone at the end (load's first chunks stay with their worker). Not
+# loadscope or loadgroup: both key their work by node id, and schemathesis gives all its
+# API cases one node id, so all but one would silently not run. A module fixture (a
+# browser module's live server, the cluster) may start again on the worker that took
+# over part of its module.
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist worksteal
 
 # The audit waits on the network for most of its run: it runs beside the suite, and
