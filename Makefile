@@ -18,12 +18,13 @@ $(PYTHON):
 # Reinstall only when the dependencies change. The bench extra (LangGraph) too: the suite
 # runs every script in bench/ at a tiny size; and the langgraph extra, whose saver it tests
 # with LangGraph's conformance suite. uv installs the same pins as pip would, in a fraction
-# of pip's time; pip only brings uv itself. Neither compiles at install: Python compiles
-# the modules it imports as it first imports them, not every module of every package.
+# of pip's time; pip only brings uv itself. uv compiles the packages' bytecode at install,
+# on every core: otherwise the suite's processes, starting side by side on a new venv,
+# would each compile the same modules.
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --no-compile uv -c constraints.txt
-	$(VENV)/bin/uv pip install --quiet --python $(PYTHON) -e '.[dev,bench,langgraph]' \
-		-c constraints.txt
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PYTHON) \
+		-e '.[dev,bench,langgraph]' -c constraints.txt
 	touch $@
 
 setup: $(VENV)/.installed
