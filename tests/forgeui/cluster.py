@@ -73,8 +73,11 @@ def children(pid: int) -> list[int]:
 
 
 def kill(process: subprocess.Popen[Any]) -> None:
-    """SIGKILL a process, its group and its children's groups: a crashed machine."""
-    for pid in [*children(process.pid), process.pid]:
+    """SIGKILL a process, its group and its children's groups: a crashed machine.
+
+    The parent first: an rq worker that outlived its work horse even for a moment would
+    take the next job off the queue, a step no crashed machine takes."""
+    for pid in [process.pid, *children(process.pid)]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
