@@ -10,7 +10,7 @@ UPDATE and DELETE as well (migration ``0025``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from . import audit_chain
 from .identities import sign_in_field
-from .runs import ID_LENGTH
+from .runs import ID_LENGTH, Run
 
 # Any fixed number: every writer of the chain takes this one transaction-level lock.
 CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
@@ -60,6 +60,20 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
     def has_hash_after(self, entry_hash: str, record: dict[str, Any]) -> bool:
         """Whether an entry after ``record`` (a ``chain_records`` item) has this hash."""
         return self.filter(entry_hash=entry_hash, seq__gt=record["seq"]).exists()
+
+    def starts_never_begun(self, older_than: timedelta) -> AuditQuerySet:
+        """Run starts accepted at least ``older_than`` ago whose run was never made.
+
+        The start's task was lost: a worker killed just as it took the job, or a Redis that
+        restarted with the job queued. A start refused because another start on its thread
+        began after it (it was accepted as its thread's first) is not one of them.
+        """
+        made = Run.objects.filter(pk=models.OuterRef("run_id"))
+        taken = Run.objects.filter(thread_id=models.OuterRef("thread_id"),
+                                   created_at__gte=models.OuterRef("created_at"))
+        return (self.filter(action="run.start", created_at__lte=timezone.now() - older_than)
+                .exclude(models.Exists(made)).exclude(models.Exists(taken))
+                .order_by("created_at"))
 
     def newest_first(self) -> AuditQuerySet:
         return self.select_related("actor").order_by("-created_at", "-id")

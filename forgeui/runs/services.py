@@ -23,6 +23,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_tasks.base import Task
 
 from forgeui.models import (
     BREAKPOINT_KINDS,
@@ -102,6 +103,15 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
                                      **fields)
 
 
+def enqueue_on_commit(task: Task[Any, Any], *args: Any) -> None:
+    """Enqueue ``task`` once the transaction commits, logging (not raising) a failure: its
+    work is recorded by then, and ``recover_runs`` enqueues what a failure left behind."""
+    def enqueue() -> None:  # a function, not a partial: Django logs a failure by its name
+        task.enqueue(*args)
+
+    transaction.on_commit(enqueue, robust=True)
+
+
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
     require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
@@ -124,8 +134,10 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
         audit(user, "run.start", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=run_id,
               detail={"graph": graph, "input": input, "request_id": request_id})
-        transaction.on_commit(partial(start_run_task.enqueue, graph, thread_id, input,
-                                      getattr(user, "pk", None), request_id))
+        # Accepted once the audit row commits: a queue that cannot take the task now (Redis
+        # down) fails no request, and ``recover_runs`` begins the start later.
+        enqueue_on_commit(start_run_task, graph, thread_id, input, getattr(user, "pk", None),
+                          request_id)
     return _started(thread_id, run_id)
 
 
@@ -526,7 +538,8 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])
     run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
-    transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+    # The answer row is the record: an enqueue that fails leaves it to ``recover_runs``.
+    enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
 
 
@@ -895,7 +908,7 @@ def _accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
     publish_on_commit([EventDraft(EventKind.INTERRUPT_CANCELLED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"cancelled_by": getattr(actor, "username", None)})])
-    transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+    enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
 
 

@@ -8,15 +8,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from forgeui.apps import OPERATIONS_CHECKS
-from forgeui.models import Answer, Run
+from forgeui.models import Answer, AuditEntry, Run
 from forgeui.runs.backends import wait_for_tasks
-from forgeui.runs.tasks import apply_answer_task, recover_run_task
+from forgeui.runs.tasks import apply_answer_task, recover_run_task, start_run_task
 
 
 class Command(BaseCommand):
-    help = ("Re-enqueue root runs left running or failed, and answers accepted but never "
-            "applied. Pick --older-than above your slowest node: a live executor that has "
-            "not saved for that long is taken over.")
+    help = ("Re-enqueue root runs left running or failed, starts accepted but never begun, "
+            "and answers accepted but never applied. Pick --older-than above your slowest "
+            "node: a live executor that has not saved for that long is taken over.")
     requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -27,14 +27,22 @@ class Command(BaseCommand):
     def handle(self, *args: Any, older_than: float, dry_run: bool, **options: Any) -> None:
         age = timedelta(seconds=older_than)
         runs = list(Run.objects.stuck(age).values_list("thread_id", "run_id", "status"))
+        starts = list(AuditEntry.objects.starts_never_begun(age))
         answers = list(Answer.objects.unapplied(age).values_list("pk", flat=True))
         for thread_id, run_id, status in runs:
             self.stdout.write(f"recover thread {thread_id} (run {run_id}, {status})")
             if not dry_run:
                 recover_run_task.enqueue(thread_id)
+        for start in starts:
+            graph = start.detail.get("graph", "")
+            self.stdout.write(f"start run {start.run_id} ({graph} on thread {start.thread_id})")
+            if not dry_run:  # the same request id: a start that did begin meanwhile is a no-op
+                start_run_task.enqueue(graph, start.thread_id, start.detail.get("input"),
+                                       start.actor_id, start.detail.get("request_id", ""))
         for answer_id in answers:
             self.stdout.write(f"apply answer {answer_id}")
             if not dry_run:
                 apply_answer_task.enqueue(answer_id)
         wait_for_tasks()
-        self.stdout.write(f"{len(runs)} run(s), {len(answers)} answer(s) re-enqueued")
+        self.stdout.write(f"{len(runs)} run(s), {len(starts)} start(s), {len(answers)} "
+                          f"answer(s) re-enqueued")

@@ -208,6 +208,29 @@ def test_redis_restarted_under_connected_sockets_misses_no_interrupt(
             watcher.close()
 
 
+def test_a_start_and_an_answer_taken_while_redis_is_down_go_on_after_recover_runs(
+        forge: Cluster) -> None:
+    """Accepted means recorded: with the queue down the API still answers 201 and 202,
+    and once Redis is back ``recover_runs`` begins the start and applies the answer."""
+    paused = forge.start_run(forge.urls[0], "transfer", {"amount": 3})
+    wait_until(lambda: paused in forge.pending([paused]), 90, "the run to pause")
+    interrupt_id = forge.pending([paused])[paused]
+    forge.redis.stop()
+    try:
+        queued = forge.start_run(forge.urls[1], "transfer", {"amount": 4})
+        forge.answer(forge.urls[0], interrupt_id, {"ok": True})
+        status, run = forge.api(forge.urls[1], "GET", f"/api/runs/{queued}")
+        assert status == 404 or run["status"] == "queued", (status, run)
+    finally:
+        forge.redis.start()
+
+    out = forge.manage("recover_runs", "--older-than", "0")
+    assert f"start run {queued} (transfer" in out and "1 start(s), 1 answer(s)" in out, out
+    forge.wait_for_status([paused], "completed", 90)
+    wait_until(lambda: queued in forge.pending([queued]), 90, "the late start to pause")
+    assert forge.statuses([queued]) == {queued: "interrupted"}
+
+
 OUTAGE_RUNS = (
     "from forgeui.runs import services; from forgeui.runs.backends import wait_for_tasks; "
     "runs = [services.start_run(None, 'transfer', {'outage': n}).run_id for n in range(3)]; "

@@ -16,7 +16,8 @@ from django.core.management.base import SystemCheckError
 
 from forgeui.demo.accounts import check_demo_passwords
 from forgeui.management.commands.demo import ACCOUNTS, ADMIN_ACCOUNT, DEMO_INPUTS
-from forgeui.models import Answer, Interrupt, Run
+from forgeui.models import Answer, AuditEntry, Interrupt, Run
+from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,7 +75,7 @@ def test_recover_runs_retries_failed_runs_and_unapplied_answers(tmp_path: Path) 
     answer = Answer.objects.create(interrupt=interrupt, value="yes")  # accepted, never applied
     Interrupt.objects.filter(pk=interrupt.pk).update(status="answered")
 
-    assert "0 run(s), 0 answer(s)" in command("recover_runs")  # nothing is old enough
+    assert "0 run(s), 0 start(s), 0 answer(s)" in command("recover_runs")  # none old enough
     out = command("recover_runs", "--older-than", "0", "--dry-run")
     assert f"apply answer {answer.pk}" in out and Answer.objects.get().applied_at is None
 
@@ -90,6 +91,39 @@ def test_recover_runs_retries_failed_runs_and_unapplied_answers(tmp_path: Path) 
     assert run.status == "completed" and run.output["paid"] is True
     latest = DjangoCheckpointStore().load_sync(run.thread_id)
     assert latest is not None and latest.error is None
+
+
+def lost_start(graph: str, data: Any, thread_id: str) -> str:
+    """A start accepted as ``services.start_run`` accepts one, whose task never ran (a
+    worker killed as it took the job, a Redis restarted with it queued); its run id."""
+    run_id = secrets.token_hex(16)
+    services.audit(None, "run.start", object_type="thread", object_id=thread_id,
+                   thread_id=thread_id, run_id=run_id,
+                   detail={"graph": graph, "input": data, "request_id": run_id})
+    return run_id
+
+
+def test_recover_runs_begins_a_start_whose_task_was_lost() -> None:
+    lost = lost_start("pipeline", {"n": 7}, "lost-thread")
+    begun = json.loads(command("start_run", "pipeline", "--input", '{"n": 1}'))
+    # Accepted as its thread's first start, then refused: another start began it first.
+    refused = lost_start("pipeline", {"n": 2}, "taken-thread")
+    taken = json.loads(command("start_run", "pipeline", "--input", '{"n": 3}',
+                               "--thread-id", "taken-thread"))
+    assert not Run.objects.filter(pk__in=[lost, refused]).exists()
+    assert Run.objects.filter(pk__in=[begun["run_id"], taken["run_id"]]).count() == 2
+
+    out = command("recover_runs", "--older-than", "0", "--dry-run")
+    assert f"start run {lost} (pipeline on thread lost-thread)" in out
+    assert refused not in out and begun["run_id"] not in out and "1 start(s)" in out
+    assert not Run.objects.filter(pk=lost).exists()
+
+    out = command("recover_runs", "--older-than", "0")
+    assert "1 start(s)" in out
+    run = Run.objects.get(pk=lost)  # the run id the caller was given, on its thread
+    assert (run.thread_id, run.status, run.output["n"]) == ("lost-thread", "completed", 7)
+    assert "0 run(s), 0 start(s), 0 answer(s)" in command("recover_runs", "--older-than", "0")
+    assert AuditEntry.objects.filter(action="run.start", run_id=lost).count() == 1
 
 
 def test_demo_is_refused_under_debug_0_without_force(settings: Any) -> None:
