@@ -14,6 +14,7 @@ from .approvals import (
     Vote,
 )
 from .audit import (
+    THREAD_DELETED,
     AppendOnly,
     AuditEntry,
     AuditQuerySet,
@@ -83,6 +84,7 @@ from .tokens import (
 __all__ = [
     "BREAKPOINT_KINDS",
     "ID_LENGTH",
+    "THREAD_DELETED",
     "TOKEN_PREFIX",
     "TOKEN_PREFIX_LENGTH",
     "TOKEN_USE_RESOLUTION",

@@ -24,6 +24,7 @@ from .runs import ID_LENGTH, Run
 
 # Any fixed number: every writer of the chain takes this one transaction-level lock.
 CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
+THREAD_DELETED = "thread.delete"
 
 
 class AppendOnly(Exception):
@@ -66,14 +67,18 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
 
         The start's task was lost: a worker killed just as it took the job, or a Redis that
         restarted with the job queued. A start refused because another start on its thread
-        began after it (it was accepted as its thread's first) is not one of them.
+        began after it (it was accepted as its thread's first) is not one of them, nor one
+        whose thread was deleted after it.
         """
         made = Run.objects.filter(pk=models.OuterRef("run_id"))
         taken = Run.objects.filter(thread_id=models.OuterRef("thread_id"),
                                    created_at__gte=models.OuterRef("created_at"))
+        deleted = AuditEntry.objects.filter(action=THREAD_DELETED,
+                                            thread_id=models.OuterRef("thread_id"),
+                                            seq__gt=models.OuterRef("seq"))
         return (self.filter(action="run.start", created_at__lte=timezone.now() - older_than)
                 .exclude(models.Exists(made)).exclude(models.Exists(taken))
-                .order_by("created_at"))
+                .exclude(models.Exists(deleted)).order_by("created_at"))
 
     def newest_first(self) -> AuditQuerySet:
         return self.select_related("actor").order_by("-created_at", "-id")

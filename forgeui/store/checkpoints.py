@@ -215,9 +215,13 @@ class DjangoCheckpointStore(RecordStore):
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget the thread and the runs mirrored from it. Records a fork builds on stay,
-        hidden under a new thread id, until no thread needs them."""
+        hidden under a new thread id, until no thread needs them. The audit log keeps the
+        deletion: a start accepted for the thread is not begun again by ``recover_runs``."""
         with transaction.atomic(using=self.using):
             models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
+            models.AuditEntry.objects.using(self.using).create(
+                action=models.THREAD_DELETED, object_type="thread", object_id=thread_id,
+                thread_id=thread_id)
             threads = models.Thread.objects.using(self.using)
             first_base = (self._checkpoints().filter(thread_id=thread_id)
                           .order_by("seq").values_list("base_id", flat=True).first())

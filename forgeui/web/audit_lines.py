@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from forgeui.models import AuditEntry, Interrupt
+from forgeui.models import THREAD_DELETED, AuditEntry, Interrupt
 from forgeui.runs.wording import (
     answer_words,
     decision_line,
@@ -45,6 +45,8 @@ def describe(entry: AuditEntry, interrupt: Interrupt | None) -> str:
         return bulk_line(detail)
     if entry.action == "run.start":
         return line(f"Started {detail.get('graph') or 'a run'}", scalar_fields(detail.get("input")))
+    if entry.action == THREAD_DELETED:
+        return "Deleted the thread, its checkpoints and its runs"
     if interrupt is None:
         return ""
     summary = interrupt_summary(interrupt)

@@ -126,6 +126,26 @@ def test_recover_runs_begins_a_start_whose_task_was_lost() -> None:
     assert AuditEntry.objects.filter(action="run.start", run_id=lost).count() == 1
 
 
+def test_recover_runs_does_not_begin_a_start_whose_thread_was_deleted() -> None:
+    finished = json.loads(command("start_run", "pipeline", "--input", '{"n": 1}'))
+    lost = lost_start("pipeline", {"n": 2}, "forgotten-thread")
+    store = DjangoCheckpointStore()
+    store.delete_thread(finished["thread_id"])  # its run row goes with it
+    store.delete_thread("forgotten-thread")  # never begun: nothing stored but the start
+    assert not Run.objects.filter(pk__in=[finished["run_id"], lost]).exists()
+
+    assert "0 run(s), 0 start(s), 0 answer(s)" in command("recover_runs", "--older-than", "0")
+    assert not Run.objects.exists()
+    deleted = AuditEntry.objects.filter(action="thread.delete").values_list("thread_id",
+                                                                            flat=True)
+    assert sorted(deleted) == sorted([finished["thread_id"], "forgotten-thread"])
+
+    # A start accepted after the deletion is a new one: it is begun.
+    again = lost_start("pipeline", {"n": 3}, "forgotten-thread")
+    assert "1 start(s)" in command("recover_runs", "--older-than", "0")
+    assert Run.objects.get(pk=again).status == "completed"
+
+
 def test_demo_is_refused_under_debug_0_without_force(settings: Any) -> None:
     settings.PRODUCTION = True
     with pytest.raises(CommandError, match="refused under DEBUG=0"):

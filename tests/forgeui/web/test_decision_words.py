@@ -15,6 +15,7 @@ from django.test import Client
 
 from forgeui.models import Interrupt
 from forgeui.runs import services
+from forgeui.store import DjangoCheckpointStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,6 +108,14 @@ def test_the_audit_log_says_what_was_decided(users: dict[str, User]) -> None:
     assert "Started deploy · version 2.4.0" in started
     applied = [r for r in rows if r["action"] == "answer.applied"]
     assert f"{ASKED} (answer applied; the run is completed)" in [r["summary"] for r in applied]
+
+
+def test_the_audit_log_says_a_thread_was_deleted(users: dict[str, User]) -> None:
+    done = decided(users)
+    DjangoCheckpointStore().delete_thread(done["approved"].thread_id)
+    page = logged_in(users["auditor"]).get("/audit/", {"action": "thread.delete"})
+    assert "Deleted the thread, its checkpoints and its runs" in page.content.decode()
+    assert done["approved"].thread_id in page.content.decode()
 
 
 def test_a_refused_answer_is_audited_in_words(users: dict[str, User]) -> None:
