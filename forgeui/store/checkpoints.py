@@ -218,10 +218,15 @@ class DjangoCheckpointStore(RecordStore):
         hidden under a new thread id, until no thread needs them. The audit log keeps the
         deletion: a start accepted for the thread is not begun again by ``recover_runs``."""
         with transaction.atomic(using=self.using):
-            models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
             models.AuditEntry.objects.using(self.using).create(
                 action=models.THREAD_DELETED, object_type="thread", object_id=thread_id,
                 thread_id=thread_id)
+            self._forget(thread_id)
+
+    def _forget(self, thread_id: str) -> None:
+        """``delete_thread``'s work, also done to a hidden thread no fork needs any more."""
+        with transaction.atomic(using=self.using):
+            models.Run.objects.using(self.using).filter(thread_id=thread_id).delete()
             threads = models.Thread.objects.using(self.using)
             first_base = (self._checkpoints().filter(thread_id=thread_id)
                           .order_by("seq").values_list("base_id", flat=True).first())
@@ -252,7 +257,7 @@ class DjangoCheckpointStore(RecordStore):
                .values_list("thread_id", flat=True).first())
         if row is not None:
             models.Thread.objects.using(self.using).filter(pk=row).update(deleted=False)
-            self.delete_thread(row)
+            self._forget(row)
 
     # -- helpers --------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from django.db import IntegrityError, connections, transaction
 
 from forgeui.inbox import broadcast
 from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.models import AuditEntry, Event, Interrupt, Run
 from forgeui.models import Checkpoint as CheckpointRow
-from forgeui.models import Event, Interrupt, Run
 from forgeui.models.events import EventDraft, write_events
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
@@ -125,6 +125,19 @@ async def test_with_nobody_in_the_inbox_group_saves_wake_no_thread(
     assert drains
     first = await Event.objects.filter(root_thread_id=heard.thread_id).order_by("id").afirst()
     assert (await layer.receive(channel))["event_ids"][0] == first.id
+
+
+def test_each_deletion_is_audited_once_not_the_hidden_records_it_leaves(
+        store: DjangoCheckpointStore) -> None:
+    ex = executor("transfer", store)
+    original = ex.run_sync({"amount": 5}, thread_id="audited-original").thread_id
+    fork = ex.fork_sync(original)
+    store.delete_thread(original)  # the fork builds on its records: they stay, hidden
+    assert CheckpointRow.objects.filter(thread__thread_id__startswith=original).exists()
+    store.delete_thread(fork)  # now nothing needs them: they go too
+    assert not CheckpointRow.objects.filter(thread__thread_id__startswith=original).exists()
+    deleted = AuditEntry.objects.filter(action="thread.delete").order_by("seq")
+    assert [(e.thread_id, e.actor_id) for e in deleted] == [(original, None), (fork, None)]
 
 
 async def test_a_lost_compare_and_set_writes_no_rows(store: DjangoCheckpointStore) -> None:
