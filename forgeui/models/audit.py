@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from . import audit_chain
 from .identities import sign_in_field
-from .runs import ID_LENGTH, Run
+from .runs import ID_LENGTH, Run, RunStatus
 
 # Any fixed number: every writer of the chain takes this one transaction-level lock.
 CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
@@ -79,6 +79,15 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
         return (self.filter(action="run.start", created_at__lte=timezone.now() - older_than)
                 .exclude(models.Exists(made)).exclude(models.Exists(taken))
                 .exclude(models.Exists(deleted)).order_by("created_at"))
+
+    def cancels_not_applied(self, older_than: timedelta) -> AuditQuerySet:
+        """Run cancels accepted at least ``older_than`` ago whose run is still paused or
+        failed: the cancel's task was lost. A run mid-node is left to its executor, which
+        applies a cancel its run recorded; one never recorded is found once it pauses."""
+        waiting = Run.objects.filter(pk=models.OuterRef("run_id"),
+                                     status__in=[RunStatus.INTERRUPTED, RunStatus.FAILED])
+        return (self.filter(action="run.cancel", created_at__lte=timezone.now() - older_than)
+                .filter(models.Exists(waiting)).order_by("created_at"))
 
     def newest_first(self) -> AuditQuerySet:
         return self.select_related("actor").order_by("-created_at", "-id")

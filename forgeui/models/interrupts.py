@@ -240,6 +240,13 @@ class Answer(models.Model):
         return self.kind == AnswerKind.CANCEL
 
 
+class SteeringNoteQuerySet(models.QuerySet["SteeringNote"]):
+    def unapplied(self, older_than: timedelta = timedelta(0)) -> SteeringNoteQuerySet:
+        """Notes given on their own (one with an answer goes with it) not yet applied."""
+        return self.filter(answer__isnull=True, applied_at__isnull=True,
+                           created_at__lte=timezone.now() - older_than)
+
+
 class SteeringNote(models.Model):
     """Guidance for one run (or task), kept apart from answers."""
 
@@ -261,6 +268,8 @@ class SteeringNote(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     applied_at = models.DateTimeField(null=True, blank=True)
     outcome = models.TextField(blank=True, default="", help_text="how the task ended")
+
+    objects = SteeringNoteQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"note on {self.run_id}: {self.text[:40]}"

@@ -14,7 +14,6 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import jsonschema
@@ -105,7 +104,9 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
 
 def enqueue_on_commit(task: Task[Any, Any], *args: Any) -> None:
     """Enqueue ``task`` once the transaction commits, logging (not raising) a failure: its
-    work is recorded by then, and ``recover_runs`` enqueues what a failure left behind."""
+    work is recorded by then (a start or cancel as its audit row, an answer or note as its
+    row, a recovery as its run marked running), and ``recover_runs`` enqueues what a
+    failure left behind."""
     def enqueue() -> None:  # a function, not a partial: Django logs a failure by its name
         task.enqueue(*args)
 
@@ -615,7 +616,7 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
               before_checkpoint_id=run.latest_checkpoint_id,
               detail={"note_id": note.pk, "text": note.text, "task_id": task_id,
                       "interrupt_id": interrupt_id})
-        transaction.on_commit(partial(apply_steering_task.enqueue, note.pk))
+        enqueue_on_commit(apply_steering_task, note.pk)
     return note
 
 
@@ -683,7 +684,7 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
         if goes_on:  # those saved failed to be recovered are, at once: working
             run_status.mark_working([r.run_id for r in forked_runs
                                      if r.status == RunStatus.FAILED], new_thread)
-            transaction.on_commit(partial(recover_run_task.enqueue, new_thread))
+            enqueue_on_commit(recover_run_task, new_thread)
         for edit in edits:
             if edit["kind"] == "answer":
                 answer_interrupt(user, _copy_of(edit, new_thread).pk, edit["value"])
@@ -825,7 +826,7 @@ def recover_run(user: User, run_id: str) -> None:
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
               detail={"error": run.error})
         run_status.mark_working([run.run_id], run.root_thread_id)
-        transaction.on_commit(partial(recover_run_task.enqueue, run.thread_id))
+        enqueue_on_commit(recover_run_task, run.thread_id)
 
 
 def cancel_run(user: User, run_id: str, reason: str | None = None) -> None:
@@ -853,7 +854,7 @@ def cancel_run(user: User, run_id: str, reason: str | None = None) -> None:
                     _accept_cancel(user, interrupt, reason or "")
                 except StaleAnswer:
                     continue
-        transaction.on_commit(partial(cancel_run_task.enqueue, run_id))
+        enqueue_on_commit(cancel_run_task, run_id)
 
 
 MAX_REASON_CHARS = 4000  # as long as a steering note may be

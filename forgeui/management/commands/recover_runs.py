@@ -8,15 +8,22 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from forgeui.apps import OPERATIONS_CHECKS
-from forgeui.models import Answer, AuditEntry, Run
+from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs.backends import wait_for_tasks
-from forgeui.runs.tasks import apply_answer_task, recover_run_task, start_run_task
+from forgeui.runs.tasks import (
+    apply_answer_task,
+    apply_steering_task,
+    cancel_run_task,
+    recover_run_task,
+    start_run_task,
+)
 
 
 class Command(BaseCommand):
     help = ("Re-enqueue root runs left running or failed, starts accepted but never begun, "
-            "and answers accepted but never applied. Pick --older-than above your slowest "
-            "node: a live executor that has not saved for that long is taken over.")
+            "answers and steering notes accepted but never applied, and cancels of runs "
+            "still paused. Pick --older-than above your slowest node: a live executor that "
+            "has not saved for that long is taken over.")
     requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,6 +36,9 @@ class Command(BaseCommand):
         runs = list(Run.objects.stuck(age).values_list("thread_id", "run_id", "status"))
         starts = list(AuditEntry.objects.starts_never_begun(age))
         answers = list(Answer.objects.unapplied(age).values_list("pk", flat=True))
+        notes = list(SteeringNote.objects.unapplied(age).values_list("pk", flat=True))
+        cancels = list(dict.fromkeys(AuditEntry.objects.cancels_not_applied(age)
+                                     .values_list("run_id", flat=True)))
         for thread_id, run_id, status in runs:
             self.stdout.write(f"recover thread {thread_id} (run {run_id}, {status})")
             if not dry_run:
@@ -43,6 +53,15 @@ class Command(BaseCommand):
             self.stdout.write(f"apply answer {answer_id}")
             if not dry_run:
                 apply_answer_task.enqueue(answer_id)
+        for note_id in notes:
+            self.stdout.write(f"apply steering note {note_id}")
+            if not dry_run:  # a note applied meanwhile is skipped: the task reads applied_at
+                apply_steering_task.enqueue(note_id)
+        for run_id in cancels:
+            self.stdout.write(f"cancel run {run_id}")
+            if not dry_run:  # a run cancels once: a second request finds it cancelled
+                cancel_run_task.enqueue(run_id)
         wait_for_tasks()
         self.stdout.write(f"{len(runs)} run(s), {len(starts)} start(s), {len(answers)} "
-                          f"answer(s) re-enqueued")
+                          f"answer(s), {len(notes)} note(s), {len(cancels)} cancel(s) "
+                          f"re-enqueued")

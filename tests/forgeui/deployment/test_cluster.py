@@ -175,12 +175,15 @@ def test_a_worker_killed_mid_node_loses_nothing_and_recovery_finishes_its_run(
     assert sorted(len(lines(path)) for path in entered) == [1, 1, 1, 2]  # re-ran the node
 
 
-def test_a_start_and_an_answer_taken_while_redis_is_down_go_on_after_recover_runs(
+def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
         forge: Cluster) -> None:
     """Accepted means recorded: with the queue down the API still answers 201 and 202,
-    and once Redis is back ``recover_runs`` begins the start and applies the answer."""
-    paused = forge.start_run(forge.urls[0], "transfer", {"amount": 3})
-    wait_until(lambda: paused in forge.pending([paused]), 90, "the run to pause")
+    and once Redis is back ``recover_runs`` begins the start, applies the answer and the
+    steering note, and cancels the run it was asked to."""
+    paused, steered, doomed = (forge.start_run(forge.urls[0], "transfer", {"amount": n})
+                               for n in (3, 5, 6))
+    wait_until(lambda: len(forge.pending([paused, steered, doomed])) == 3, 90,
+               "the runs to pause")
     interrupt_id = forge.pending([paused])[paused]
     forge.redis.stop()
     try:
@@ -188,6 +191,11 @@ def test_a_start_and_an_answer_taken_while_redis_is_down_go_on_after_recover_run
         forge.answer(forge.urls[0], interrupt_id, {"ok": True})
         status, run = forge.api(forge.urls[1], "GET", f"/api/runs/{queued}")
         assert status == 404 or run["status"] == "queued", (status, run)
+        status, note = forge.api(forge.urls[0], "POST", "/api/steering",
+                                 {"run_id": steered, "text": "keep it under budget"})
+        assert status == 201, note
+        status, body = forge.api(forge.urls[1], "POST", f"/api/runs/{doomed}/cancel")
+        assert status == 202, body
     finally:
         forge.redis.start()
 
@@ -196,8 +204,14 @@ def test_a_start_and_an_answer_taken_while_redis_is_down_go_on_after_recover_run
     watchers = [Watcher(url, forge.cookie, reconnect=True) for url in forge.urls]
     try:
         out = forge.manage("recover_runs", "--older-than", "0")
-        assert f"start run {queued} (transfer" in out and "1 start(s), 1 answer(s)" in out, out
+        assert f"start run {queued} (transfer" in out, out
+        assert "1 start(s), 1 answer(s), 1 note(s), 1 cancel(s)" in out, out
         forge.wait_for_status([paused], "completed", 90)
+        forge.wait_for_status([doomed], "cancelled", 90)
+        wait_until(lambda: forge.db.rows("SELECT outcome FROM forgeui_steeringnote WHERE "
+                                         "run_id = %s", steered) == [("applied",)], 60,
+                   "the note to be applied")
+        assert forge.statuses([steered]) == {steered: "interrupted"}
         wait_until(lambda: queued in forge.pending([queued]), 90, "the late start to pause")
         assert forge.statuses([queued]) == {queued: "interrupted"}
         late = forge.pending([queued])[queued]
