@@ -135,8 +135,6 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
         audit(user, "run.start", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=run_id,
               detail={"graph": graph, "input": input, "request_id": request_id})
-        # Accepted once the audit row commits: a queue that cannot take the task now (Redis
-        # down) fails no request, and ``recover_runs`` begins the start later.
         enqueue_on_commit(start_run_task, graph, thread_id, input, getattr(user, "pk", None),
                           request_id)
     return _started(thread_id, run_id)
@@ -539,7 +537,6 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])
     run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
-    # The answer row is the record: an enqueue that fails leaves it to ``recover_runs``.
     enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
 

@@ -19,6 +19,12 @@ from forgeui.demo.accounts import check_demo_passwords
 from forgeui.management.commands.demo import ACCOUNTS, ADMIN_ACCOUNT, DEMO_INPUTS
 from forgeui.models import Answer, AuditEntry, Interrupt, Run, SteeringNote
 from forgeui.runs import services
+from forgeui.runs.tasks import (
+    apply_answer_task,
+    apply_steering_task,
+    cancel_run_task,
+    start_run_task,
+)
 from forgeui.store import DjangoCheckpointStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -125,6 +131,9 @@ def test_recover_runs_begins_a_start_whose_task_was_lost() -> None:
     assert (run.thread_id, run.status, run.output["n"]) == ("lost-thread", "completed", 7)
     assert "0 run(s), 0 start(s), 0 answer(s)" in command("recover_runs", "--older-than", "0")
     assert AuditEntry.objects.filter(action="run.start", run_id=lost).count() == 1
+    # The original task, delivered late after all, finds its start done.
+    late = start_run_task.call("pipeline", "lost-thread", {"n": 7}, None, lost)
+    assert late["duplicate"] is True and Run.objects.filter(thread_id="lost-thread").count() == 1
 
 
 def test_recover_runs_applies_a_lost_steering_note_and_a_lost_cancel(tmp_path: Path) -> None:
@@ -132,28 +141,42 @@ def test_recover_runs_applies_a_lost_steering_note_and_a_lost_cancel(tmp_path: P
     steered, doomed, finished = (json.loads(command("start_run", "race", "--input",
                                                     json.dumps(order)))["run_id"]
                                  for _ in range(3))
+    # Paying into a ledger whose directory does not exist fails the run once answered.
+    broken = json.loads(command("start_run", "race", "--input", json.dumps(
+        {**order, "ledger": str(tmp_path / "missing" / "ledger")})))["run_id"]
+    answer = Answer.objects.create(interrupt=Interrupt.objects.get(run_id=broken), value="yes")
+    apply_answer_task.call(answer.pk)
+    assert Run.objects.get(pk=broken).status == "failed"
     # Accepted as services.add_steering_note and services.cancel_run accept them, their
     # tasks never ran; a note that came with an answer goes with the answer, not here.
     note = SteeringNote.objects.create(run_id=steered, text="pay the smaller invoice first")
     answered = Answer.objects.create(interrupt=Interrupt.objects.get(run_id=finished),
                                      value="yes", applied_at=timezone.now())
     SteeringNote.objects.create(run_id=finished, answer=answered, text="with the answer")
-    for run_id in (doomed, doomed, finished):  # asked twice; the finished run is not live
+    for run_id in (doomed, doomed, broken, finished):  # asked twice; finished is not live
         services.audit(None, "run.cancel", object_type="run", object_id=run_id,
                        run_id=run_id)
     Run.objects.filter(pk=finished).update(status="completed")
 
     out = command("recover_runs", "--older-than", "0", "--dry-run")
     assert f"apply steering note {note.pk}" in out and f"cancel run {doomed}" in out, out
-    assert "1 note(s), 1 cancel(s)" in out and finished not in out, out
+    assert f"cancel run {broken}" in out and finished not in out, out
+    assert "1 note(s), 2 cancel(s)" in out, out
     out = command("recover_runs", "--older-than", "0")
     note.refresh_from_db()
     assert note.applied_at is not None and note.outcome == "applied"
     assert Run.objects.get(pk=doomed).status == "cancelled"
+    assert Run.objects.get(pk=broken).status == "cancelled"
     assert Run.objects.get(pk=steered).status == "interrupted"
     latest = DjangoCheckpointStore().load_sync(Run.objects.get(pk=steered).thread_id)
     assert latest is not None and "pay the smaller invoice first" in json.dumps(latest.to_dict())
     assert "0 note(s), 0 cancel(s)" in command("recover_runs", "--older-than", "0")
+    # The original tasks, delivered late after all, find their work done.
+    assert apply_steering_task.call(note.pk)["outcome"] == "already applied"
+    assert cancel_run_task.call(doomed)["outcome"].startswith("not cancelled")
+    again = DjangoCheckpointStore().load_sync(latest.thread_id)
+    assert again is not None and json.dumps(again.to_dict()).count("smaller invoice") == 1
+    assert Run.objects.get(pk=doomed).status == "cancelled"
 
 
 def test_recover_runs_does_not_begin_a_start_whose_thread_was_deleted() -> None:
