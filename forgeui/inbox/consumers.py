@@ -91,6 +91,14 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         access.watcher().add(self)
         feed().add(self)
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # However the socket ends: a channel layer that fails while it listens (Redis
+        # restarted) ends it with no disconnect, and its quota place must come back.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
+
     async def disconnect(self, code: int) -> None:
         self.release()
 

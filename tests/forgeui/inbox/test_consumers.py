@@ -657,3 +657,35 @@ async def test_a_socket_whose_handler_fails_still_leaves_its_groups(
         await socket.wait(timeout=5)  # raises the application's error as soon as it ends
     assert not [g for g, members in get_channel_layer().groups.items() if members]
     assert users["reviewer"].pk not in frames.sockets.open
+
+
+@pytest.mark.parametrize("fails", ["group_add", "receive"])
+async def test_a_socket_the_channel_layer_fails_gives_its_place_back(
+        fails: str, cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer that cannot be reached (Redis down or restarted) ends the socket, while it
+    connects or while it listens; either way the user's socket quota gets its place back,
+    or an outage of a few reconnects would lock the user out until the server restarts."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    down = asyncio.Event()
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        await down.wait()  # listening works until the test takes the layer down
+        raise ConnectionError("injected: the channel layer is down")
+
+    monkeypatch.setattr(layer, fails, broken)
+    socket = WebsocketCommunicator(application, "/ws/inbox/",
+                                   headers=headers(cookies["reviewer"]))
+    if fails == "group_add":
+        down.set()
+        with pytest.raises(ConnectionError, match="injected"):
+            await socket.connect(timeout=5)
+    else:
+        assert (await socket.connect(timeout=5))[0]
+        assert users["reviewer"].pk in frames.sockets.open
+        down.set()
+        with pytest.raises(ConnectionError, match="injected"):
+            await socket.wait(timeout=5)
+    assert users["reviewer"].pk not in frames.sockets.open
