@@ -21,7 +21,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command as LangGraphCommand
 from langgraph.types import StateSnapshot
 
-from forgeui.langgraph import mirror
+from forgeui.langgraph import mirror, percall
 from forgeui.langgraph.locks import thread_lock
 from forgeui.models import Run
 from forgeui.store import DjangoCheckpointStore
@@ -91,7 +91,8 @@ class LangGraphExecutor:
             if command.steering:  # kept beside the answer, never in the resume value
                 before = self._with_note(before, target, command.steering)
                 self.store.save_sync(before)
-            return self._invoke(self._resume_value(before, answers), before)
+            return self._invoke(self._resume_value(before, answers), before,
+                                answered=frozenset(answers))
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Keep a steering note beside the run (a LangGraph node has no ``ctx.steering``)."""
@@ -176,7 +177,8 @@ class LangGraphExecutor:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _invoke(self, value: Any, before: Checkpoint) -> RunResult:
+    def _invoke(self, value: Any, before: Checkpoint,
+                answered: frozenset[str] = frozenset()) -> RunResult:
         config = self._config(before.thread_id)
         outcome = mirror.Outcome()
         try:
@@ -186,7 +188,7 @@ class LangGraphExecutor:
                                             **self._failed_node(config)})
         snapshot = self._state(config, outcome)
         pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
-                                            self.breakpoints, self.controls)
+                                            self.breakpoints, self.controls, answered)
         cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=before.run_id,
                                pending=pending, outcome=outcome, metadata=before.metadata)
         self.store.save_sync(cp)
@@ -235,9 +237,9 @@ class LangGraphExecutor:
     def _resume_value(self, before: Checkpoint, answers: dict[str, Any]) -> Any:
         if all(record["kind"] != "node" for record, _ in answers.values()):
             return None  # past a static breakpoint: invoke(None), as LangGraph does
-        return LangGraphCommand(resume={mirror.langgraph_id(i): value
-                                        for i, (record, value) in answers.items()
-                                        if record["kind"] == "node"})
+        return LangGraphCommand(resume={
+            mirror.langgraph_id(i): percall.resume_value(record["payload"], value)
+            for i, (record, value) in answers.items() if record["kind"] == "node"})
 
     def _with_note(self, before: Checkpoint, target: ResumeTarget, text: str) -> Checkpoint:
         """The next checkpoint: ``before`` with one more steering note."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
+from forgeui.langgraph import percall
 from runtime import Checkpoint
 from runtime.types import RunStatus
 
@@ -80,9 +81,12 @@ def checkpoint_id_of(snapshot: StateSnapshot) -> str:
 
 def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph: str,
                        run_id: str, breakpoints: frozenset[str],
-                       controls: Controls = Controls()) -> list[dict[str, Any]]:
+                       controls: Controls = Controls(),
+                       answered: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Every interrupt the thread waits on, subgraphs' included, as interrupt records.
-    One still pending from ``before`` keeps its record (its age and deadline)."""
+    One still pending from ``before`` keeps its record (its age and deadline). One of
+    ``answered`` (just resumed) that LangGraph still shows failed to take its answer: its
+    row stays answered, and should the graph ask it again, that is a new row."""
     checkpoint_id = checkpoint_id_of(snapshot)
     if not checkpoint_id:
         return []
@@ -98,7 +102,7 @@ def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph
         if record["id"] in kept:
             record["created_at"] = kept[record["id"]].get("created_at", record["created_at"])
         controls.apply(record)
-    return found
+    return [record for record in found if record["id"] not in answered]
 
 
 def forge_id(langgraph_id: str, answered: int) -> str:
@@ -138,7 +142,8 @@ def _task_interrupts(snapshot: StateSnapshot, graph: str, run_id: str, checkpoin
             found += _task_interrupts(task.state, graph, run_id, checkpoint_id, inner_ns)
             continue
         for order, pending in enumerate(task.interrupts):
-            found.append(_record(pending.id, task.name, task.id, pending.value, order,
+            value = percall.presented(pending.value, pending.response_schema)
+            found.append(_record(pending.id, task.name, task.id, value, order,
                                  graph, run_id, checkpoint_id, ns))
     return found
 
