@@ -19,6 +19,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,10 +94,16 @@ class ForgeClient:
                 return found
 
     def request_approval(self, tool_name: str, input: dict[str, Any],
-                         timeout: float | None = None, **fields: Any) -> Approval:
-        """Ask whether to run one tool call; blocks until a person decides."""
+                         timeout: float | None = None, *,
+                         decisions: Sequence[str] | None = None, **fields: Any) -> Approval:
+        """Ask whether to run one tool call; blocks until a person decides.
+
+        ``decisions`` limits what the reviewer is offered: a caller that cannot run
+        edited arguments asks with ``("approve", "reject")``."""
         fields.setdefault("idempotency_key", call_key(tool_name, input, self.scope))
-        made = self.create([{"name": tool_name, "args": input}], **fields)
+        action = {"name": tool_name, "args": input,
+                  **({"decisions": list(decisions)} if decisions else {})}
+        made = self.create([action], **fields)
         done = made if made["status"] in ENDED else self.wait(made["id"], timeout)
         decision = (done.get("decisions") or [{}])[0]
         kind = decision.get("type")
