@@ -39,8 +39,8 @@ def presented(value: Any, response_schema: Any) -> Any:
 
 
 def allowed(response_schema: Any) -> list[str]:
-    """The decision types a per-call ``response_schema`` (JSON Schema) accepts: each
-    branch of its union on ``type``, or the ``type`` of its only decision."""
+    """The decision types a per-call ``response_schema`` (JSON Schema) accepts, in the
+    form's order: each branch of its union on ``type``, or its only decision's ``type``."""
     if not isinstance(response_schema, dict):
         return list(DEFAULT)
     mapping = (response_schema.get("discriminator") or {}).get("mapping")
@@ -48,7 +48,7 @@ def allowed(response_schema: Any) -> list[str]:
         kinds = list(mapping)
     else:
         kinds = [((response_schema.get("properties") or {}).get("type") or {}).get("const")]
-    return [kind for kind in kinds if kind in DECISIONS] or list(DEFAULT)
+    return [kind for kind in DECISIONS if kind in kinds] or list(DEFAULT)
 
 
 def resume_value(payload: Any, answer: Any) -> Any:

@@ -68,6 +68,8 @@ def test_each_mode_is_one_call_to_approve_edit_or_reject(api: Api, graph: str) -
 def test_per_call_approve_from_the_interrupt_page_runs_the_call(api: Api) -> None:
     started = api.start("lc_per_call", ASK)
     [pending] = api.pending_of(started)
+    refused = answer(api, pending, True)  # the middleware takes no bare true
+    assert refused.status_code == 422, refused.content
     response = reviewer(api).post(f"/interrupts/{pending['id']}/decide/", {"decision-0": "approve"})
     assert response.status_code in (200, 302), response.content.decode()[:2000]
     run = run_of(api, started)
@@ -92,3 +94,29 @@ def test_a_per_call_answer_the_middleware_refuses_is_asked_again(api: Api) -> No
     run = run_of(api, started)
     assert run["status"] == "completed", run
     assert said(run).startswith("done: User rejected the tool call for `send_email`")
+
+
+@pytest.mark.parametrize(("allowed", "offered"), [
+    (["approve", "reject"], ["approve", "reject"]), (["edit"], ["edit"]),
+    (["respond", "approve"], ["approve", "respond"])])
+def test_a_per_call_request_offers_what_its_response_schema_allows(
+        allowed: list[str], offered: list[str]) -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from forgeui.langgraph import percall
+    from tests.forgeui.recipes.agent_graphs import MailingModel
+
+    def send_email(to: str, body: str) -> str:
+        """Send an e-mail."""
+        return to
+
+    graph = create_agent(MailingModel(), tools=[send_email], checkpointer=InMemorySaver(),
+                         middleware=[HumanInTheLoopMiddleware(
+                             interrupt_on={"send_email": {"allowed_decisions": allowed}},
+                             interrupt_mode="per_call")])
+    [asked] = graph.invoke(ASK, {"configurable": {"thread_id": "t"}})["__interrupt__"]
+    shown = percall.presented(asked.value, asked.response_schema)
+    assert shown["review_configs"] == [{"action_name": "send_email",
+                                        "allowed_decisions": offered}]
