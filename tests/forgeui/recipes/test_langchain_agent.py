@@ -70,8 +70,20 @@ def test_per_call_approve_from_the_interrupt_page_runs_the_call(api: Api) -> Non
     [pending] = api.pending_of(started)
     refused = answer(api, pending, True)  # the middleware takes no bare true
     assert refused.status_code == 422, refused.content
+    assert f'id="int-{pending["id"]}"' in reviewer(api).get("/").content.decode()
     response = reviewer(api).post(f"/interrupts/{pending['id']}/decide/", {"decision-0": "approve"})
     assert response.status_code in (200, 302), response.content.decode()[:2000]
+    run = run_of(api, started)
+    assert run["status"] == "completed", run
+    assert said(run) == "done: sent to agent@example.com"
+
+
+def test_bulk_approve_answers_a_per_call_request_with_one_decision(api: Api) -> None:
+    started = api.start("lc_per_call", ASK)
+    [pending] = api.pending_of(started)
+    response = reviewer(api).post("/interrupts/bulk/", {"action": "approve",
+                                                        "ids": [pending["id"]]})
+    assert response.status_code in (200, 302)
     run = run_of(api, started)
     assert run["status"] == "completed", run
     assert said(run) == "done: sent to agent@example.com"
