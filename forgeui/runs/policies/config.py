@@ -10,13 +10,15 @@
 
 A node (``graph/node``, or ``graph/*`` for all of a graph's) and an agent name belong to
 one policy at most, so which policy applies is never a matter of order. The settings
-are the only source: nothing in a payload or a request is read here.
+are the only source: nothing in a payload or a request is read here. An agent's policy
+is the one its token names; a name the agent gives itself may only add requirements
+(``Policy.tightened_by``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -51,11 +53,38 @@ class Policy:
     escalate_to: str = ""
     description: str = ""
     rule_text: str = field(default="", compare=False)
+    also: tuple[Policy, ...] = ()  # policies whose who-may-count must hold as well
 
     @property
     def restricted(self) -> bool:
-        """Whether only named roles, groups or users may count."""
+        """Whether only named roles, groups or users may count (under this part)."""
         return bool(self.roles or self.groups or self.users)
+
+    @property
+    def parts(self) -> tuple[Policy, ...]:
+        """This policy and those added to it: a person counts only if every part allows."""
+        return (self, *self.also)
+
+    def tightened_by(self, chosen: Policy) -> Policy:
+        """This policy (the token's) with what ``chosen`` (the policy of a name the agent
+        gave itself) adds: the most approvals, the fewest rejections to end it, people
+        allowed by both, a rule only where both approve. Nothing of ``chosen`` can loosen
+        it: its rule and its escalation are left out."""
+        extra = chosen.requirements()
+        if extra in self.parts:
+            return self
+        auto = ({"all": [self.auto_approve, chosen.auto_approve]}
+                if self.auto_approve and chosen.auto_approve else None)
+        return replace(self, approvals=max(self.approvals, extra.approvals),
+                       rejections=min(self.rejections, extra.rejections), auto_approve=auto,
+                       rule_text=json.dumps(auto, sort_keys=True) if auto else "",
+                       also=(*self.also, extra))
+
+    def requirements(self) -> Policy:
+        """Only what this policy requires of people: no rule approves, nothing escalates
+        (either may let an approval through)."""
+        return replace(self, auto_approve=None, rule_text="", escalate_after_s=None,
+                       escalate_to="", also=())
 
     def as_dict(self) -> dict[str, Any]:
         """The policy as recorded with a decision and shown on its page."""
@@ -63,7 +92,9 @@ class Policy:
                 "approvals": self.approvals, "rejections": self.rejections,
                 "roles": sorted(self.roles), "groups": sorted(self.groups),
                 "users": sorted(self.users), "auto_approve": self.auto_approve,
-                "escalate_after_s": self.escalate_after_s, "escalate_to": self.escalate_to}
+                "escalate_after_s": self.escalate_after_s,
+                "escalate_to": self.escalate_to,
+                **({"also": [p.as_dict() for p in self.also]} if self.also else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +109,18 @@ class Policies:
         return self.by_node.get(f"{graph}/{node}") or self.by_node.get(f"{graph}/*")
 
     def for_agent(self, *names: str) -> Policy | None:
-        """The strictest policy naming any of ``names`` (what the token says and what the
-        agent calls itself): a name an agent picks can add a policy, never shed one."""
+        """The strictest policy naming any of ``names`` (the names a token carries)."""
         found = [self.by_agent[n] for n in names if n and n in self.by_agent]
         return max(found, key=lambda p: (p.approvals, p.name), default=None)
+
+    def for_request(self, chosen: str, *identity: str) -> Policy | None:
+        """The policy of an agent's request: the one its token's ``identity`` selects,
+        with whatever the name the agent ``chosen`` for itself adds (never less)."""
+        found = self.for_agent(*identity)
+        extra = self.by_agent.get(chosen) if chosen and chosen not in identity else None
+        if extra is None:
+            return found
+        return extra.requirements() if found is None else found.tightened_by(extra)
 
 
 def parse(raw: Any) -> Policies:
@@ -145,7 +184,8 @@ def _policy(name: Any, body: Any) -> Policy:
                   roles=frozenset(_names(body, "roles", where)),
                   groups=frozenset(_names(body, "groups", where)),
                   users=frozenset(_names(body, "users", where)),
-                  auto_approve=auto, escalate_after_s=None if after is None else float(after),
+                  auto_approve=auto,
+                  escalate_after_s=None if after is None else float(after),
                   escalate_to=to, description=str(body.get("description") or ""),
                   rule_text=json.dumps(auto, sort_keys=True) if auto is not None else "")
 
