@@ -17,8 +17,6 @@ from forgeui.runs.policies.config import Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
 from forgeui.team.roles import groups_of, roles_of
 
-APPROVING_TYPES = frozenset({"accept", "approve"})
-REJECTING_TYPES = frozenset({"reject", "ignore"})
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
@@ -37,29 +35,6 @@ def policy_for(interrupt: Interrupt) -> Policy | None:
         return None
     chosen, token_agent, owner = names
     return found.for_request(chosen, token_agent, owner or "")
-
-
-def vote_of(interrupt: Interrupt, value: Any) -> Vote | None:
-    """What an answer counts as: approve, reject, or neither (an edit, a response)."""
-    if interrupt.is_breakpoint:  # its answer only lets the node run; cancelling is its "no"
-        return Vote.APPROVE
-    if isinstance(value, bool):
-        return Vote.APPROVE if value else Vote.REJECT
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get("decisions"), list):  # an agent's request: one per call
-        types = {d.get("type") for d in value["decisions"] if isinstance(d, dict)}
-        if types and types <= {"approve", "reject"}:
-            return Vote.REJECT if "reject" in types else Vote.APPROVE
-        return None
-    kind = value.get("type", value.get("decision"))
-    if kind in APPROVING_TYPES:
-        return Vote.APPROVE
-    if kind in REJECTING_TYPES:
-        return Vote.REJECT
-    if isinstance(value.get("approved"), bool):
-        return Vote.APPROVE if value["approved"] else Vote.REJECT
-    return None
 
 
 def starter_ids(interrupt: Interrupt) -> set[int]:

@@ -6,6 +6,8 @@
                   "approvals": 2, "rejections": 1,
                   "roles": ["supervisor"], "groups": ["finance"], "users": ["carol"],
                   "auto_approve": {"field": "amount", "lt": 1000},
+                  "answers": {"approve": {"field": "answer.ok", "eq": true},
+                              "reject": {"field": "answer.ok", "eq": false}},
                   "escalate_after_s": 3600, "escalate_to": "finance-leads"}}
 
 A node (``graph/node``, or ``graph/*`` for all of a graph's) and an agent name belong to
@@ -28,7 +30,9 @@ from django.dispatch import receiver
 from forgeui.runs.policies import rules
 
 KEYS = frozenset({"nodes", "agents", "approvals", "rejections", "roles", "groups", "users",
-                  "auto_approve", "escalate_after_s", "escalate_to", "description"})
+                  "auto_approve", "answers", "escalate_after_s", "escalate_to",
+                  "description"})
+ANSWER_SIDES = ("approve", "reject")
 MAX_APPROVALS = 20
 
 
@@ -49,6 +53,7 @@ class Policy:
     groups: frozenset[str] = frozenset()
     users: frozenset[str] = frozenset()
     auto_approve: dict[str, Any] | None = None
+    answers: dict[str, Any] | None = None  # rules on an answer: what approves, what rejects
     escalate_after_s: float | None = None
     escalate_to: str = ""
     description: str = ""
@@ -69,7 +74,7 @@ class Policy:
         """This policy (the token's) with what ``chosen`` (the policy of a name the agent
         gave itself) adds: the most approvals, the fewest rejections to end it, people
         allowed by both, a rule only where both approve. Nothing of ``chosen`` can loosen
-        it: its rule and its escalation are left out."""
+        it: its rule, its answers and its escalation are left out."""
         extra = chosen.requirements()
         if extra in self.parts:
             return self
@@ -81,10 +86,10 @@ class Policy:
                        also=(*self.also, extra))
 
     def requirements(self) -> Policy:
-        """Only what this policy requires of people: no rule approves, nothing escalates
-        (either may let an approval through)."""
-        return replace(self, auto_approve=None, rule_text="", escalate_after_s=None,
-                       escalate_to="", also=())
+        """Only what this policy requires of people: no rule approves, no answer is read
+        its own way, nothing escalates (all of which may let an approval through)."""
+        return replace(self, auto_approve=None, rule_text="", answers=None,
+                       escalate_after_s=None, escalate_to="", also=())
 
     def as_dict(self) -> dict[str, Any]:
         """The policy as recorded with a decision and shown on its page."""
@@ -92,7 +97,7 @@ class Policy:
                 "approvals": self.approvals, "rejections": self.rejections,
                 "roles": sorted(self.roles), "groups": sorted(self.groups),
                 "users": sorted(self.users), "auto_approve": self.auto_approve,
-                "escalate_after_s": self.escalate_after_s,
+                "answers": self.answers, "escalate_after_s": self.escalate_after_s,
                 "escalate_to": self.escalate_to,
                 **({"also": [p.as_dict() for p in self.also]} if self.also else {})}
 
@@ -171,6 +176,7 @@ def _policy(name: Any, body: Any) -> Policy:
             rules.check(auto, f"{where}.auto_approve")
         except rules.RuleError as exc:
             raise PolicyError(str(exc)) from None
+    answers = _answers(body.get("answers"), where)
     after, to = body.get("escalate_after_s"), body.get("escalate_to", "")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int | float)
                               or not 0 < after < 10**9):
@@ -184,10 +190,25 @@ def _policy(name: Any, body: Any) -> Policy:
                   roles=frozenset(_names(body, "roles", where)),
                   groups=frozenset(_names(body, "groups", where)),
                   users=frozenset(_names(body, "users", where)),
-                  auto_approve=auto,
+                  auto_approve=auto, answers=answers,
                   escalate_after_s=None if after is None else float(after),
                   escalate_to=to, description=str(body.get("description") or ""),
                   rule_text=json.dumps(auto, sort_keys=True) if auto is not None else "")
+
+
+def _answers(raw: Any, where: str) -> dict[str, Any] | None:
+    """``{"approve": rule, "reject": rule}`` (either or both), rules on ``answer``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw or set(raw) - set(ANSWER_SIDES):
+        raise PolicyError(f"{where}.answers: {{\"approve\": rule, \"reject\": rule}}, "
+                          f"either or both")
+    for side, rule in raw.items():
+        try:
+            rules.check(rule, f"{where}.answers.{side}")
+        except rules.RuleError as exc:
+            raise PolicyError(str(exc)) from None
+    return dict(raw)
 
 
 def _count(body: dict[str, Any], key: str, where: str) -> int:
