@@ -99,7 +99,7 @@ def test_the_quick_starts_ok_approves_and_rejects(api: Api) -> None:
 @override_settings(FORGE_POLICIES=FOUR_EYES, FORGE_GRAPHS=GRAPHS)
 def test_agent_inbox_list_answers_count(api: Api) -> None:
     interrupt_id = start(api, "inbox_list")
-    accept = [{"type": "accept", "args": None}]
+    accept = [{"type": "accept"}]  # as Agent Inbox sends it
     assert resume(api, "alice", interrupt_id, accept).json()["status"] == "approval_recorded"
     edit = [{"type": "edit", "args": {"action": "wire", "args": {"amount": 9}}}]
     assert resume(api, "bob", interrupt_id, edit).status_code == 422
