@@ -4,6 +4,7 @@ a rule that approves, a lower count or another agent's policy."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from django.contrib.auth.models import Group, User
 from django.test import override_settings
 
 from forgeui.models import ApiToken, Approval, Interrupt
+from forgeui.runs import deadlines
 from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,3 +110,14 @@ def test_the_strictest_of_the_tokens_policies_applies(
     # The token names the agent and its user: both are the token's, both apply.
     made = ask(api, agent_token(team, "billing-bot"), 5)
     assert progress(api, made["id"]).startswith("0 of 2 approvals")
+
+
+@override_settings(FORGE_POLICIES={"bot": {"agents": ["billing-bot"], "escalate_after_s": 60,
+                                           "escalate_to": "leads"}})
+def test_a_chosen_name_brings_no_escalation(api: Api, team: dict[str, User]) -> None:
+    chosen = ask(api, agent_token(team, "helper-bot"), 5, name="billing-bot")
+    own = ask(api, agent_token(team, "billing-bot"), 5)
+    created = Interrupt.objects.get(root_thread_id=own["id"]).created_at
+    escalated = deadlines.expire_interrupts(now=created + timedelta(seconds=61))
+    assert [e.interrupt_id for e in escalated] == [own["interrupt_id"]]
+    assert Interrupt.objects.get(root_thread_id=chosen["id"]).escalated_at is None
