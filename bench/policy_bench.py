@@ -114,7 +114,7 @@ def main() -> None:
     starter, (approver, second) = set_up(args.db)
     from forgeui.models import Interrupt
     from forgeui.runs import services
-    from forgeui.runs.policies import approvals
+    from forgeui.runs.policies import approvals, votes
 
     def answer(interrupt_id: str) -> Any:
         return services.answer_interrupt(approver, interrupt_id, True)
@@ -128,7 +128,7 @@ def main() -> None:
         policy = approvals.policy_for(interrupt)
         assert policy is not None
         assert approvals.why_not_counted(policy, approver, interrupt) is None
-        assert approvals.vote_of(interrupt, True) is not None
+        assert votes.vote_of(policy, interrupt, True) is not None
         return time.perf_counter() - t0
 
     per = max(1, args.answers // args.rounds)

@@ -51,7 +51,7 @@ from forgeui.runs.exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
-from forgeui.runs.policies import approvals
+from forgeui.runs.policies import approvals, votes
 from forgeui.runs.policies.config import Policy
 from forgeui.runs.tasks import (
     apply_answer_task,
@@ -220,24 +220,31 @@ def _decide(user: User, interrupt: Interrupt, value: Any, steering: str | None,
 def _require_may_count(user: User, interrupt: Interrupt, policy: Policy | None,
                        value: Any) -> Vote | None:
     """Under a policy: what the answer counts as, once its sender may count (else
-    ``Forbidden``, audited; an approval that is not one is ``InvalidRequest``)."""
+    ``Forbidden``, audited; an answer that neither approves nor rejects is
+    ``InvalidRequest``: who may answer is checked before what they answered)."""
     if policy is None:
         return None
-    vote = approvals.vote_of(interrupt, value)
+    vote = votes.vote_of(policy, interrupt, value)
     actor = user if user is not None and user.is_authenticated else None
     if actor is None:
         if vote == Vote.REJECT:
             return None
         raise _policy_refusal(user, interrupt, f"policy {policy.name!r}: only people approve; "
                                                f"the system may only reject")
-    if vote is None and policy.approvals > 1:
-        raise InvalidRequest(f"policy {policy.name!r} needs {policy.approvals} approvals: "
-                             f"answer approve or reject (an edit or a response would need "
-                             f"approvals of its own)", loc=["body", "value"])
-    reason = approvals.why_not_counted(policy, actor, interrupt)
-    if reason is not None:
+    _require_eligible(user, interrupt, policy)
+    if vote is None:
+        raise InvalidRequest(f"policy {policy.name!r}: answer approve or reject (an edit or "
+                             f"a response would need approvals of its own); "
+                             f"{votes.words(policy)}", loc=["body", "value"])
+    return vote
+
+
+def _require_eligible(user: User, interrupt: Interrupt, policy: Policy | None) -> None:
+    """``Forbidden`` (audited) when a person's answer could not count under ``policy``."""
+    actor = user if user is not None and user.is_authenticated else None
+    if policy is not None and actor is not None and (
+            reason := approvals.why_not_counted(policy, actor, interrupt)) is not None:
         raise _policy_refusal(user, interrupt, reason)
-    return vote or Vote.APPROVE
 
 
 def _policy_refusal(user: User, interrupt: Interrupt, reason: str) -> Forbidden:
@@ -367,6 +374,7 @@ def require_may_answer(user: User, interrupt: Interrupt, value: Any,
                  run_id=interrupt.run_id, thread_id=interrupt.root_thread_id)
     require_answerable(user, interrupt)
     require_graph(interrupt.run)
+    _require_eligible(user, interrupt, approvals.policy_for(interrupt))
     _check_answer(interrupt, value, child_policy, loc=loc or ["body", "value"])
 
 

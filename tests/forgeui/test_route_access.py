@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from forgeui.models import Checkpoint, Interrupt
+from forgeui.models import ApiToken, Checkpoint, Interrupt
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import services
@@ -302,3 +302,38 @@ def test_every_route_refuses_whom_it_must_and_serves_whom_it_may(
                 and not served(response):
             wrong.append(f"GET /{route.pattern} as {who}: {response.status_code}, not served")
     assert wrong == [], "\n".join(wrong)
+
+
+# An agent's policy comes with its token; a name the agent gives itself cannot take it.
+BILLING = {"billing": {"agents": ["billing-bot"], "approvals": 2,
+                       "auto_approve": {"field": "amount", "lt": 1000}}}
+
+
+@override_settings(FORGE_POLICIES=BILLING)
+def test_agents_naming_themselves_after_other_agents_get_none_of_theirs(
+        users: dict[str, User]) -> None:
+    bearer = {name: ApiToken.objects.issue(User.objects.create_user(f"agent:{name}"),
+                                           agent=name)[1]
+              for name in ("billing-bot", "helper-bot")}
+    bearer |= {who: ApiToken.objects.issue(users[who])[1] for who in ("auditor", "reviewer")}
+    asked = {who: _ask(token, "billing-bot") for who, token in bearer.items()}
+    own = asked.pop("billing-bot")
+    assert own["status"] == "decided" and own["policy"]["decided_by"] == "policy"
+    for who, made in asked.items():  # the auditor's own token included
+        assert made["status"] == "pending", who
+        assert made["approvals"].startswith("0 of 2 approvals"), who
+    impostor = Client(headers={"Authorization": f"Bearer {bearer['helper-bot']}"})
+    assert impostor.get(f"/api/requests/{own['id']}").status_code == 404
+    assert impostor.post(f"/api/requests/{asked['helper-bot']['id']}/decision",
+                         {"decisions": [{"type": "approve"}]},
+                         content_type="application/json").status_code == 403
+
+
+def _ask(token: str, name: str) -> dict[str, Any]:
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    made = client.post("/api/requests", {"actions": [{"name": "wire", "args": {
+        "amount": 999}}], "agent": {"name": name}}, content_type="application/json")
+    assert made.status_code == 201, made.content
+    read = client.get(f"/api/requests/{made.json()['id']}")
+    assert read.status_code == 200, read.content
+    return dict(read.json())

@@ -2,6 +2,6 @@
 
 ``FORGE_POLICIES`` names each policy and what it covers (graph nodes, agents' requests);
 ``config`` reads and checks it, ``rules`` is the small declarative language of
-``auto_approve``, ``approvals`` counts who approved, ``auto`` decides by rule and
-``escalation`` reassigns what waited too long.
+``auto_approve``, ``votes`` says what an answer counts as, ``approvals`` counts who
+approved, ``auto`` decides by rule and ``escalation`` reassigns what waited too long.
 """

@@ -17,13 +17,12 @@ from forgeui.runs.policies.config import Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
 from forgeui.team.roles import groups_of, roles_of
 
-APPROVING_TYPES = frozenset({"accept", "approve"})
-REJECTING_TYPES = frozenset({"reject", "ignore"})
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def policy_for(interrupt: Interrupt) -> Policy | None:
-    """The policy covering ``interrupt`` (by its graph and node, or its asking agent)."""
+    """The policy covering ``interrupt``: by its graph and node, or for an agent's request
+    by its token (its agent name, its user), tightened by the name the agent gave."""
     found = policies()
     if not found.by_name:
         return None
@@ -32,30 +31,10 @@ def policy_for(interrupt: Interrupt) -> Policy | None:
         return found.for_node(graph, interrupt.node)
     names = (AgentRequest.objects.filter(pk=interrupt.root_thread_id)
              .values_list("agent", "token_agent", "owner__username").first())
-    return found.for_agent(*names) if names else None
-
-
-def vote_of(interrupt: Interrupt, value: Any) -> Vote | None:
-    """What an answer counts as: approve, reject, or neither (an edit, a response)."""
-    if interrupt.is_breakpoint:  # its answer only lets the node run; cancelling is its "no"
-        return Vote.APPROVE
-    if isinstance(value, bool):
-        return Vote.APPROVE if value else Vote.REJECT
-    if not isinstance(value, dict):
+    if not names:
         return None
-    if isinstance(value.get("decisions"), list):  # an agent's request: one per call
-        types = {d.get("type") for d in value["decisions"] if isinstance(d, dict)}
-        if types and types <= {"approve", "reject"}:
-            return Vote.REJECT if "reject" in types else Vote.APPROVE
-        return None
-    kind = value.get("type", value.get("decision"))
-    if kind in APPROVING_TYPES:
-        return Vote.APPROVE
-    if kind in REJECTING_TYPES:
-        return Vote.REJECT
-    if isinstance(value.get("approved"), bool):
-        return Vote.APPROVE if value["approved"] else Vote.REJECT
-    return None
+    chosen, token_agent, owner = names
+    return found.for_request(chosen, token_agent, owner or "")
 
 
 def starter_ids(interrupt: Interrupt) -> set[int]:
@@ -73,10 +52,18 @@ def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | No
     if user.pk in starter_ids(interrupt):
         return (f"policy {policy.name!r}: you started this run (or own the token that "
                 f"asked), and nobody approves their own")
-    if not policy.restricted and not interrupt.escalated_at:
+    for part in policy.parts:  # every part's say: a name an agent chose only narrows
+        if (reason := _outside(part, user, interrupt)) is not None:
+            return reason
+    return None
+
+
+def _outside(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
+    escalated = bool(interrupt.escalated_at and policy.escalate_to)
+    if not policy.restricted and not escalated:
         return None
     groups = groups_of(user)
-    if interrupt.escalated_at and policy.escalate_to in groups:
+    if escalated and policy.escalate_to in groups:
         return None
     if not policy.restricted:  # escalated: the group it went to decides now
         return f"policy {policy.name!r}: escalated to group {policy.escalate_to}"
@@ -84,12 +71,19 @@ def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | No
     if (user.get_username() in policy.users or groups & policy.groups
             or roles & policy.roles or (user.is_superuser and policy.roles)):
         return None
-    return f"policy {policy.name!r}: only {eligible(policy, interrupt)} may approve"
+    return f"policy {policy.name!r}: only {_who(policy, interrupt)} may approve"
 
 
 def eligible(policy: Policy, interrupt: Interrupt, voted: frozenset[str] = frozenset()) -> str:
     """Who may count, in words: "finance or carol"; "" when anyone with the role may.
     Named users in ``voted`` are left out: they have had their say."""
+    found = [words for part in policy.parts if (words := _who(part, interrupt, voted))]
+    if len(found) < 2:
+        return "".join(found)
+    return " and also ".join(f"({words})" if " or " in words else words for words in found)
+
+
+def _who(policy: Policy, interrupt: Interrupt, voted: frozenset[str] = frozenset()) -> str:
     names = [*sorted(policy.groups), *sorted(policy.users - voted),
              *(f"a {role}" for role in sorted(policy.roles))]
     if interrupt.escalated_at and policy.escalate_to:
@@ -169,7 +163,7 @@ def tally(policy: Policy, interrupt: Interrupt) -> Tally:
 
 def _tally(policy: Policy, interrupt: Interrupt, rows: list[Approval]) -> Tally:
     voted = frozenset(a.user.get_username() for a in rows)
-    if policy.users:  # a named starter will never count either
+    if any(part.users for part in policy.parts):  # a named starter will never count either
         voted |= frozenset(Run.objects.filter(
             thread_id=interrupt.root_thread_id, parent_run_id=None).exclude(started_by=None)
             .values_list("started_by__username", flat=True))

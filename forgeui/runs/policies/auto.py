@@ -41,13 +41,15 @@ def approves(policy: Policy, interrupt: Interrupt) -> bool:
     """Whether the rule holds for what is proposed: every call of an agent's request,
     else the payload's ``args`` (or the payload itself)."""
     assert policy.auto_approve is not None
-    return all(rules.matches(policy.auto_approve, subject) for subject in subjects(interrupt))
+    found = subjects(interrupt)
+    return bool(found) and all(rules.matches(policy.auto_approve, s) for s in found)
 
 
 def subjects(interrupt: Interrupt) -> list[Any]:
     payload = interrupt.payload
     if interrupt.run.graph == REQUEST_GRAPH and isinstance(payload, dict):
-        return [call.get("args") for call in payload.get("calls") or [] if isinstance(call, dict)]
+        return [call.get("args") if isinstance(call, dict) else None
+                for call in payload.get("calls") or []]
     if isinstance(payload, dict) and isinstance(payload.get("args"), dict):
         return [payload["args"]]
     return [payload]

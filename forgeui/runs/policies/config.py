@@ -6,17 +6,21 @@
                   "approvals": 2, "rejections": 1,
                   "roles": ["supervisor"], "groups": ["finance"], "users": ["carol"],
                   "auto_approve": {"field": "amount", "lt": 1000},
+                  "answers": {"approve": {"field": "answer.ok", "eq": true},
+                              "reject": {"field": "answer.ok", "eq": false}},
                   "escalate_after_s": 3600, "escalate_to": "finance-leads"}}
 
 A node (``graph/node``, or ``graph/*`` for all of a graph's) and an agent name belong to
 one policy at most, so which policy applies is never a matter of order. The settings
-are the only source: nothing in a payload or a request is read here.
+are the only source: nothing in a payload or a request is read here. An agent's policy
+is the one its token names; a name the agent gives itself may only add requirements
+(``Policy.tightened_by``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +30,9 @@ from django.dispatch import receiver
 from forgeui.runs.policies import rules
 
 KEYS = frozenset({"nodes", "agents", "approvals", "rejections", "roles", "groups", "users",
-                  "auto_approve", "escalate_after_s", "escalate_to", "description"})
+                  "auto_approve", "answers", "escalate_after_s", "escalate_to",
+                  "description"})
+ANSWER_SIDES = ("approve", "reject")
 MAX_APPROVALS = 20
 
 
@@ -47,15 +53,43 @@ class Policy:
     groups: frozenset[str] = frozenset()
     users: frozenset[str] = frozenset()
     auto_approve: dict[str, Any] | None = None
+    answers: dict[str, Any] | None = None  # rules on an answer: what approves, what rejects
     escalate_after_s: float | None = None
     escalate_to: str = ""
     description: str = ""
     rule_text: str = field(default="", compare=False)
+    also: tuple[Policy, ...] = ()  # policies whose who-may-count must hold as well
 
     @property
     def restricted(self) -> bool:
-        """Whether only named roles, groups or users may count."""
+        """Whether only named roles, groups or users may count (under this part)."""
         return bool(self.roles or self.groups or self.users)
+
+    @property
+    def parts(self) -> tuple[Policy, ...]:
+        """This policy and those added to it: a person counts only if every part allows."""
+        return (self, *self.also)
+
+    def tightened_by(self, chosen: Policy) -> Policy:
+        """This policy (the token's) with what ``chosen`` (the policy of a name the agent
+        gave itself) adds: the most approvals, the fewest rejections to end it, people
+        allowed by both, a rule only where both approve. Nothing of ``chosen`` can loosen
+        it: its rule, its answers and its escalation are left out."""
+        extra = chosen.requirements()
+        if extra in self.parts:
+            return self
+        auto = ({"all": [self.auto_approve, chosen.auto_approve]}
+                if self.auto_approve and chosen.auto_approve else None)
+        return replace(self, approvals=max(self.approvals, extra.approvals),
+                       rejections=min(self.rejections, extra.rejections), auto_approve=auto,
+                       rule_text=json.dumps(auto, sort_keys=True) if auto else "",
+                       also=(*self.also, extra))
+
+    def requirements(self) -> Policy:
+        """Only what this policy requires of people: no rule approves, no answer is read
+        its own way, nothing escalates (all of which may let an approval through)."""
+        return replace(self, auto_approve=None, rule_text="", answers=None,
+                       escalate_after_s=None, escalate_to="", also=())
 
     def as_dict(self) -> dict[str, Any]:
         """The policy as recorded with a decision and shown on its page."""
@@ -63,7 +97,9 @@ class Policy:
                 "approvals": self.approvals, "rejections": self.rejections,
                 "roles": sorted(self.roles), "groups": sorted(self.groups),
                 "users": sorted(self.users), "auto_approve": self.auto_approve,
-                "escalate_after_s": self.escalate_after_s, "escalate_to": self.escalate_to}
+                "answers": self.answers, "escalate_after_s": self.escalate_after_s,
+                "escalate_to": self.escalate_to,
+                **({"also": [p.as_dict() for p in self.also]} if self.also else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +114,18 @@ class Policies:
         return self.by_node.get(f"{graph}/{node}") or self.by_node.get(f"{graph}/*")
 
     def for_agent(self, *names: str) -> Policy | None:
-        """The strictest policy naming any of ``names`` (what the token says and what the
-        agent calls itself): a name an agent picks can add a policy, never shed one."""
+        """The strictest policy naming any of ``names`` (the names a token carries)."""
         found = [self.by_agent[n] for n in names if n and n in self.by_agent]
         return max(found, key=lambda p: (p.approvals, p.name), default=None)
+
+    def for_request(self, chosen: str, *identity: str) -> Policy | None:
+        """The policy of an agent's request: the one its token's ``identity`` selects,
+        with whatever the name the agent ``chosen`` for itself adds (never less)."""
+        found = self.for_agent(*identity)
+        extra = self.by_agent.get(chosen) if chosen and chosen not in identity else None
+        if extra is None:
+            return found
+        return extra.requirements() if found is None else found.tightened_by(extra)
 
 
 def parse(raw: Any) -> Policies:
@@ -132,6 +176,7 @@ def _policy(name: Any, body: Any) -> Policy:
             rules.check(auto, f"{where}.auto_approve")
         except rules.RuleError as exc:
             raise PolicyError(str(exc)) from None
+    answers = _answers(body.get("answers"), where)
     after, to = body.get("escalate_after_s"), body.get("escalate_to", "")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int | float)
                               or not 0 < after < 10**9):
@@ -145,9 +190,25 @@ def _policy(name: Any, body: Any) -> Policy:
                   roles=frozenset(_names(body, "roles", where)),
                   groups=frozenset(_names(body, "groups", where)),
                   users=frozenset(_names(body, "users", where)),
-                  auto_approve=auto, escalate_after_s=None if after is None else float(after),
+                  auto_approve=auto, answers=answers,
+                  escalate_after_s=None if after is None else float(after),
                   escalate_to=to, description=str(body.get("description") or ""),
                   rule_text=json.dumps(auto, sort_keys=True) if auto is not None else "")
+
+
+def _answers(raw: Any, where: str) -> dict[str, Any] | None:
+    """``{"approve": rule, "reject": rule}`` (either or both), rules on ``answer``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw or set(raw) - set(ANSWER_SIDES):
+        raise PolicyError(f"{where}.answers: {{\"approve\": rule, \"reject\": rule}}, "
+                          f"either or both")
+    for side, rule in raw.items():
+        try:
+            rules.check(rule, f"{where}.answers.{side}")
+        except rules.RuleError as exc:
+            raise PolicyError(str(exc)) from None
+    return dict(raw)
 
 
 def _count(body: dict[str, Any], key: str, where: str) -> int:

@@ -32,9 +32,9 @@ def escalate_due(now: datetime) -> list[str]:
         waiting = (Interrupt.objects.pending().filter(escalated_at=None, created_at__lte=since)
                    .filter(_covered(policy)).select_related("run"))
         for interrupt in waiting[:500]:
-            covering = policy_for(interrupt)  # the strictest, when an agent has two names
-            if covering is not None and covering.name == policy.name and _escalate(
-                    interrupt, policy, now):
+            covering = policy_for(interrupt)  # not this one's escalation under a chosen name
+            if covering is not None and covering.name == policy.name and \
+                    covering.escalate_to and _escalate(interrupt, policy, now):
                 done.append(interrupt.pk)
     return done
 

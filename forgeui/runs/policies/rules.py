@@ -8,14 +8,16 @@ A rule is a JSON object, one of::
 ``field`` is a dotted path into the proposed args (``"payee.country"``; a digit indexes a
 list). Operators: ``eq``, ``ne``, ``lt``, ``lte``, ``gt``, ``gte`` (numbers with numbers,
 text with text), ``in`` and ``not_in`` (a list of values), ``exists`` (true or false).
-A missing field, or a comparison between different kinds of value, is false: a rule that
-cannot be checked never approves anything.
+A comparison that cannot read its field (missing, or of another kind than the rule's
+values) is unknown, and so is ``not`` of it: an unknown approves nothing, so a negative
+rule never approves what it could not read. ``all`` is unknown when no part is false and
+one is unknown; ``any`` when no part is true and one is unknown.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
@@ -78,26 +80,49 @@ def _check_comparison(rule: dict[str, Any], where: str) -> None:
 
 
 def matches(rule: dict[str, Any], subject: Any) -> bool:
-    """Whether ``subject`` (the proposed args) meets ``rule``, already checked."""
+    """Whether ``subject`` (the proposed args) surely meets ``rule``, already checked."""
+    return evaluate(rule, subject) is True
+
+
+def evaluate(rule: dict[str, Any], subject: Any) -> bool | None:
+    """True, false, or None where the rule's answer rests on a field it cannot read."""
     if "all" in rule:
-        return all(matches(part, subject) for part in rule["all"])
+        return _all(evaluate(part, subject) for part in rule["all"])
     if "any" in rule:
-        return any(matches(part, subject) for part in rule["any"])
+        found = _all(_negated(evaluate(part, subject)) for part in rule["any"])
+        return _negated(found)
     if "not" in rule:
-        return not matches(rule["not"], subject)
-    value = lookup(subject, rule["field"])
+        return _negated(evaluate(rule["not"], subject))
+    return _compare(rule, lookup(subject, rule["field"]))
+
+
+def _all(results: Iterable[bool | None]) -> bool | None:
+    found: bool | None = True
+    for result in results:
+        if result is False:
+            return False
+        if result is None:
+            found = None
+    return found
+
+
+def _negated(result: bool | None) -> bool | None:
+    return None if result is None else not result
+
+
+def _compare(rule: dict[str, Any], value: Any) -> bool | None:
     (op,) = (key for key in rule if key != "field")
     operand = rule[op]
     if op == "exists":
-        return (value is not _MISSING) == operand
-    if value is _MISSING:
-        return False
+        return (value is not _MISSING) is operand
     if op in MEMBERSHIP:
+        if value is _MISSING or not any(_kind(value) == _kind(item) for item in operand):
+            return None
         found = any(_same(value, item) for item in operand)
         return found if op == "in" else not found
-    if op in ("eq", "ne"):
-        return _same(value, operand) == (op == "eq")
-    return _kind(value) == _kind(operand) and COMPARISONS[op](value, operand)
+    if value is _MISSING or _kind(value) != _kind(operand):
+        return None
+    return bool(COMPARISONS[op](value, operand))
 
 
 def lookup(subject: Any, path: str) -> Any:
