@@ -129,14 +129,14 @@ def list_graphs(request: HttpRequest) -> dict[str, Any]:
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
     """Newest first."""
-    return filters.filter(Run.objects.select_related("started_by").order_by("-created_at",
-                                                                             "run_id"))
+    return filters.filter(Run.objects.select_related("started_by", "forked_by")
+                          .order_by("-created_at", "run_id"))
 
 
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS})
 def get_run(request: HttpRequest, run_id: Id) -> Any:
     """One run, and its whole tree (root first) with each run's pending interrupts."""
-    run = _get(Run.objects.select_related("started_by"), "run", run_id)
+    run = _get(Run.objects.select_related("started_by", "forked_by"), "run", run_id)
     pending = Interrupt.objects.inbox().select_related("answered_by")
     tree = Run.objects.of_tree(run.root_thread_id).prefetch_related(
         Prefetch("interrupts", queryset=pending, to_attr="pending"))

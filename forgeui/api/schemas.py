@@ -163,7 +163,8 @@ class RunOut(Schema):
     sub_agent_id: str | None
     status: str
     checkpoint_id: str = Field(alias="latest_checkpoint_id")
-    started_by: str | None
+    started_by: str | None = Field(description="who started it (a fork: its original)")
+    forked_by: str | None = Field(None, description="who made this fork, if it is one")
     created_at: datetime
     updated_at: datetime
 
@@ -174,6 +175,10 @@ class RunOut(Schema):
     @staticmethod
     def resolve_started_by(obj: Any) -> str | None:
         return obj.started_by.get_username() if obj.started_by_id else None
+
+    @staticmethod
+    def resolve_forked_by(obj: Any) -> str | None:
+        return obj.forked_by.get_username() if obj.forked_by_id else None
 
 
 class AssigneesOut(Schema):

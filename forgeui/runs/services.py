@@ -698,19 +698,21 @@ def _require_start_for_input(user: User, thread_id: str) -> None:
 
 
 def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
-    """The fork's runs: started by the person who forked (the original starter stays on
-    the original's runs), with their originals' input where the copy, taken past its
-    first step, cannot tell it."""
-    originals = {tuple(run.namespace): run.input
-                 for run in Run.objects.of_tree(source_thread).only("namespace", "input")}
+    """The fork's runs: started by whoever started their originals (the rule that nobody
+    approves their own follows the run into its forks), forked by ``user``, and with
+    their originals' input where the copy, taken past its first step, cannot tell it."""
+    originals = {tuple(run.namespace): run for run in Run.objects.of_tree(source_thread)
+                 .only("namespace", "input", "started_by")}
     actor = user if user is not None and user.is_authenticated else None
     forked = list(Run.objects.of_tree(new_thread).only("run_id", "namespace", "input",
                                                         "status"))
     for run in forked:
-        run.started_by = actor
-        if run.input is None:
-            run.input = originals.get(tuple(run.namespace))
-    Run.objects.bulk_update(forked, ["started_by", "input"])
+        original = originals.get(tuple(run.namespace))
+        run.started_by_id = original.started_by_id if original is not None else None
+        run.forked_by = actor
+        if run.input is None and original is not None:
+            run.input = original.input
+    Run.objects.bulk_update(forked, ["started_by", "forked_by", "input"])
     return forked
 
 
@@ -773,8 +775,8 @@ def _input_schema_at(executor: Any, record: dict[str, Any]) -> dict[str, Any] | 
 
 
 def _require_no_policy_answers(user: User, edits: list[dict[str, Any]]) -> None:
-    """A fork is its forker's run, and nobody approves their own: an answer to an
-    interrupt under a policy is given in the fork's inbox row, by others."""
+    """Nobody approves their own, and a fork counts both its original's starter and its
+    forker as its own: an answer under a policy is given in the fork's inbox, by others."""
     for edit in edits:
         original = (Interrupt.objects.select_related("run")
                     .filter(pk=edit["interrupt_id"]).first())
