@@ -186,6 +186,15 @@ class AssigneesOut(Schema):
     groups: list[str]
 
 
+class VoteOut(Schema):
+    """One person's vote counted under an approval policy, with the note they gave."""
+
+    user: str
+    vote: Literal["approve", "reject"]
+    at: datetime
+    note: str
+
+
 class InterruptOut(Schema):
     id: str
     run_id: str
@@ -212,6 +221,8 @@ class InterruptOut(Schema):
     claimed_at: datetime | None
     request_id: str | None = Field(None, description="the approval request it asks "
                                                      "(/api/requests), if any")
+    approvals: list[VoteOut] = Field(default_factory=list, description=(
+        "under an approval policy, every vote counted so far, oldest first"))
 
     @staticmethod
     def resolve_graph(obj: Any) -> str:
@@ -240,6 +251,10 @@ class InterruptOut(Schema):
     @staticmethod
     def resolve_answered_by(obj: Any) -> str | None:
         return obj.answered_by.get_username() if obj.answered_by_id else None
+
+    @staticmethod
+    def resolve_approvals(obj: Any) -> list[dict[str, Any]]:
+        return [vote.entry() for vote in sorted(obj.approvals.all(), key=lambda v: v.pk)]
 
 
 class RunNodeOut(Schema):

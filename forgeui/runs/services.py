@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,9 +273,8 @@ def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | No
                                       interrupt.root_thread_id, interrupt.pk,
                                       {"action": f"approval.{vote}"})])
         return approval
-    notes = [a.steering for a in (*tally.approvals, *tally.rejections) if a.steering]
-    answer = _accept(user, interrupt, value, "\n\n".join(notes), None, child_policy,
-                     meta=tally.meta())
+    answer = _accept(user, interrupt, value, approval.steering, None, child_policy,
+                     meta=tally.meta(), counted=[*tally.approvals, *tally.rejections])
     answer.progress = approval.progress  # type: ignore[attr-defined]
     return answer
 
@@ -517,17 +517,16 @@ def _close(user: User, interrupt: Interrupt, status: InterruptStatus,
 
 def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
             expected_checkpoint_id: str | None, child_policy: str,
-            meta: dict[str, Any] | None = None) -> Answer:
+            meta: dict[str, Any] | None = None, counted: Sequence[Approval] = ()) -> Answer:
+    """Record the answer that decides ``interrupt``; ``steering`` is its sender's own note,
+    ``counted`` the votes a policy counted toward it, each with its own note."""
     actor = _close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
     answer = Answer.objects.create(
         interrupt=interrupt, user=actor, sign_in=method_of(actor), value=value,
         steering=(steering or "").strip(), child_policy=child_policy,
         expected_checkpoint_id=expected_checkpoint_id or "", meta=meta or {},
     )
-    if answer.steering:
-        SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
-                                    task_id=interrupt.task_id, user=actor,
-                                    sign_in=answer.sign_in, text=answer.steering)
+    _keep_notes(interrupt, answer, counted)
     audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
@@ -539,6 +538,18 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
     run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
     enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
+
+
+def _keep_notes(interrupt: Interrupt, answer: Answer, counted: Sequence[Approval]) -> None:
+    """The notes that reach the run with ``answer``, each credited to whoever wrote it:
+    every counted vote's under a policy, else the answer's own."""
+    given = ([(a.user_id, a.steering, a.created_at) for a in counted] if counted
+             else [(answer.user_id, answer.steering, answer.created_at)])
+    SteeringNote.objects.bulk_create([
+        SteeringNote(run=interrupt.run, interrupt=interrupt, answer=answer,
+                     task_id=interrupt.task_id, user_id=by, text=text, created_at=at,
+                     sign_in=answer.sign_in if by == answer.user_id else "")
+        for by, text, at in given if text])
 
 
 def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> StaleAnswer:

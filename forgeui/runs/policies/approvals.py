@@ -159,7 +159,8 @@ def single_vote_text(policy: Policy, user: Any, vote: Vote) -> str:
 
 
 def _entry(approval: Approval) -> dict[str, Any]:
-    return {"user": approval.user.get_username(), "at": approval.created_at.isoformat()}
+    return {"user": approval.user.get_username(), "at": approval.created_at.isoformat(),
+            "note": approval.steering}
 
 
 def tally(policy: Policy, interrupt: Interrupt) -> Tally:
