@@ -266,7 +266,7 @@ def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | No
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"approval_id": approval.pk, "policy": policy.name, "value": value,
-                  "progress": tally.text()})
+                  "steering": approval.steering, "progress": tally.text()})
     approval.progress = tally.text()  # type: ignore[attr-defined]  # what the 202 says
     if not tally.decided:
         publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,

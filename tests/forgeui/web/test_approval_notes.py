@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 
-from forgeui.models import Interrupt, Run, SteeringNote
+from forgeui.models import AuditEntry, Interrupt, Run, SteeringNote
 from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
@@ -85,6 +85,10 @@ def test_each_approval_and_its_note_stay_their_persons(paused: Interrupt,
     assert Interrupt.objects.get(pk=paused.pk).status == "answered"
     notes = SteeringNote.objects.filter(interrupt=paused).order_by("id")
     assert [(n.user.get_username(), n.text) for n in notes] == [("alice", FIRST), ("bob", SECOND)]
+    audited = AuditEntry.objects.filter(action="approval.approve").order_by("seq")
+    assert [(e.actor.get_username(), e.detail["steering"]) for e in audited] == [
+        ("alice", FIRST), ("bob", SECOND)]
+    assert AuditEntry.objects.get(action="answer").detail["steering"] == SECOND
 
     page = text(as_user("auditor").get(f"/interrupts/{paused.pk}/"))
     assert FIRST in vote_of(page, "alice") and SECOND in vote_of(page, "bob")
