@@ -163,7 +163,8 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
 def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | None,
                    interrupt: Interrupt) -> str:
     """Why the policy would refuse ``viewer``'s answer, so no form offers it; "" if not."""
-    if tally is None or viewer is None or viewer.user_id is None:
+    if (tally is None or viewer is None or viewer.user_id is None
+            or interrupt.status != InterruptStatus.PENDING):
         return ""
     person = get_user_model().objects.get(pk=viewer.user_id)
     return approvals.why_not_counted(tally.policy, person, interrupt) or ""
