@@ -129,15 +129,16 @@ def list_graphs(request: HttpRequest) -> dict[str, Any]:
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
     """Newest first."""
-    return filters.filter(Run.objects.select_related("started_by").order_by("-created_at",
-                                                                             "run_id"))
+    return filters.filter(Run.objects.select_related("started_by", "forked_by")
+                          .order_by("-created_at", "run_id"))
 
 
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS})
 def get_run(request: HttpRequest, run_id: Id) -> Any:
     """One run, and its whole tree (root first) with each run's pending interrupts."""
-    run = _get(Run.objects.select_related("started_by"), "run", run_id)
-    pending = Interrupt.objects.inbox().select_related("answered_by")
+    run = _get(Run.objects.select_related("started_by", "forked_by"), "run", run_id)
+    pending = (Interrupt.objects.inbox().select_related("answered_by")
+               .prefetch_related("approvals__user"))
     tree = Run.objects.of_tree(run.root_thread_id).prefetch_related(
         Prefetch("interrupts", queryset=pending, to_attr="pending"))
     run.tree = sorted(tree, key=lambda r: (r.parent_run_id is not None, len(r.namespace)))
@@ -179,7 +180,8 @@ def get_checkpoint_state(request: HttpRequest, checkpoint_id: Id) -> Any:
 @paginate(Page)
 def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> Any:
     """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller."""
-    found = Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+    found = (Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+             .prefetch_related("approvals__user"))
     return filters.apply(found, assignment.Viewer.of(request.auth))
 
 
@@ -208,7 +210,8 @@ def cancel_at_breakpoint(request: HttpRequest, interrupt_id: Id,
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
 def get_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
-    return _get(Interrupt.objects.select_related("run", "answered_by", "claimed_by"),
+    return _get(Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+                .prefetch_related("approvals__user"),
                 "interrupt", interrupt_id)
 
 

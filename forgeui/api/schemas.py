@@ -163,7 +163,8 @@ class RunOut(Schema):
     sub_agent_id: str | None
     status: str
     checkpoint_id: str = Field(alias="latest_checkpoint_id")
-    started_by: str | None
+    started_by: str | None = Field(description="who started it (a fork: its original)")
+    forked_by: str | None = Field(None, description="who made this fork, if it is one")
     created_at: datetime
     updated_at: datetime
 
@@ -175,10 +176,23 @@ class RunOut(Schema):
     def resolve_started_by(obj: Any) -> str | None:
         return obj.started_by.get_username() if obj.started_by_id else None
 
+    @staticmethod
+    def resolve_forked_by(obj: Any) -> str | None:
+        return obj.forked_by.get_username() if obj.forked_by_id else None
+
 
 class AssigneesOut(Schema):
     users: list[str]
     groups: list[str]
+
+
+class VoteOut(Schema):
+    """One person's vote counted under an approval policy, with the note they gave."""
+
+    user: str
+    vote: Literal["approve", "reject"]
+    at: datetime
+    note: str
 
 
 class InterruptOut(Schema):
@@ -207,6 +221,8 @@ class InterruptOut(Schema):
     claimed_at: datetime | None
     request_id: str | None = Field(None, description="the approval request it asks "
                                                      "(/api/requests), if any")
+    approvals: list[VoteOut] = Field(default_factory=list, description=(
+        "under an approval policy, every vote counted so far, oldest first"))
 
     @staticmethod
     def resolve_graph(obj: Any) -> str:
@@ -235,6 +251,10 @@ class InterruptOut(Schema):
     @staticmethod
     def resolve_answered_by(obj: Any) -> str | None:
         return obj.answered_by.get_username() if obj.answered_by_id else None
+
+    @staticmethod
+    def resolve_approvals(obj: Any) -> list[dict[str, Any]]:
+        return [vote.entry() for vote in sorted(obj.approvals.all(), key=lambda v: v.pk)]
 
 
 class RunNodeOut(Schema):

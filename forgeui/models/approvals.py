@@ -7,11 +7,14 @@ person's approval count once, however many requests race.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .interrupts import Interrupt
+from .interrupts import Answer, Interrupt
 
 
 class Vote(models.TextChoices):
@@ -22,6 +25,18 @@ class Vote(models.TextChoices):
 class ApprovalQuerySet(models.QuerySet["Approval"]):
     def of(self, interrupt_id: str) -> ApprovalQuerySet:
         return self.filter(interrupt_id=interrupt_id).select_related("user").order_by("id")
+
+    def counted_for(self, answers: Iterable[Answer]) -> dict[str, list[Approval]]:
+        """The votes each answer's policy counted before people decided it, oldest first,
+        by interrupt id (one query for a page of answers)."""
+        policy = {a.interrupt_id: a.meta.get("policy") for a in answers
+                  if isinstance(a.meta, dict) and a.meta.get("decided_by") == "people"}
+        found: dict[str, list[Approval]] = {}
+        rows = self.filter(interrupt_id__in=list(policy)).select_related("user").order_by("id")
+        for row in rows if policy else ():
+            if row.policy == policy[row.interrupt_id]:
+                found.setdefault(row.interrupt_id, []).append(row)
+        return found
 
 
 class Approval(models.Model):
@@ -44,3 +59,8 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.vote}s {self.interrupt_id} ({self.policy})"
+
+    def entry(self) -> dict[str, Any]:
+        """This vote as exports and the API give it: whose, which, when, with their note."""
+        return {"user": self.user.get_username(), "vote": self.vote,
+                "at": self.created_at.isoformat(), "note": self.steering}

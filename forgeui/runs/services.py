@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,16 +273,15 @@ def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | No
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"approval_id": approval.pk, "policy": policy.name, "value": value,
-                  "progress": tally.text()})
+                  "steering": approval.steering, "progress": tally.text()})
     approval.progress = tally.text()  # type: ignore[attr-defined]  # what the 202 says
     if not tally.decided:
         publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,
                                       interrupt.root_thread_id, interrupt.pk,
                                       {"action": f"approval.{vote}"})])
         return approval
-    notes = [a.steering for a in (*tally.approvals, *tally.rejections) if a.steering]
-    answer = _accept(user, interrupt, value, "\n\n".join(notes), None, child_policy,
-                     meta=tally.meta())
+    answer = _accept(user, interrupt, value, approval.steering, None, child_policy,
+                     meta=tally.meta(), counted=[*tally.approvals, *tally.rejections])
     answer.progress = approval.progress  # type: ignore[attr-defined]
     return answer
 
@@ -525,17 +525,16 @@ def _close(user: User, interrupt: Interrupt, status: InterruptStatus,
 
 def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
             expected_checkpoint_id: str | None, child_policy: str,
-            meta: dict[str, Any] | None = None) -> Answer:
+            meta: dict[str, Any] | None = None, counted: Sequence[Approval] = ()) -> Answer:
+    """Record the answer that decides ``interrupt``; ``steering`` is its sender's own note,
+    ``counted`` the votes a policy counted toward it, each with its own note."""
     actor = _close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
     answer = Answer.objects.create(
         interrupt=interrupt, user=actor, sign_in=method_of(actor), value=value,
         steering=(steering or "").strip(), child_policy=child_policy,
         expected_checkpoint_id=expected_checkpoint_id or "", meta=meta or {},
     )
-    if answer.steering:
-        SteeringNote.objects.create(run=interrupt.run, interrupt=interrupt, answer=answer,
-                                    task_id=interrupt.task_id, user=actor,
-                                    sign_in=answer.sign_in, text=answer.steering)
+    _keep_notes(interrupt, answer, counted)
     audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
@@ -547,6 +546,18 @@ def _accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
     run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
     enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
+
+
+def _keep_notes(interrupt: Interrupt, answer: Answer, counted: Sequence[Approval]) -> None:
+    """The notes that reach the run with ``answer``, each credited to whoever wrote it:
+    every counted vote's under a policy, else the answer's own."""
+    given = ([(a.user_id, a.steering, a.created_at) for a in counted] if counted
+             else [(answer.user_id, answer.steering, answer.created_at)])
+    SteeringNote.objects.bulk_create([
+        SteeringNote(run=interrupt.run, interrupt=interrupt, answer=answer,
+                     task_id=interrupt.task_id, user_id=by, text=text, created_at=at,
+                     sign_in=answer.sign_in if by == answer.user_id else "")
+        for by, text, at in given if text])
 
 
 def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> StaleAnswer:
@@ -706,19 +717,21 @@ def _require_start_for_input(user: User, thread_id: str) -> None:
 
 
 def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
-    """The fork's runs: started by the person who forked (the original starter stays on
-    the original's runs), with their originals' input where the copy, taken past its
-    first step, cannot tell it."""
-    originals = {tuple(run.namespace): run.input
-                 for run in Run.objects.of_tree(source_thread).only("namespace", "input")}
+    """The fork's runs: started by whoever started their originals (the rule that nobody
+    approves their own follows the run into its forks), forked by ``user``, and with
+    their originals' input where the copy, taken past its first step, cannot tell it."""
+    originals = {tuple(run.namespace): run for run in Run.objects.of_tree(source_thread)
+                 .only("namespace", "input", "started_by")}
     actor = user if user is not None and user.is_authenticated else None
     forked = list(Run.objects.of_tree(new_thread).only("run_id", "namespace", "input",
                                                         "status"))
     for run in forked:
-        run.started_by = actor
-        if run.input is None:
-            run.input = originals.get(tuple(run.namespace))
-    Run.objects.bulk_update(forked, ["started_by", "input"])
+        original = originals.get(tuple(run.namespace))
+        run.started_by_id = original.started_by_id if original is not None else None
+        run.forked_by = actor
+        if run.input is None and original is not None:
+            run.input = original.input
+    Run.objects.bulk_update(forked, ["started_by", "forked_by", "input"])
     return forked
 
 
@@ -781,8 +794,8 @@ def _input_schema_at(executor: Any, record: dict[str, Any]) -> dict[str, Any] | 
 
 
 def _require_no_policy_answers(user: User, edits: list[dict[str, Any]]) -> None:
-    """A fork is its forker's run, and nobody approves their own: an answer to an
-    interrupt under a policy is given in the fork's inbox row, by others."""
+    """Nobody approves their own, and a fork counts both its original's starter and its
+    forker as its own: an answer under a policy is given in the fork's inbox, by others."""
     for edit in edits:
         original = (Interrupt.objects.select_related("run")
                     .filter(pk=edit["interrupt_id"]).first())

@@ -139,7 +139,9 @@ def audit_applied(answer: Answer, result: RunResult) -> None:
 
 def resume_with(answer: Answer) -> RunResult:
     interrupt = answer.interrupt
-    command = Command(resume=answer.value, steering=answer.steering or None,
+    # Under a policy every counted person's note goes with the answer, each its own row.
+    notes = answer.notes.order_by("id").values_list("text", flat=True)
+    command = Command(resume=answer.value, steering="\n\n".join(notes) or None,
                       child_policy=answer.child_policy,  # type: ignore[arg-type]
                       metadata=answer.meta or None)
     target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)

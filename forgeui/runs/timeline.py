@@ -1,7 +1,8 @@
 """A thread's history for auditors: per checkpoint what happened and who did it.
 
 The checkpoint says what the runtime saw (node, interrupts raised and resolved, state);
-the ``Answer`` and ``SteeringNote`` rows say who answered or steered, and when. Each
+the ``Answer``, ``Approval`` and ``SteeringNote`` rows say who answered, approved or
+steered, and when. Each
 entry compares its state with the previous checkpoint's, key by key (a key is a node).
 The same entries feed the page and the JSON export.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from forgeui.models import Answer, Run, SteeringNote
+from forgeui.models import Answer, Approval, Run, SteeringNote
 from forgeui.runs import fork_start
 from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
@@ -46,9 +47,11 @@ class Resolution:
     answer: Any
     answered_by: str | None
     answered_at: str | None
-    steering: str = ""
+    steering: str = ""  # the answerer's own note
     summary: str = ""  # what was asked, in one line
     answer_text: str = ""  # the answer in words ("Approved", "Edited: to → …")
+    # Under a policy: each counted vote, {"user", "vote", "at", "note"}, oldest first.
+    approvals: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -147,13 +150,15 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
     checkpoints = DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last)
     ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
     answers = _answers({r["id"] for records in ended for r in records})
+    counted = Approval.objects.counted_for(answers.values())
     inputs = dict(Run.objects.filter(thread_id=thread_id).values_list("run_id", "input"))
     previous: RuntimeCheckpoint | None = None
     result = []
     for cp, records in zip(checkpoints, ended, strict=True):
         seq = _place(cp)
         if seq >= first:
-            result.append(_entry(seq, cp, previous, records, answers, inputs.get(cp.run_id)))
+            result.append(_entry(seq, cp, previous, records, answers, inputs.get(cp.run_id),
+                                 counted))
         previous = cp
     before = checkpoints[0].created_at if first > 1 and checkpoints else None
     checkpoints = checkpoints[-len(result):] if result else []
@@ -175,7 +180,8 @@ def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[di
 
 
 def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
-           ended: list[dict[str, Any]], answers: dict[str, Answer], run_input: Any) -> Entry:
+           ended: list[dict[str, Any]], answers: dict[str, Answer], run_input: Any,
+           counted: dict[str, list[Approval]]) -> Entry:
     seen = {i["id"] for i in previous.interrupts} if previous else set()
     raised = [{**i, "summary": record_summary(i, run_input)}
               for i in cp.interrupts if i["id"] not in seen]
@@ -186,7 +192,8 @@ def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
         status=fork_start.shown_status(cp), error=fork_start.shown_error(cp),
         next_step=fork_start.next_step(cp),
         created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
-        resolved=[_resolution(r, answers.get(r["id"]), run_input) for r in ended],
+        resolved=[_resolution(r, answers.get(r["id"]), run_input, counted.get(r["id"], []))
+                  for r in ended],
         diff=state_diff(previous.state if previous else {}, cp.state),
         forked_from=cp.forked_from if previous is None else None, state=cp.state,
         input=(cp.engine.tasks[0].get("input")
@@ -209,7 +216,8 @@ def _what_happened(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
     return [cp.node] if cp.node else []
 
 
-def _resolution(record: dict[str, Any], answer: Answer | None, run_input: Any) -> Resolution:
+def _resolution(record: dict[str, Any], answer: Answer | None, run_input: Any,
+                counted: list[Approval]) -> Resolution:
     steering = answer.steering if answer else ""
     return Resolution(
         interrupt_id=record["id"], node=record.get("node", ""),
@@ -219,6 +227,7 @@ def _resolution(record: dict[str, Any], answer: Answer | None, run_input: Any) -
         steering=steering, summary=record_summary(record, run_input),
         answer_text=answer_words(record.get("answer"), record.get("payload"),
                                  str(record.get("kind") or "node"), steering),
+        approvals=[vote.entry() for vote in counted],
     )
 
 

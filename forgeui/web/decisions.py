@@ -1,5 +1,6 @@
 """The auditor's list of decisions: every accepted answer (or cancel at a breakpoint),
-who gave it, how they had signed in (password, sso, token), when, to what.
+who gave it, how they had signed in (password, sso, token), when, to what; under an
+approval policy, every vote counted toward it, each with its person and note.
 
 Filters and a text search stand in for ids an auditor does not know; the same rows go
 out as CSV or JSON (``forgeui.web.exports``).
@@ -16,15 +17,16 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import QueryDict
 
-from forgeui.models import Answer
+from forgeui.models import Answer, Approval
 from forgeui.runs import forks
 from forgeui.runs.forks import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
 COLUMNS = ["answered_at", "answered_by", "signed_in_with", "graph", "path", "node", "summary",
-           "answer_text", "decision", "answer", "steering", "interrupt_id", "run_id", "thread_id",
-           "checkpoint_id", "outcome", "reason", "forked_from", "forked_by"]
+           "answer_text", "decision", "answer", "steering", "approvals", "interrupt_id",
+           "run_id", "thread_id", "checkpoint_id", "outcome", "reason", "forked_from",
+           "forked_by"]
 CHUNK = 500
 
 
@@ -50,8 +52,9 @@ class DecisionFilters:
         found = answers
         if self.who == "system":
             found = found.filter(user__isnull=True)
-        elif self.who:
-            found = found.filter(user__username=self.who)
+        elif self.who:  # who answered, or whose approval (or rejection) counted toward it
+            voted = Approval.objects.filter(user__username=self.who).values("interrupt_id")
+            found = found.filter(Q(user__username=self.who) | Q(interrupt_id__in=voted))
         if self.graph:
             found = found.filter(interrupt__run__graph=self.graph)
         if self.node:
@@ -79,9 +82,11 @@ def decisions() -> Any:
             .order_by("-created_at", "-id"))
 
 
-def row(answer: Answer, fork: ForkLink | None = None) -> dict[str, Any]:
+def row(answer: Answer, fork: ForkLink | None = None,
+        counted: list[Approval] | None = None) -> dict[str, Any]:
     """One decision as exported (and as the page reads it); ``fork``: the fork link of
-    the run tree it was made in, when that tree is a fork."""
+    the run tree it was made in, when that tree is a fork; ``counted``: the votes a policy
+    counted toward it. ``steering`` is the answerer's own note."""
     interrupt = answer.interrupt
     summary = interrupt_summary(interrupt)
     words = decision_words(answer)
@@ -93,6 +98,7 @@ def row(answer: Answer, fork: ForkLink | None = None) -> dict[str, Any]:
         "node": interrupt.node, "summary": summary, "answer_text": words,
         "decision": decision_line(summary, words), "answer": answer.value,
         "reason": answer.reason, "steering": answer.steering,
+        "approvals": [vote.entry() for vote in counted or []],
         "interrupt_id": interrupt.pk, "run_id": interrupt.run_id,
         "thread_id": interrupt.root_thread_id, "checkpoint_id": interrupt.checkpoint_id,
         "outcome": answer.outcome,
@@ -105,7 +111,9 @@ def page_rows(answers: Iterable[Answer]) -> list[dict[str, Any]]:
     """``row`` of each answer, with the fork links of their trees read at once."""
     found = list(answers)
     links = forks.origins(a.interrupt.root_thread_id for a in found)
-    return [row(a, links.get(a.interrupt.root_thread_id)) for a in found]
+    counted = Approval.objects.counted_for(found)
+    return [row(a, links.get(a.interrupt.root_thread_id), counted.get(a.interrupt_id))
+            for a in found]
 
 
 def rows(answers: Any) -> Iterator[dict[str, Any]]:

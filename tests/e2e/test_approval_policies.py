@@ -1,4 +1,5 @@
-"""Two of three sign off in two browsers, live; the run's starter is refused on the page.
+"""Two of three sign off in two browsers, live, the second reading the first one's note;
+the run's starter is told on the page why they may not approve.
 
 The e2e server's ``FORGE_POLICIES`` (``conftest.POLICIES``) asks two of reviewer,
 supervisor and admin to approve every ``signoff`` run; the supervisor starts them.
@@ -26,6 +27,7 @@ def test_two_of_three_approve_in_two_browsers(forge: LiveServer, login: Login) -
     for page in (reviewer, admin):
         expect(row(page, interrupt_id)).to_contain_text("0 of 2 approvals", timeout=LIVE_MS)
 
+    row(reviewer, interrupt_id).locator(".row-note").fill("check the IBAN first")
     row(reviewer, interrupt_id).get_by_role("button", name="Approve").click()
     # The row says so (then, live, is drawn again with the count: it is still pending).
     expect(row(reviewer, interrupt_id)).to_contain_text(
@@ -34,6 +36,11 @@ def test_two_of_three_approve_in_two_browsers(forge: LiveServer, login: Login) -
     expect(row(admin, interrupt_id)).to_contain_text(
         "1 of 2 approvals: reviewer; waiting for one more from admin", timeout=LIVE_MS)
     assert forge.api("GET", f"/api/interrupts/{interrupt_id}")["status"] == "pending"
+    # The next approver reads the first one's note, as theirs, before deciding.
+    admin.goto(f"{forge.url}/interrupts/{interrupt_id}/")
+    expect(admin.locator(".votes .vote")).to_contain_text("reviewer approved")
+    expect(admin.locator(".votes .vote")).to_contain_text("check the IBAN first")
+    admin.goto(f"{forge.url}/")
 
     row(admin, interrupt_id).get_by_role("button", name="Approve").click()
     for page in (admin, reviewer):  # answered now: it leaves both inboxes
@@ -53,6 +60,7 @@ def test_the_starter_is_refused_on_the_interrupt_page(forge: LiveServer, login: 
     page = login("supervisor", f"/interrupts/{paused['id']}/")
     expect(page.locator(".approvals")).to_contain_text("0 of 2 approvals; waiting for two "
                                                       "from admin or reviewer")
-    page.get_by_role("button", name="Approve").click()
-    expect(page.locator("#notices")).to_contain_text("you started this run")
+    # Not offered a decision the policy would refuse: told why instead.
+    expect(page.locator(".policy-refused")).to_contain_text("you started this run")
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
     assert forge.api("GET", f"/api/interrupts/{paused['id']}")["status"] == "pending"

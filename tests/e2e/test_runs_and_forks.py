@@ -237,8 +237,8 @@ def test_a_reviewers_fork_is_visible_where_people_decide_and_audit(
         forge: LiveServer, browser: Any, size: tuple[int, int]) -> None:
     """Fork a paused run from its first (mid-step) checkpoint as a reviewer, answer in the
     fork: its timeline says what happens next and never "failed", its interrupt page and
-    the decisions list (and CSV) name the origin and the forker, the runs list credits
-    the forker."""
+    the decisions list (and CSV) name the origin and the forker, the runs list keeps the
+    original's starter and names the forker."""
     from .conftest import PASSWORDS
     from .test_accessibility import check
 
@@ -298,9 +298,8 @@ def test_a_reviewers_fork_is_visible_where_people_decide_and_audit(
 
         page.goto(f"{forge.url}/runs/?graph=transfer")
         fork_row = page.locator("tr", has=page.locator(f'a[href="/threads/{fork_thread}/"]'))
-        expect(fork_row.locator(".started-by")).to_contain_text("reviewer")
-        expect(fork_row.locator(".started-by")).to_contain_text(
-            "the original was started by supervisor")
+        expect(fork_row.locator(".started-by")).to_contain_text("supervisor")
+        expect(fork_row.locator(".started-by")).to_contain_text("forked by reviewer")
         origin_row = page.locator("tr", has=page.locator(f'a[href="/threads/{origin}/"]'))
         expect(origin_row.locator(".started-by")).to_have_text("supervisor")
         assert no_sideways_scroll(page)

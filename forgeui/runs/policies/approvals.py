@@ -38,20 +38,20 @@ def policy_for(interrupt: Interrupt) -> Policy | None:
 
 
 def starter_ids(interrupt: Interrupt) -> set[int]:
-    """Who may not approve: the person who started the tree, or owns the asking token
-    (who started a request's run: its token's user)."""
+    """Who may not approve: the person who started the tree (a fork keeps its original's
+    starter), who forked it, or owns the asking token (a request's run's starter)."""
     run = interrupt.run
-    if run.parent_run_id is None:  # the root run, already loaded with the interrupt
-        return {run.started_by_id} if run.started_by_id is not None else set()
-    return set(Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None)
-               .exclude(started_by=None).values_list("started_by_id", flat=True))
+    roots = [run] if run.parent_run_id is None else list(  # the root: loaded already
+        Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None))
+    return {pk for root in roots for pk in (root.started_by_id, root.forked_by_id)
+            if pk is not None}
 
 
 def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
     """Why ``user``'s approval cannot count, or None when it can."""
     if user.pk in starter_ids(interrupt):
-        return (f"policy {policy.name!r}: you started this run (or own the token that "
-                f"asked), and nobody approves their own")
+        return (f"policy {policy.name!r}: you started this run (or forked it, or own the "
+                f"token that asked), and nobody approves their own")
     for part in policy.parts:  # every part's say: a name an agent chose only narrows
         if (reason := _outside(part, user, interrupt)) is not None:
             return reason
@@ -153,7 +153,8 @@ def single_vote_text(policy: Policy, user: Any, vote: Vote) -> str:
 
 
 def _entry(approval: Approval) -> dict[str, Any]:
-    return {"user": approval.user.get_username(), "at": approval.created_at.isoformat()}
+    return {"user": approval.user.get_username(), "at": approval.created_at.isoformat(),
+            "note": approval.steering}
 
 
 def tally(policy: Policy, interrupt: Interrupt) -> Tally:
@@ -163,10 +164,10 @@ def tally(policy: Policy, interrupt: Interrupt) -> Tally:
 
 def _tally(policy: Policy, interrupt: Interrupt, rows: list[Approval]) -> Tally:
     voted = frozenset(a.user.get_username() for a in rows)
-    if any(part.users for part in policy.parts):  # a named starter will never count either
-        voted |= frozenset(Run.objects.filter(
-            thread_id=interrupt.root_thread_id, parent_run_id=None).exclude(started_by=None)
-            .values_list("started_by__username", flat=True))
+    if any(part.users for part in policy.parts):  # a named starter (or forker) never counts
+        roots = Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None)
+        voted |= frozenset(name for pair in roots.values_list(
+            "started_by__username", "forked_by__username") for name in pair if name)
     return Tally(policy, [a for a in rows if a.vote == Vote.APPROVE],
                  [a for a in rows if a.vote == Vote.REJECT], eligible(policy, interrupt, voted))
 

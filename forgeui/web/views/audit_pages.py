@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
-from forgeui.models import Answer, AuditEntry, ChainCheck, Event, Run
+from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
@@ -123,13 +123,17 @@ def decisions(request: HttpRequest) -> HttpResponse:
     filters = decision_filters(request)
     found = filters.apply(answer_rows.decisions())
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
-    answerers = (Answer.objects.filter(user__isnull=False).order_by("user__username")
-                 .values_list("user__username", flat=True).distinct())
+    answerers = {*_people(Answer.objects.filter(user__isnull=False)),
+                 *_people(Approval.objects.all())}  # whose vote counted under a policy
     context = {"page": current, "rows": answer_rows.page_rows(current),
                "filters": filters, "query": request.GET.urlencode(),
                "since": request.GET.get("since", ""), "until": request.GET.get("until", ""),
-               "answerers": list(answerers), "graphs": registry.graph_names()}
+               "answerers": sorted(answerers), "graphs": registry.graph_names()}
     return page(request, "forgeui/decisions.html", "rows", context)
+
+
+def _people(rows: Any) -> Any:
+    return rows.order_by().values_list("user__username", flat=True).distinct()
 
 
 @require_GET

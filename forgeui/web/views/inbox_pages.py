@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -152,10 +153,21 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "voted": next((a for a in (*tally.approvals, *tally.rejections)
                        if viewer is not None and a.user_id == viewer.user_id), None)
                  if tally is not None else None,
+        "refused": policy_refusal(tally, viewer, interrupt),
     }
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
     return {**context, **extra}
+
+
+def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | None,
+                   interrupt: Interrupt) -> str:
+    """Why the policy would refuse ``viewer``'s answer, so no form offers it; "" if not."""
+    if (tally is None or viewer is None or viewer.user_id is None
+            or interrupt.status != InterruptStatus.PENDING):
+        return ""
+    person = get_user_model().objects.get(pk=viewer.user_id)
+    return approvals.why_not_counted(tally.policy, person, interrupt) or ""
 
 
 def note_to(interrupt: Interrupt) -> str:

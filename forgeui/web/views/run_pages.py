@@ -48,17 +48,15 @@ from runtime.errors import ForgeError
 @requires(Action.READ)
 def runs(request: HttpRequest) -> HttpResponse:
     graph, status = request.GET.get("graph", ""), request.GET.get("status", "")
-    found = Run.objects.roots().select_related("started_by").order_by("-created_at")
+    found = (Run.objects.roots().select_related("started_by", "forked_by")
+             .order_by("-created_at"))
     found = found.filter(graph=graph) if graph else found
     found = found.filter(status=status) if status else found
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
     threads = [r.thread_id for r in current]
     origins, made = forks.origins(threads), forks.made_from(threads)
-    starters = dict(Run.objects.filter(pk__in=[f.source_run_id for f in origins.values()])
-                    .values_list("run_id", "started_by__username"))
     for r in current:
         r.fork, r.forks = origins.get(r.thread_id), made.get(r.thread_id, [])
-        r.origin_started_by = starters.get(r.fork.source_run_id) if r.fork else None
     context = {"page": current,
                "graph": graph, "status": status, "graphs": registry.graph_names(),
                "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}

@@ -197,15 +197,16 @@ def test_an_answer_that_cannot_be_stored_is_refused_before_the_fork(
     left_nothing(interrupt.root_thread_id)
 
 
-def test_a_fork_is_started_by_the_person_who_forked(team: dict[str, User]) -> None:
+def test_a_fork_keeps_its_starter_and_names_who_forked(team: dict[str, User]) -> None:
     api = Api(team)
     thread = api.start("supervisor", {"topic": "q3"})["thread_id"]
     forked = api.post("bob", f"/api/threads/{thread}/fork", {})
     assert forked.status_code == 201, forked.content
     new_thread = forked.json()["thread_id"]
-    runs = list(Run.objects.of_tree(new_thread).select_related("started_by"))
-    assert len(runs) == 3 and {run.started_by.get_username() for run in runs} == {"bob"}
+    runs = list(Run.objects.of_tree(new_thread).select_related("forked_by"))
+    assert len(runs) == 3 and {run.forked_by.get_username() for run in runs} == {"bob"}
     root = Run.objects.get(thread_id=new_thread)
-    assert api.get("auditor", f"/api/runs/{root.run_id}").json()["started_by"] == "bob"
+    shown = api.get("auditor", f"/api/runs/{root.run_id}").json()
+    assert (shown["started_by"], shown["forked_by"]) == ("supervisor", "bob")
     source = Run.objects.get(thread_id=thread)
     assert api.get("auditor", f"/api/runs/{source.run_id}").json()["started_by"] == "supervisor"

@@ -40,14 +40,14 @@ def mid_step(thread_id: str) -> tuple[int, Any]:
     return history.index(found) + 1, found
 
 
-def test_a_fork_is_credited_to_the_forker_and_keeps_the_run_input(
+def test_a_fork_keeps_its_starter_names_its_forker_and_keeps_the_run_input(
         users: dict[str, User]) -> None:
     original = started(users["supervisor"], "deploy", {"version": "2.4.0"})
     seq, source = mid_step(original.thread_id)
     new_thread = services.fork_thread(users["reviewer"], original.thread_id, source.id)
     fork = Run.objects.get(thread_id=new_thread)
-    assert fork.started_by == users["reviewer"]
-    assert Run.objects.get(pk=original.pk).started_by == users["supervisor"]
+    assert fork.started_by == users["supervisor"] and fork.forked_by == users["reviewer"]
+    assert Run.objects.get(pk=original.pk).forked_by is None
     assert fork.input == {"version": "2.4.0"}  # copied past its first step
 
     (asked,) = Interrupt.objects.of_tree(new_thread).pending()
@@ -60,11 +60,13 @@ def test_a_fork_is_credited_to_the_forker_and_keeps_the_run_input(
 
     runs = logged_in(users["auditor"]).get("/runs/").content.decode()
     fork_row = runs.split(f"/threads/{new_thread}/", 1)[1].split("</tr>", 1)[0]
-    assert "reviewer" in fork_row and "the original was started by supervisor" in fork_row
+    assert "supervisor" in fork_row and "forked by reviewer" in fork_row
     api = Api(users)
     listed = {r["thread_id"]: r for r in api.get("auditor", "/api/runs").json()["items"]}
-    assert listed[new_thread]["started_by"] == "reviewer"
-    assert listed[original.thread_id]["started_by"] == "supervisor"
+    assert (listed[new_thread]["started_by"], listed[new_thread]["forked_by"]) == (
+        "supervisor", "reviewer")
+    assert (listed[original.thread_id]["started_by"], listed[original.thread_id]["forked_by"]
+            ) == ("supervisor", None)
 
 
 def test_decisions_in_a_fork_name_their_origin_and_forker(users: dict[str, User]) -> None:
