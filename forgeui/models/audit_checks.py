@@ -33,6 +33,8 @@ class ChainCheck(models.Model):
     broken_kind = models.CharField(max_length=32, blank=True, default="")
     broken_seq = models.BigIntegerField(null=True, blank=True)
     message = models.TextField(blank=True, default="")
+    # False: the walk went on from the last verified tip instead of from the first entry.
+    full = models.BooleanField(default=True)
 
     objects = ChainCheckQuerySet.as_manager()
 
