@@ -22,6 +22,7 @@ from .audit import (
 from .audit_checks import (
     ChainCheck,
     ChainCheckQuerySet,
+    chain_check_every,
     verify_chain,
     verify_when_due,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "WebhookDelivery",
     "WebhookEvent",
     "WebhookQuerySet",
+    "chain_check_every",
     "sign_in_field",
     "verify_chain",
     "verify_when_due",

@@ -58,6 +58,16 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
         for row in rows:
             yield record_of(row, detail_text=True)
 
+    def resume_point(self, seq: int) -> tuple[int, str] | None:
+        """``(seq - 1, the hash entry seq follows)``, for a walk that goes on from entry
+        ``seq``; None when there is no such entry."""
+        found = self.filter(seq=seq).values_list("prev_hash", flat=True).first()
+        return (seq - 1, found) if found is not None else None
+
+    def tip_seq(self) -> int:
+        """The newest entry's ``seq``; 0 for an empty log."""
+        return self.order_by("-seq").values_list("seq", flat=True).first() or 0
+
     def has_hash_after(self, entry_hash: str, record: dict[str, Any]) -> bool:
         """Whether an entry after ``record`` (a ``chain_records`` item) has this hash."""
         return self.filter(entry_hash=entry_hash, seq__gt=record["seq"]).exists()

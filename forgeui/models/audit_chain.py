@@ -100,15 +100,18 @@ def entry_hash(prev_hash: str, record: dict[str, Any]) -> str:
 
 def walk(records: Iterable[dict[str, Any]],
          comes_later: Callable[[str, dict[str, Any]], bool],
-         anchor: tuple[int, str] | None = None) -> Verdict:
+         anchor: tuple[int, str] | None = None,
+         start: tuple[int, str] | None = None) -> Verdict:
     """Check ``records`` in ``seq`` order; stop at the first entry that breaks the chain.
 
     ``comes_later(hash, record)`` says whether an entry after ``record`` in this walk has
     that hash (it tells a reordering from a removal). ``anchor`` is ``(seq, hash)`` of a
     tip verified earlier: the chain must still reach it unchanged, which catches a removed
-    or re-hashed tail.
+    or re-hashed tail. ``start`` is ``(seq, hash)`` of the entry the records follow, when
+    the walk goes on from there instead of from the first entry.
     """
-    expected_seq, expected_prev, last_prev, entries = 1, GENESIS, "", 0
+    expected_seq, expected_prev = (start[0] + 1, start[1]) if start else (1, GENESIS)
+    last_prev, entries = "", expected_seq - 1
     for record in records:
         seq = record["seq"]
         broken = _break(record, expected_seq, expected_prev, last_prev, comes_later)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
-from forgeui.models import Answer, AuditEntry, ChainCheck, Event, Run
+from forgeui.models import Answer, AuditEntry, ChainCheck, Event, Run, chain_check_every
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
@@ -96,8 +96,17 @@ def audit(request: HttpRequest) -> HttpResponse:
     context = {"page": current, "rows": list(audit_lines.described(current)),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
                "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True))),
-               "chain": ChainCheck.objects.newest()}
+               **chain_status()}
     return page(request, "forgeui/audit.html", "rows", context)
+
+
+def chain_status() -> dict[str, Any]:
+    """The last walk over the chain, and how many entries were written after what it
+    verified (those are not verified yet)."""
+    chain = ChainCheck.objects.newest()
+    newer = AuditEntry.objects.tip_seq() - chain.last_seq if chain else 0
+    return {"chain": chain, "unverified": max(newer, 0),
+            "verify_every": int(chain_check_every().total_seconds())}
 
 
 AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "object_type",
