@@ -32,8 +32,10 @@ from .events import (
     EventQuerySet,
 )
 from .identities import (
+    AGENT_USER_PREFIX,
     SignInMethod,
     SsoIdentity,
+    reserved_for_agents,
     sign_in_field,
 )
 from .interrupts import (
@@ -83,6 +85,7 @@ from .tokens import (
 )
 
 __all__ = [
+    "AGENT_USER_PREFIX",
     "BREAKPOINT_KINDS",
     "ID_LENGTH",
     "THREAD_DELETED",
@@ -131,6 +134,7 @@ __all__ = [
     "WebhookEvent",
     "WebhookQuerySet",
     "chain_check_every",
+    "reserved_for_agents",
     "sign_in_field",
     "verify_chain",
     "verify_when_due",
