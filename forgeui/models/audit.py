@@ -181,6 +181,11 @@ class AuditEntry(models.Model):
         self.created_at = self.created_at or timezone.now()
         self.entry_hash = audit_chain.entry_hash(self.prev_hash, self.record())
 
+    def live_actor_id(self) -> int | None:
+        """The actor's id while their account exists: a deleted user's id stays here."""
+        users = type(self)._meta.get_field("actor").related_model._default_manager
+        return self.actor_id if users.filter(pk=self.actor_id).exists() else None
+
     def record(self) -> dict[str, Any]:
         """This entry as the chain hashes it and an export writes it."""
         return record_of(tuple(getattr(self, name) for name in CHAIN_COLUMNS))

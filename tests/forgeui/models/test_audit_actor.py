@@ -108,3 +108,24 @@ def test_the_exported_chain_holds_the_actor_id_and_catches_its_change(tmp_path: 
     exported.write_text("".join([downgraded, *lines[1:]]), encoding="utf-8")
     assert verify("default", "--file", str(exported)).startswith(
         "exit 1: INVALID: changed at entry 1")
+
+
+def test_an_entry_of_a_deleted_user_still_opens_in_the_admin() -> None:
+    entry = write_chain("default", 1)[0]
+    User.objects.get(username="alice").delete()
+    boss = User.objects.create_superuser("boss", password="boss-password")
+    admin = Client()
+    admin.force_login(boss)
+    page = admin.get(f"/admin/forgeui/auditentry/{entry.pk}/change/")
+    assert page.status_code == 200 and "alice" in page.content.decode()
+    assert str(AuditEntry.objects.get(pk=entry.pk)).endswith("alice answer.1")
+
+
+def test_work_redone_from_an_entry_names_its_actor_only_while_the_account_exists() -> None:
+    """``recover_runs`` starts a lost run as its starter: never as an account now gone."""
+    entry = write_chain("default", 1)[0]
+    assert entry.live_actor_id() == entry.actor_id is not None
+    User.objects.get(username="alice").delete()
+    gone = AuditEntry.objects.get(pk=entry.pk)
+    assert gone.actor_id == entry.actor_id and gone.live_actor_id() is None
+    assert AuditEntry.objects.create(action="system").live_actor_id() is None
