@@ -1,6 +1,8 @@
 """Periodic work every few seconds: the deadline sweep (``expire_interrupts_task``),
 handing new inbox events to webhooks and e-mail (``fan_out_task``), and a walk over the
-audit chain once it is due (``verify_audit_task``, every ``FORGE_AUDIT_VERIFY_SECONDS``).
+audit chain once it is due (``verify_audit_task``: from the last verified tip every
+``FORGE_AUDIT_VERIFY_SECONDS``, from the first entry every
+``FORGE_AUDIT_FULL_VERIFY_SECONDS``).
 
 Both tasks live here, above the features they drive, because each feature's own tasks
 are enqueued by that feature's lower modules and must not import them back.
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -58,14 +59,10 @@ def fan_out_task() -> dict[str, Any]:
     return {"deliveries": fanout.fan_out()}
 
 
-def audit_verify_every() -> timedelta:
-    return timedelta(seconds=float(getattr(settings, "FORGE_AUDIT_VERIFY_SECONDS", 3600)))
-
-
 @task()
 def verify_audit_task() -> dict[str, Any]:
     """The periodic walk over the audit chain, when the last one is old enough."""
-    verdict = verify_when_due(audit_verify_every())
+    verdict = verify_when_due()
     if verdict is None:
         return {"verified": None}
     if verdict.broken is not None:

@@ -233,8 +233,10 @@ AUTH_PASSWORD_VALIDATORS = [
 # Lockouts are rows every web process sees; an admin lifts one by deleting its access
 # attempt in /admin/ (audited as login.unlocked).
 # The address is the socket's peer, or, behind FORGE_TRUSTED_PROXIES proxies that each
-# append to X-Forwarded-For, the entry they vouch for (forgeui.team.addresses).
-FORGE_TRUSTED_PROXIES = int(os.environ.get("FORGE_TRUSTED_PROXIES", "0"))
+# append to X-Forwarded-For, the entry they vouch for (forgeui.team.addresses). Production
+# runs behind one TLS proxy (the README's daphne command), so that is its default; with
+# none, every client would share the proxy's one lockout count.
+FORGE_TRUSTED_PROXIES = int(os.environ.get("FORGE_TRUSTED_PROXIES", "1" if PRODUCTION else "0"))
 if FORGE_TRUSTED_PROXIES < 0:
     raise ImproperlyConfigured("FORGE_TRUSTED_PROXIES is a number of proxies, 0 or more")
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",

@@ -128,6 +128,11 @@ def json_text(value: Any) -> str:
     return dumps_proven(value)
 
 
+def _overrides(cls: type, name: str) -> bool:
+    """Whether ``cls`` or a class between it and ``RecordStore`` defines ``name``."""
+    return getattr(cls, name) is not getattr(RecordStore, name)
+
+
 def _step_of(cp: Draft, encoded: Encoded, ended: Iterable[dict[str, Any]]) -> Step:
     base = encoded.base_id if encoded.base_id != cp.parent_id else None
     return Step(encoded.record, encoded.head_text, base,
@@ -144,7 +149,23 @@ def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, St
 
 
 class RecordStore(ABC):
-    """A ``CheckpointStore`` built on the primitives above; subclasses implement them."""
+    """A ``CheckpointStore`` built on the primitives above; subclasses implement them.
+
+    The executor saves through ``save_head``, which runs ``save_head_sync`` (called
+    directly on a store thread), never ``save``: ``save_head_sync`` is the hook that sees
+    every save. A subclass that overrides ``save`` or ``save_sync`` alone is refused when
+    it is defined, rather than left out of every save a run makes.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        whole = [name for name in ("save", "save_sync") if _overrides(cls, name)]
+        if whole and not any(_overrides(cls, name) for name in ("save_head", "save_head_sync")):
+            raise TypeError(
+                f"{cls.__name__} overrides {' and '.join(whole)}, which runs only for a "
+                f"whole checkpoint saved by hand: the executor saves each step through "
+                f"save_head(draft), which runs save_head_sync(draft); override "
+                f"save_head_sync (calling super()) to act on every save")
 
     # -- the primitives -----------------------------------------------------------------
 

@@ -587,7 +587,7 @@ class AuditOut(Schema):
 
     @staticmethod
     def resolve_actor(obj: Any) -> str | None:
-        return obj.actor.get_username() if obj.actor_id else None
+        return obj.actor_name or None  # the name the audit chain hashed
 
 
 # -- list filters ------------------------------------------------------------------------

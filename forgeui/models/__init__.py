@@ -22,6 +22,7 @@ from .audit import (
 from .audit_checks import (
     ChainCheck,
     ChainCheckQuerySet,
+    chain_check_every,
     verify_chain,
     verify_when_due,
 )
@@ -31,8 +32,10 @@ from .events import (
     EventQuerySet,
 )
 from .identities import (
+    AGENT_USER_PREFIX,
     SignInMethod,
     SsoIdentity,
+    reserved_for_agents,
     sign_in_field,
 )
 from .interrupts import (
@@ -82,6 +85,7 @@ from .tokens import (
 )
 
 __all__ = [
+    "AGENT_USER_PREFIX",
     "BREAKPOINT_KINDS",
     "ID_LENGTH",
     "THREAD_DELETED",
@@ -129,6 +133,8 @@ __all__ = [
     "WebhookDelivery",
     "WebhookEvent",
     "WebhookQuerySet",
+    "chain_check_every",
+    "reserved_for_agents",
     "sign_in_field",
     "verify_chain",
     "verify_when_due",

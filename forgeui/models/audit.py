@@ -51,12 +51,22 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
         """The chain from entry ``after + 1`` on, as the records ``audit_chain`` checks."""
         # The details as the database's own JSON text: parsed here once, as the chain
         # reads numbers (``audit_chain.number``), not decoded by the field and walked again.
-        columns = [name if name != "detail" else "detail_text" for name in RECORD_COLUMNS]
+        columns = [name if name != "detail" else "detail_text" for name in CHAIN_COLUMNS]
         rows = (self.filter(seq__gt=after).order_by("seq")
                 .annotate(detail_text=Cast("detail", models.TextField()))
                 .values_list(*columns).iterator(chunk_size=5000))
         for row in rows:
             yield record_of(row, detail_text=True)
+
+    def resume_point(self, seq: int) -> tuple[int, str] | None:
+        """``(seq - 1, the hash entry seq follows)``, for a walk that goes on from entry
+        ``seq``; None when there is no such entry."""
+        found = self.filter(seq=seq).values_list("prev_hash", flat=True).first()
+        return (seq - 1, found) if found is not None else None
+
+    def tip_seq(self) -> int:
+        """The newest entry's ``seq``; 0 for an empty log."""
+        return self.order_by("-seq").values_list("seq", flat=True).first() or 0
 
     def has_hash_after(self, entry_hash: str, record: dict[str, Any]) -> bool:
         """Whether an entry after ``record`` (a ``chain_records`` item) has this hash."""
@@ -90,14 +100,14 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
                 .filter(models.Exists(waiting)).order_by("created_at"))
 
     def newest_first(self) -> AuditQuerySet:
-        return self.select_related("actor").order_by("-created_at", "-id")
+        return self.order_by("-created_at", "-id")
 
     def matching(self, actor: str = "", action: str = "", obj: str = "",
                  since: datetime | None = None, until: datetime | None = None) -> AuditQuerySet:
         """The audit page's filters; an empty filter matches everything."""
         found = self
         if actor:
-            found = found.filter(actor__username=actor)
+            found = found.filter(actor_name=actor)
         if action:
             found = found.filter(action__startswith=action)
         if obj:
@@ -113,9 +123,11 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
 class AuditEntry(models.Model):
     """Who did what to which run, and where the checkpoint chain stood before and after."""
 
+    # The id outlives its account (no constraint, nothing done on delete): the chain hashes
+    # it, so a deleted user's entries still verify and a changed id does not.
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.DO_NOTHING,
+        db_constraint=False, related_name="+",
     )
     sign_in = sign_in_field()
     action = models.CharField(max_length=64)
@@ -127,9 +139,11 @@ class AuditEntry(models.Model):
     after_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    # The chain: the actor's name is kept as written, so a renamed or deleted user (the
-    # foreign key becomes null) leaves the hashed content as it was.
+    # The chain: the actor's name is kept as written, so a renamed or deleted user leaves
+    # the hashed content as it was; pages and exports show this name, not the account's.
     actor_name = models.CharField(max_length=150, blank=True, default="", editable=False)
+    chain_version = models.PositiveSmallIntegerField(default=audit_chain.VERSION,
+                                                     editable=False)
     seq = models.BigIntegerField(unique=True, editable=False)
     prev_hash = models.CharField(max_length=64, editable=False)
     entry_hash = models.CharField(max_length=64, editable=False)
@@ -140,7 +154,7 @@ class AuditEntry(models.Model):
         verbose_name_plural = "audit entries"
 
     def __str__(self) -> str:
-        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor or 'system'} {self.action}"
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name or 'system'} {self.action}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
@@ -163,27 +177,39 @@ class AuditEntry(models.Model):
             tip = cursor.fetchone()
         self.seq, self.prev_hash = tip[0] + 1 if tip else 1, tip[1] if tip else audit_chain.GENESIS
         self.actor_name = self.actor.get_username() if self.actor is not None else ""
+        self.chain_version = audit_chain.VERSION
         self.created_at = self.created_at or timezone.now()
         self.entry_hash = audit_chain.entry_hash(self.prev_hash, self.record())
 
+    def live_actor_id(self) -> int | None:
+        """The actor's id while their account exists: a deleted user's id stays here."""
+        users = type(self)._meta.get_field("actor").related_model._default_manager
+        return self.actor_id if users.filter(pk=self.actor_id).exists() else None
+
     def record(self) -> dict[str, Any]:
         """This entry as the chain hashes it and an export writes it."""
-        return record_of(tuple(getattr(self, name) for name in RECORD_COLUMNS))
+        return record_of(tuple(getattr(self, name) for name in CHAIN_COLUMNS))
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise AppendOnly("audit entries cannot be deleted")
 
 
+# The columns of the first chain version (migration 0025 chains with them), then those
+# later versions add.
 RECORD_COLUMNS = ("seq", "created_at", "actor_name", "sign_in", "action",
                   *audit_chain.TARGET_FIELDS, "detail", "prev_hash", "entry_hash")
+CHAIN_COLUMNS = (*RECORD_COLUMNS, "chain_version", "actor_id")
 
 
 def record_of(row: tuple[Any, ...], detail_text: bool = False) -> dict[str, Any]:
-    """A chain record from ``RECORD_COLUMNS`` values; the detail as a value or as JSON."""
-    seq, created_at, actor, sign_in, action, *rest = row
+    """A chain record from ``RECORD_COLUMNS`` (or ``CHAIN_COLUMNS``) values; the detail as a
+    value or as JSON."""
+    seq, created_at, actor, sign_in, action, *rest = row[:len(RECORD_COLUMNS)]
     *target, detail, prev_hash, entry_hash = rest
+    version, actor_id = row[len(RECORD_COLUMNS):] or (1, None)
     details = audit_chain.loads(detail) if detail_text else audit_chain.plain(detail)
     return {"seq": seq, "timestamp": audit_chain.timestamp(created_at), "actor": actor or None,
             "sign_in": sign_in, "action": action,
             "target": dict(zip(audit_chain.TARGET_FIELDS, target, strict=True)),
-            "details": details, "prev_hash": prev_hash, "hash": entry_hash}
+            "details": details, "prev_hash": prev_hash, "hash": entry_hash,
+            "version": version, "actor_id": actor_id}

@@ -4,7 +4,9 @@ checks a chain (from the database or from an exported file) and names the first 
 An entry's hash is ``SHA-256(previous entry's hash + canonical JSON of the entry)``, the
 canonical JSON being the entry's ``seq``, ``timestamp``, ``actor``, ``sign_in`` (how the
 actor signed in), ``action``, ``target`` and ``details`` with sorted keys, no whitespace,
-UTF-8. The first entry follows ``GENESIS``.
+UTF-8. The first entry follows ``GENESIS``. From chain version 2 on, the canonical JSON
+also holds ``actor_id``, the account's id, so pointing an entry at another account breaks
+it as renaming its actor does; entries written before keep the form they were hashed in.
 Nothing here touches the database: the walk takes records (plain dicts, the lines of an
 export) and a way to ask whether a hash belongs to an entry further along.
 """
@@ -22,6 +24,7 @@ from typing import Any, Literal
 
 GENESIS = "0" * 64
 CANONICAL_FIELDS = ("seq", "timestamp", "actor", "sign_in", "action", "target", "details")
+VERSION = 2  # the canonical form new entries are hashed in
 TARGET_FIELDS = ("object_type", "object_id", "run_id", "thread_id", "before_checkpoint_id",
                  "after_checkpoint_id")
 
@@ -86,6 +89,8 @@ def plain(value: Any) -> Any:
 def canonical(record: dict[str, Any]) -> bytes:
     """The hashed form; ``details`` must already be ``plain``."""
     body = {name: record[name] for name in CANONICAL_FIELDS}
+    if record.get("version", 1) >= 2:
+        body["actor_id"] = record.get("actor_id")
     return _ENCODER.encode(body).encode("utf-8", "surrogatepass")
 
 
@@ -95,15 +100,18 @@ def entry_hash(prev_hash: str, record: dict[str, Any]) -> str:
 
 def walk(records: Iterable[dict[str, Any]],
          comes_later: Callable[[str, dict[str, Any]], bool],
-         anchor: tuple[int, str] | None = None) -> Verdict:
+         anchor: tuple[int, str] | None = None,
+         start: tuple[int, str] | None = None) -> Verdict:
     """Check ``records`` in ``seq`` order; stop at the first entry that breaks the chain.
 
     ``comes_later(hash, record)`` says whether an entry after ``record`` in this walk has
     that hash (it tells a reordering from a removal). ``anchor`` is ``(seq, hash)`` of a
     tip verified earlier: the chain must still reach it unchanged, which catches a removed
-    or re-hashed tail.
+    or re-hashed tail. ``start`` is ``(seq, hash)`` of the entry the records follow, when
+    the walk goes on from there instead of from the first entry.
     """
-    expected_seq, expected_prev, last_prev, entries = 1, GENESIS, "", 0
+    expected_seq, expected_prev = (start[0] + 1, start[1]) if start else (1, GENESIS)
+    last_prev, entries = "", expected_seq - 1
     for record in records:
         seq = record["seq"]
         broken = _break(record, expected_seq, expected_prev, last_prev, comes_later)
@@ -171,7 +179,8 @@ def _export_record(line: str, number: int) -> dict[str, Any]:
         raise ValueError(f"line {number} is not JSON: {exc}") from None
     needed = {*CANONICAL_FIELDS, "prev_hash", "hash"}
     missing = sorted(needed - set(record)) if isinstance(record, dict) else sorted(needed)
-    if missing or not isinstance(record["seq"], int) or not all(
+    if missing or not isinstance(record["seq"], int) \
+            or not isinstance(record.get("version", 1), int) or not all(
             isinstance(record[name], str) for name in ("prev_hash", "hash")):
         raise ValueError(f"line {number} is not an audit entry (missing or wrong: {missing})")
     return record

@@ -1,13 +1,15 @@
 """Walks over the whole audit chain, and the stored outcome of the latest one.
 
-A walk reads every entry, so the audit page shows the last stored outcome instead of
-walking on each load; ``manage.py verify_audit`` and the periodic sweep store new ones.
+The audit page shows the last stored outcome instead of walking on each load;
+``manage.py verify_audit`` (a full walk) and the periodic sweep (mostly walks that go on
+from the last verified tip) store new ones.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -33,6 +35,8 @@ class ChainCheck(models.Model):
     broken_kind = models.CharField(max_length=32, blank=True, default="")
     broken_seq = models.BigIntegerField(null=True, blank=True)
     message = models.TextField(blank=True, default="")
+    # False: the walk went on from the last verified tip instead of from the first entry.
+    full = models.BooleanField(default=True)
 
     objects = ChainCheckQuerySet.as_manager()
 
@@ -48,27 +52,46 @@ class ChainCheck(models.Model):
         return not self.broken_kind
 
 
-def verify_chain(using: str = "default") -> audit_chain.Verdict:
-    """Walk the whole chain in ``using`` and store the outcome.
+def verify_chain(using: str = "default", full: bool = True) -> audit_chain.Verdict:
+    """Walk the chain in ``using`` and store the outcome.
 
     The tip of the last walk that passed is the anchor: the chain must still reach it
-    unchanged, so a removed or rewritten tail is caught as well.
+    unchanged, so a removed or rewritten tail is caught as well. Not ``full``, the walk
+    starts at that tip (its content and hash checked again) and reads only what came after,
+    so it costs what was written since; a full walk is what catches an older entry changed.
     """
     entries = AuditEntry.objects.using(using)
     anchor = ChainCheck.objects.using(using).latest_passed()
-    verdict = audit_chain.walk(entries.chain_records(), entries.has_hash_after,
-                               (anchor.last_seq, anchor.last_hash) if anchor else None)
+    tip = (anchor.last_seq, anchor.last_hash) if anchor else None
+    start = None if full or tip is None else entries.resume_point(tip[0])
+    records = entries.chain_records(after=start[0] if start else 0)
+    verdict = audit_chain.walk(records, entries.has_hash_after, tip, start)
     broken = verdict.broken
     ChainCheck.objects.using(using).create(
         entries=verdict.entries, last_seq=verdict.last_seq, last_hash=verdict.last_hash,
         broken_kind=broken.kind if broken else "", broken_seq=broken.seq if broken else None,
-        message=broken.message if broken else "")
+        message=broken.message if broken else "", full=start is None)
     return verdict
 
 
-def verify_when_due(every: timedelta, using: str = "default") -> audit_chain.Verdict | None:
-    """Walk the chain if the last walk is older than ``every``; the periodic sweep's step."""
-    newest = ChainCheck.objects.using(using).newest()
-    if newest is not None and timezone.now() - newest.checked_at < every:
+def chain_check_every() -> timedelta:
+    """How often the sweep checks the chain from its last verified tip: cheap, so often."""
+    return timedelta(seconds=float(getattr(settings, "FORGE_AUDIT_VERIFY_SECONDS", 60)))
+
+
+def full_chain_check_every() -> timedelta:
+    """How often the walk starts at the first entry instead, to catch an older one changed."""
+    return timedelta(seconds=float(getattr(settings, "FORGE_AUDIT_FULL_VERIFY_SECONDS", 86400)))
+
+
+def verify_when_due(using: str = "default") -> audit_chain.Verdict | None:
+    """The periodic sweep's step: once the last walk is older than ``chain_check_every``,
+    go on from the last verified tip, or walk the whole chain if no full walk is newer
+    than ``full_chain_check_every``."""
+    checks = ChainCheck.objects.using(using)
+    newest, now = checks.newest(), timezone.now()
+    if newest is not None and now - newest.checked_at < chain_check_every():
         return None
-    return verify_chain(using)
+    last_full = checks.filter(full=True).order_by("-id").first()
+    full = last_full is None or now - last_full.checked_at >= full_chain_check_every()
+    return verify_chain(using, full=full)

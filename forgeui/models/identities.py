@@ -21,6 +21,16 @@ def sign_in_field() -> models.CharField:
                             help_text="how the person signed in (empty: the system)")
 
 
+# ``create_token --agent NAME`` signs agents in as the user ``agent:NAME``: no person's
+# account may ever carry such a name.
+AGENT_USER_PREFIX = "agent:"
+
+
+def reserved_for_agents(username: str) -> bool:
+    """Whether ``username`` is (or could be mistaken for) an agent's identity."""
+    return username.strip().casefold().startswith(AGENT_USER_PREFIX)
+
+
 class SsoIdentity(models.Model):
     """The provider's account (issuer and subject) a forge user signs in as.
 

@@ -4,16 +4,23 @@ The method is stored in the session when a person logs in (``user_logged_in``), 
 ``request.user`` for each request by ``forgeui.web.middleware.SignInMethodMiddleware``,
 and by the API's bearer authentication for a token. The services read it off the user
 they are handed and record it beside the person on every decision.
+
+A single sign-on session ends ``FORGE_SSO_SESSION_SECONDS`` after it began, however busy:
+roles come from the provider's groups at each sign-in, so this bounds how long a group
+removed at the provider still counts here.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 from django.http import HttpRequest
+from django.utils import timezone
 
 from forgeui.models import AuditEntry, SignInMethod
 
@@ -32,7 +39,16 @@ def remember(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any)
     if request is not None and hasattr(request, "session"):
         method = method_for_backend(request.session.get(BACKEND_SESSION_KEY, ""))
         request.session[SESSION_KEY] = method.value
+        if method == SignInMethod.SSO:
+            request.session.set_expiry(sso_session_end())
         mark(user, method)
+
+
+def sso_session_end() -> datetime:
+    """When a single sign-on session begun now ends: a fixed time, not one that moves
+    with each request, so the roles are read from the provider again by then."""
+    seconds = float(getattr(settings, "FORGE_SSO_SESSION_SECONDS", 3600))
+    return timezone.now() + timedelta(seconds=seconds)
 
 
 @receiver(user_logged_in, dispatch_uid="forgeui.sign_in.audit")

@@ -6,7 +6,12 @@ provider account (``SsoIdentity``: issuer and subject), never a local account th
 their e-mail or name. On every sign-in their forge roles are set from the groups claim
 (``FORGE_OIDC_GROUPS_CLAIM``) through ``FORGE_OIDC_ROLES``: roles the claim maps to are
 added, forge roles it no longer maps to are removed, other Django groups are left alone.
-SSO never makes anyone staff or superuser.
+SSO never makes anyone staff or superuser, nor an account named as agents are
+(``agent:NAME``): such a sign-in is refused with a message on the login page.
+
+An SSO session ends ``FORGE_SSO_SESSION_SECONDS`` (an hour) after the sign-in
+(``forgeui.team.sign_in``): the next sign-in, usually silent at the provider, sets the
+roles again, so a group removed there stops counting here within that time.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core import checks
@@ -30,7 +36,13 @@ from mozilla_django_oidc.views import (
     OIDCAuthenticationRequestView,
 )
 
-from forgeui.models import AuditEntry, SignInMethod, SsoIdentity
+from forgeui.models import (
+    AGENT_USER_PREFIX,
+    AuditEntry,
+    SignInMethod,
+    SsoIdentity,
+    reserved_for_agents,
+)
 from forgeui.team.roles import Role
 
 logger = logging.getLogger(__name__)
@@ -94,13 +106,17 @@ class ForgeOIDCBackend(OIDCAuthenticationBackend):
         return bool(claims.get("sub"))
 
     def filter_users_by_claims(self, claims: dict[str, Any]) -> Any:
+        reserved = {f"{self.UserModel.USERNAME_FIELD}__istartswith": AGENT_USER_PREFIX}
         return self.UserModel.objects.filter(
             sso_identity__issuer=settings.FORGE_OIDC_ISSUER,
-            sso_identity__subject=str(claims["sub"]))
+            sso_identity__subject=str(claims["sub"])).exclude(**reserved)
 
     @transaction.atomic
     def create_user(self, claims: dict[str, Any]) -> Any:
-        user = self.UserModel.objects.create_user(free_username(preferred_name(claims)),
+        wanted = preferred_name(claims)
+        if reserved_for_agents(wanted):
+            return self.refuse(claims, f"the name {wanted!r} is reserved for agents")
+        user = self.UserModel.objects.create_user(free_username(wanted),
                                                   email=claims.get("email") or "")
         SsoIdentity.objects.create(user=user, issuer=settings.FORGE_OIDC_ISSUER,
                                    subject=str(claims["sub"]))
@@ -122,6 +138,17 @@ class ForgeOIDCBackend(OIDCAuthenticationBackend):
                                       object_id=str(user.pk),
                                       detail={"added": added, "removed": removed})
         return user
+
+    def refuse(self, claims: dict[str, Any], reason: str) -> None:
+        """No sign-in: the login page says why, and the audit log keeps the attempt."""
+        logger.warning("single sign-on refused for subject %r: %s", claims.get("sub"), reason)
+        AuditEntry.objects.create(action="sso.refused", object_type="user",
+                                  detail={"subject": str(claims["sub"]), "reason": reason})
+        request = getattr(self, "request", None)
+        if request is not None:
+            messages.error(request, f"Single sign-on refused: {reason}. Ask an administrator "
+                                    f"to give your account another name at the provider.",
+                           fail_silently=True)
 
 
 def preferred_name(claims: dict[str, Any]) -> str:

@@ -157,6 +157,23 @@ class StoreConformance:
         assert await store.load_run("r-1") == second
         assert await store.load_run("r-2") == other
 
+    async def test_load_run_head_gives_that_runs_head_not_the_threads_latest(
+        self, store: CheckpointStore,
+    ) -> None:
+        """Two runs on one thread: the earlier run's head is its own last checkpoint."""
+        first = make_checkpoint("t-runs", None, run_id="r-early")
+        second = make_checkpoint("t-runs", first.id, run_id="r-early", status="completed")
+        later = make_checkpoint("t-runs", second.id, run_id="r-later")
+        for cp in (first, second, later):
+            await store.save(cp)
+        assert isinstance(store, HeadStore)
+        early = await store.load_run_head("r-early")
+        assert early is not None and (early.id, early.run_id, early.status) == (
+            second.id, "r-early", "completed")
+        latest = await store.load_run_head("r-later")
+        assert latest is not None and (latest.id, latest.run_id) == (later.id, "r-later")
+        assert await store.load_run_head("r-none") is None
+
     async def test_update_latest_retries_a_lost_race_from_the_new_latest(
         self, store: CheckpointStore,
     ) -> None:

@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{expiry.outcome} {expiry.interrupt_id}: {expiry.reason}")
             if loop:  # production's only scheduler: notifications go out from here too
                 fanout.fan_out()
-                verify_when_due(scheduler.audit_verify_every())
+                verify_when_due()
             if not loop:
                 return
             time.sleep(every or scheduler.interval())

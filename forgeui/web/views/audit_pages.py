@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
-from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run
+from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run, chain_check_every
 from forgeui.runs import forks, registry, timeline
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
@@ -96,8 +96,17 @@ def audit(request: HttpRequest) -> HttpResponse:
     context = {"page": current, "rows": list(audit_lines.described(current)),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
                "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True))),
-               "chain": ChainCheck.objects.newest()}
+               **chain_status()}
     return page(request, "forgeui/audit.html", "rows", context)
+
+
+def chain_status() -> dict[str, Any]:
+    """The last walk over the chain, and how many entries were written after what it
+    verified (those are not verified yet)."""
+    chain = ChainCheck.objects.newest()
+    newer = AuditEntry.objects.tip_seq() - chain.last_seq if chain else 0
+    return {"chain": chain, "unverified": max(newer, 0),
+            "verify_every": int(chain_check_every().total_seconds())}
 
 
 AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "object_type",
@@ -109,7 +118,7 @@ AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "o
 @requires(Action.READ)
 def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
     """The filtered audit log as JSON or CSV, streamed in chunks."""
-    found = audit_entries(request).select_related("actor").iterator(chunk_size=500)
+    found = audit_entries(request).iterator(chunk_size=500)
     rows = (audit_dict(entry, line) for entry, line in audit_lines.described_in_chunks(found))
     if fmt == "csv":
         return exports.as_csv(AUDIT_COLUMNS, rows, "audit.csv")
@@ -188,7 +197,7 @@ def when(text: str, end_of_day: bool = False) -> datetime | None:
 
 def audit_dict(entry: AuditEntry, summary: str = "") -> dict[str, Any]:
     return {"id": entry.pk, "created_at": entry.created_at.isoformat(),
-            "actor": entry.actor.get_username() if entry.actor else None,
+            "actor": entry.actor_name or None,  # as the chain holds it
             "sign_in": entry.sign_in,
             "action": entry.action, "summary": summary, "object_type": entry.object_type,
             "object_id": entry.object_id, "run_id": entry.run_id, "thread_id": entry.thread_id,

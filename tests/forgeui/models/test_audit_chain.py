@@ -78,7 +78,8 @@ def test_each_entry_hashes_its_canonical_json_onto_the_one_before(alias: str) ->
             "actor": "alice", "sign_in": "", "action": "answer.2",
             "target": {"object_type": "interrupt", "object_id": "i2", "run_id": "",
                        "thread_id": "", "before_checkpoint_id": "", "after_checkpoint_id": ""},
-            "details": {"n": 2, "amount": 12.5, "whole": 3.0, "big": 10**20, "text": "é ✓"}}
+            "details": {"n": 2, "amount": 12.5, "whole": 3.0, "big": 10**20, "text": "é ✓"},
+            "actor_id": stored.actor_id}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert first.prev_hash == GENESIS and stored.prev_hash == first.entry_hash
     assert (stored.seq, stored.entry_hash) == (
@@ -147,15 +148,16 @@ def test_a_forged_entry_with_a_good_hash_is_reported_as_inserted(alias: str) -> 
     entries = write_chain(alias)
     connection = connections[alias]
     forged = {"seq": 3, "timestamp": entries[1].record()["timestamp"], "actor": "alice",
-              "sign_in": "", "action": "answer.approved", "details": {},
+              "sign_in": "", "action": "answer.approved", "details": {}, "version": 2,
+              "actor_id": None,
               "target": {"object_type": "interrupt", "object_id": "i9", "run_id": "",
                          "thread_id": "", "before_checkpoint_id": "",
                          "after_checkpoint_id": ""}}
     forged_hash = entry_hash(entries[1].entry_hash, forged)
     insert = ("INSERT INTO forgeui_auditentry (action, object_type, object_id, run_id, "
               "thread_id, before_checkpoint_id, after_checkpoint_id, detail, created_at, "
-              "actor_name, sign_in, seq, prev_hash, entry_hash) VALUES "
-              "(%s, 'interrupt', 'i9', '', '', '', '', '{}', %s, 'alice', '', 3, %s, %s)")
+              "actor_name, sign_in, seq, prev_hash, entry_hash, chain_version) VALUES "
+              "(%s, 'interrupt', 'i9', '', '', '', '', '{}', %s, 'alice', '', 3, %s, %s, 2)")
     tamper(alias, *renumber_from(3), (insert, [
         "answer.approved", connection.ops.adapt_datetimefield_value(entries[1].created_at),
         entries[1].entry_hash, forged_hash]))
@@ -180,7 +182,7 @@ def test_deleting_a_user_keeps_their_entries_and_the_chain() -> None:
     entry = write_chain("postgres", 2)[0]
     User.objects.db_manager("postgres").get(username="alice").delete()
     stored = AuditEntry.objects.using("postgres").get(pk=entry.pk)
-    assert (stored.actor_id, stored.actor_name) == (None, "alice")
+    assert (stored.actor_id, stored.actor_name) == (entry.actor_id, "alice")
     assert verify("postgres") == "verified 2 entries\n"
 
 

@@ -4,13 +4,17 @@ their name."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 
 from forgeui.models import AuditEntry
+from tests.forgeui.conftest import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,3 +132,39 @@ def test_an_admin_lifts_a_lockout_and_the_audit_log_says_who(users: dict[str, Us
     for n in range(LIMIT):  # locked out again: a new lockout, with a row of its own
         attempt("reviewer", f"wrong-{n}", ip="10.5.0.1")
     assert AuditEntry.objects.filter(action="login.locked_out", object_id="reviewer").count() == 2
+
+
+def production_trusted_proxies() -> int:
+    """``FORGE_TRUSTED_PROXIES`` as the README's production settings leave it."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DEBUG": "0",
+           "SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "forge.example.com"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from forgeui import settings as s; print(s.FORGE_TRUSTED_PROXIES)"],
+        env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def via_the_proxy(username: str, password: str, client_ip: str, written: str = "") -> int:
+    """A login through the README's production layout: one TLS proxy appends the client's
+    address to ``X-Forwarded-For``, and ``daphne --proxy-headers`` puts the header's first
+    entry in ``REMOTE_ADDR``. ``written`` is a header the client sent itself."""
+    forwarded = f"{written}, {client_ip}" if written else client_ip
+    client = Client(REMOTE_ADDR=forwarded.split(",")[0].strip(),
+                    HTTP_X_FORWARDED_FOR=forwarded)
+    response = client.post("/accounts/login/", {"username": username, "password": password})
+    return response.status_code
+
+
+def test_behind_the_documented_proxy_each_client_is_counted_apart(
+        users: dict[str, User]) -> None:
+    users["reviewer"].set_password("right-one")
+    users["reviewer"].save()
+    with override_settings(FORGE_TRUSTED_PROXIES=production_trusted_proxies()):
+        statuses = [via_the_proxy(f"guess-{n}", "nope", "203.0.113.5") for n in range(LIMIT)]
+        assert statuses == [200] * (LIMIT - 1) + [429]
+        # Another client behind the same proxy signs in: the guesser's count is not theirs.
+        assert logged_in(via_the_proxy("reviewer", "right-one", "198.51.100.7"))
+        # The guesser cannot leave its count by writing a header of its own.
+        assert via_the_proxy("reviewer", "right-one", "203.0.113.5", written="192.0.2.1") == 429
+        locked = AuditEntry.objects.filter(action="login.locked_out")
+        assert {entry.detail["ip_address"] for entry in locked} == {"203.0.113.5"}

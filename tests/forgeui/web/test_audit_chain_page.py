@@ -25,7 +25,7 @@ def auditor() -> Client:
 
 def status(client: Client) -> str:
     html = client.get("/audit/").content.decode()
-    start = html.index('id="chain-status"')
+    start = html.rindex("<p", 0, html.index('id="chain-status"'))
     return html[start:html.index("</p>", start)]
 
 
@@ -34,10 +34,17 @@ def test_the_page_shows_the_last_verification_and_never_walks_itself(auditor: Cl
     for n in range(4):
         AuditEntry.objects.create(action=f"run.start.{n}")
     verify_chain()
-    AuditEntry.objects.create(action="after the walk")
     shown = status(auditor)
-    assert "Chain verified up to entry 5 at" in shown
+    assert "notice-ok" in shown and "Chain verified up to entry 5, the newest, at" in shown
     assert ChainCheck.objects.get().checked_at.strftime("%Y-%m-%d %H:%M:%S") in shown
+    AuditEntry.objects.create(action="after the walk")
+    assert "1 entry written since is not verified yet" in status(auditor)
+    for n in range(81):
+        AuditEntry.objects.create(action=f"later.{n}")
+    shown = status(auditor)
+    # Not green while most of the log is unchecked: how far, when, and how many came after.
+    assert "notice-ok" not in shown and "Chain verified up to entry 5 at" in shown
+    assert "82 entries written since are not verified yet" in shown
     assert ChainCheck.objects.count() == 1
 
 
@@ -54,6 +61,12 @@ def test_a_broken_chain_is_shown_with_the_entry_and_the_kind(auditor: Client) ->
 def test_the_sweep_walks_the_chain_only_when_one_is_due(auditor: Client) -> None:
     assert scheduler.verify_audit_task.call() == {"verified": 1, "ok": True}
     assert scheduler.verify_audit_task.call() == {"verified": None}
+    assert "checked every 60 s" in status_after_one_more(auditor)
     with override_settings(FORGE_AUDIT_VERIFY_SECONDS=0):
-        assert scheduler.verify_audit_task.call() == {"verified": 1, "ok": True}
+        assert scheduler.verify_audit_task.call() == {"verified": 2, "ok": True}
     assert ChainCheck.objects.count() == 2
+
+
+def status_after_one_more(client: Client) -> str:
+    AuditEntry.objects.create(action="one more")
+    return status(client)
