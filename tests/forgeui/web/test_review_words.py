@@ -98,3 +98,9 @@ def test_per_call_decisions_in_words(value: Any, payload: Any, expected: str) ->
 def test_a_tool_call_request_is_summarised_by_its_tools(payload: Any, node: str,
                                                          expected: str) -> None:
     assert summarize(payload, node) == expected
+
+
+def test_a_langgraph_review_page_is_headed_by_its_tools(api: Api) -> None:
+    pending = refund_pending(api)
+    page = browser(api, "reviewer").get(f"/interrupts/{pending['id']}/").content.decode()
+    assert "<h1>Approve issue_refund, send_email?</h1>" in page
