@@ -24,6 +24,7 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Answer, Approval, Event, Interrupt, InterruptStatus, Vote
+from forgeui.requests.present import facts_of as request_facts
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services, storable
@@ -147,7 +148,7 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
-        "request": request_form(interrupt),
+        "request": request_form(interrupt), "request_facts": request_facts(interrupt),
         "approvals": (tally := approvals.tallies([interrupt]).get(interrupt.pk)),
         "voted": next((a for a in (*tally.approvals, *tally.rejections)
                        if viewer is not None and a.user_id == viewer.user_id), None)
