@@ -248,7 +248,8 @@ def cancel_at_breakpoint(request: HttpRequest, interrupt_id: str) -> HttpRespons
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
     where = "page" if request.POST.get("where") == "page" else "panel"
-    typed = {"reason": request.POST.get("reason", "")}
+    # The note typed beside the reason is only given back (a cancelled run reads none).
+    typed = {name: request.POST.get(name, "") for name in ("reason", "steering")}
     try:
         services.cancel_at_breakpoint(request.user, interrupt.pk, typed["reason"])
     except StaleAnswer as stale:
