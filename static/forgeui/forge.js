@@ -14,7 +14,7 @@
  * 6. Times: one format everywhere, in UTC or the browser's zone (the reader's choice,
  *    kept in localStorage); relative ones show the exact time on hover.
  * 7. Keyboard: j/k move through the inbox, a approves, r rejects, ? shows the keys;
- *    never while typing in a field.
+ *    never while typing in a field. A key with nothing to do says why.
  * 8. Reject (and ignore) waits five seconds with an Undo before it is sent; buttons with
  *    data-confirm ask first.
  * 9. Scrollable boxes get a tab stop, so a keyboard can scroll them too.
@@ -186,6 +186,8 @@
   };
   Idiomorph.defaults.callbacks.beforeNodeRemoved = function (node) {
     if (counting(node)) return false;
+    // What an action said it did (a note saved) outlives the redraw that action causes.
+    if (node.nodeType === 1 && node.hasAttribute("data-stays")) return false;
     if (!holdsInput(node)) return true;
     keep(node);
     return false;
@@ -446,6 +448,35 @@
     var scope = row || (forms.length === 1 ? forms[0] : null);
     var button = scope && scope.querySelector("button[data-key=" + key + "]");
     if (button) button.click();
+    else if (scope || document.getElementById("inbox-rows")) say(unpressed(key, row, scope), row);
+  }
+
+  // Why a key did nothing: the key help promises an answer, so its absence is explained.
+  function unpressed(key, row, scope) {
+    var verb = key === "a" ? "approve" : "reject";
+    if (!scope) return "No row is chosen: press j or k to move to one, then " + key + ".";
+    if (row && !row.querySelector("form.row-answer")) {
+      return "Nothing to " + verb + " here: this row is read-only for you.";
+    }
+    var holder = row || scope.closest(".answer-panel") || scope;
+    if (key === "r" && holder.querySelector(".btn-cancel-run, .cancel-run")) {
+      return "A breakpoint has no reject: " + (row ? "open it (Cancel run…) to " : "") +
+        "cancel its run with a reason.";
+    }
+    return "No one-click " + verb + (row ? " on this row: open it to answer." : " here: answer with the form.");
+  }
+
+  // A message shown where the reader looks (in the row, else above the inbox) and read out.
+  function say(text, row) {
+    document.querySelectorAll(".key-note").forEach(function (old) { old.remove(); });
+    var note = document.createElement("p");
+    note.className = "notice notice-warn key-note";
+    note.textContent = text;
+    var box = row ? row.querySelector("td.actions") || row.lastElementChild : null;
+    if (box) box.insertBefore(note, box.firstChild);
+    else document.getElementById("notices").appendChild(note);
+    var voice = document.getElementById("announce");
+    if (voice) voice.textContent = text;
   }
 
   // After a row is answered, the next one becomes current, so the flow goes on.

@@ -83,6 +83,10 @@ def test_an_auditor_cannot_answer(forge: LiveServer, login: Login) -> None:
     expect(line).to_be_visible()
     expect(line.get_by_role("button")).to_have_count(0)
     expect(line.get_by_role("link", name="View")).to_be_visible()
+    line.locator(".row-link").focus()
+    page.keyboard.press("a")  # says why nothing happened, in the row and aloud
+    expect(line.locator(".key-note")).to_contain_text("this row is read-only for you")
+    expect(page.locator("#announce")).to_contain_text("read-only for you")
     page.goto(f"{forge.url}/interrupts/{pending['id']}/")
     expect(page.locator(".answer-panel")).to_contain_text("Read-only")
     expect(page.locator(".answer-panel form")).to_have_count(0)
