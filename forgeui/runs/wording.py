@@ -54,8 +54,7 @@ def summarize(payload: Any, node: str, kind: str = "node",
         head = f"Paused {kind} {payload.get('node') or node}"
         return line(head, marked_fields(about, marked) or scalar_fields(about))
     if calls := foreign.actions_of(payload):
-        return line(calls_heading(calls), [f"{c['name']}: {args_words(c.get('args'))}"
-                                           for c in calls])
+        return line(calls_heading(calls), calls_fields(calls))
     if isinstance(payload, dict):
         return line(*_dict_summary(payload, node, marked, run_input))
     if isinstance(payload, str) and payload.strip():
@@ -69,7 +68,8 @@ def _dict_summary(payload: dict[str, Any], node: str, marked: Sequence[str] | No
     data = {key: value for key, value in payload.items() if key not in NOT_DATA}
     args = payload.get("args")
     fields = (marked_fields(payload, marked) or marked_fields(args, marked)
-              or scalar_fields(data) or scalar_fields(args))
+              or scalar_fields(data) or scalar_fields(args)
+              or calls_fields(payload.get("calls")))  # an agent's request
     if head:
         return head, fields or scalar_fields(run_input)
     return f"{node}: {proposal(payload)}" if proposal(payload) else node, fields
@@ -78,6 +78,14 @@ def _dict_summary(payload: dict[str, Any], node: str, marked: Sequence[str] | No
 def calls_heading(calls: list[dict[str, Any]]) -> str:
     """A request about tool calls is titled by its tools, as an agent's request is."""
     return f"Approve {', '.join(str(c.get('name') or '?') for c in calls)}?"
+
+
+def calls_fields(calls: Any) -> list[str]:
+    """Each proposed call as "tool: its args in brief"."""
+    if not isinstance(calls, list):
+        return []
+    return [f"{c.get('name')}: {args_words(c.get('args'))}" for c in calls
+            if isinstance(c, dict) and c.get("name")]
 
 
 def args_words(args: Any) -> str:

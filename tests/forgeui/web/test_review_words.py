@@ -94,6 +94,8 @@ def test_per_call_decisions_in_words(value: Any, payload: Any, expected: str) ->
                  "send_email: to sam@example.com", id="middleware"),
     pytest.param(INBOX, "review", "Approve send_email, archive? · send_email: to a@b.c · "
                  "archive: id 7", id="agent-inbox-list"),
+    pytest.param(AGENT_REQUEST, "ask", "Approve deploy, notify? · deploy: version 2.4.0 · "
+                 "notify: channel #ops", id="agent-request"),
 ])
 def test_a_tool_call_request_is_summarised_by_its_tools(payload: Any, node: str,
                                                          expected: str) -> None:
