@@ -17,7 +17,8 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from forgeui.inbox.markdown import render_markdown
-from forgeui.runs.wording import is_scalar
+from forgeui.runs import foreign
+from forgeui.runs.wording import calls_heading, is_scalar
 
 # Keys that say how to present or answer the payload, not what it is about.
 PRESENTATION = ("title", "question", "description", "action", "args")
@@ -51,13 +52,16 @@ def present(payload: Any, node: str, kind: str = "node") -> Presented:
     """How the interrupt page and the run tree show ``payload``."""
     if kind in BREAKPOINT_KINDS and isinstance(payload, dict):
         return present_breakpoint(payload, node, kind)
+    calls = foreign.actions_of(payload)
     if not isinstance(payload, dict):
-        return Presented(heading=f"Interrupt at {node}", description=None,
+        return Presented(heading=calls_heading(calls) if calls else f"Interrupt at {node}",
+                         description=None,
                          fields=[describe("value", payload)])
     description = payload.get("description")
     args = payload.get("args")
     return Presented(
-        heading=heading(payload) or f"Interrupt at {node}",
+        heading=(heading(payload) or (calls_heading(calls) if calls else "")
+                 or f"Interrupt at {node}"),
         description=render_markdown(description) if isinstance(description, str) else None,
         fields=[describe(key, value) for key, value in payload.items()
                 if key not in PRESENTATION and key not in INSTRUCTIONS],

@@ -245,7 +245,9 @@ def row_dom_id(interrupt_id: str) -> str:
 def oob_upsert(row_html: str, interrupt_id: str, swap: str) -> str:
     """Insert a row. Table rows cannot stand alone in HTML, so the out-of-band element
     travels in a ``<template>`` (htmx swaps template contents); the page (forge.js)
-    drops an older copy of the row first, so a replayed event never duplicates it."""
+    drops an older copy of the row first, so a replayed event never duplicates it. Only the
+    row goes in: ``#inbox-rows`` opts out of the morph extension, which would insert the
+    ``<tbody>`` too."""
     return f'<template><tbody hx-swap-oob="{swap}:#inbox-rows">{row_html}</tbody></template>'
 
 

@@ -11,17 +11,20 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.http import QueryDict
 from django.utils.safestring import SafeString
 
 from forgeui.inbox.markdown import render_markdown
 from forgeui.inbox.payloads import Field, fields_of
-from forgeui.models import Interrupt
+from forgeui.models import AgentRequest, Interrupt
 from forgeui.requests import shapes
 from forgeui.requests.graph import GRAPH
 from forgeui.runs import foreign
+from forgeui.runs.wording import calls_words
 
 LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 MAX_DIFF_LINES = 400
@@ -58,6 +61,46 @@ class RequestForm:
     message: str = ""
     errors: list[str] = field(default_factory=list)
     graph_node: str = ""  # a graph's own pause (Agent Inbox, HITL middleware): its node
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
+    """What a reviewer needs to know about an agent's request beside its calls (the
+    context card shows these, not the request's raw input and answer schema)."""
+
+    agent: str
+    token_agent: str  # the agent its token names, which may differ from the name it gave
+    session: str
+    callback_host: str  # where the decision is posted ("" when the agent polls)
+    asked_at: datetime
+    deadline_at: datetime | None
+    on_deadline: str  # the default decision in words ("" when none)
+
+
+def facts_of(interrupt: Interrupt) -> RequestFacts | None:
+    """The facts of an agent's request (None for any other interrupt)."""
+    if not is_agent_request(interrupt):
+        return None
+    row = (AgentRequest.objects.select_related("callback")
+           .filter(pk=interrupt.root_thread_id).first())
+    if row is None:
+        return None
+    url = urlsplit(row.callback.url) if row.callback is not None else None
+    return RequestFacts(
+        agent=row.agent, token_agent=row.token_agent, session=row.session,
+        callback_host=url.netloc.rpartition("@")[2] if url is not None else "",
+        asked_at=row.created_at, deadline_at=interrupt.deadline_at,
+        on_deadline=default_words(interrupt) if interrupt.has_default else "")
+
+
+def default_words(interrupt: Interrupt) -> str:
+    """What the deadline decides: "every call rejected", or each call's decision."""
+    default = interrupt.default
+    decisions = default.get("decisions") if isinstance(default, dict) else None
+    kinds = {d.get("type") for d in decisions or [] if isinstance(d, dict)}
+    if decisions and len(kinds) == 1 and kinds <= {"approve", "reject"}:
+        return f"every call {'approved' if kinds == {'approve'} else 'rejected'}"
+    return calls_words(default, interrupt.payload)
 
 
 def is_request(interrupt: Interrupt) -> bool:

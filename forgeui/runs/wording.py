@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from forgeui.models import BREAKPOINT_KINDS, Answer, AnswerKind, Interrupt
+from forgeui.runs import foreign
 
 SUMMARY_LENGTH = 160
 ANSWER_LENGTH = 160
+CALLS_LENGTH = 480  # decisions on several calls: one clause each, not cut after the first
 VALUE_LENGTH = 40  # one value inside a line
 DEFAULT_FIELDS = 3
 HEADING_KEYS = ("title", "question", "description")
@@ -51,6 +53,8 @@ def summarize(payload: Any, node: str, kind: str = "node",
         about = payload.get("input" if kind == "before" else "output")
         head = f"Paused {kind} {payload.get('node') or node}"
         return line(head, marked_fields(about, marked) or scalar_fields(about))
+    if calls := foreign.actions_of(payload):
+        return line(calls_heading(calls), calls_fields(calls))
     if isinstance(payload, dict):
         return line(*_dict_summary(payload, node, marked, run_input))
     if isinstance(payload, str) and payload.strip():
@@ -64,10 +68,29 @@ def _dict_summary(payload: dict[str, Any], node: str, marked: Sequence[str] | No
     data = {key: value for key, value in payload.items() if key not in NOT_DATA}
     args = payload.get("args")
     fields = (marked_fields(payload, marked) or marked_fields(args, marked)
-              or scalar_fields(data) or scalar_fields(args))
+              or scalar_fields(data) or scalar_fields(args)
+              or calls_fields(payload.get("calls")))  # an agent's request
     if head:
         return head, fields or scalar_fields(run_input)
     return f"{node}: {proposal(payload)}" if proposal(payload) else node, fields
+
+
+def calls_heading(calls: list[dict[str, Any]]) -> str:
+    """A request about tool calls is titled by its tools, as an agent's request is."""
+    return f"Approve {', '.join(str(c.get('name') or '?') for c in calls)}?"
+
+
+def calls_fields(calls: Any) -> list[str]:
+    """Each proposed call as "tool: its args in brief"."""
+    if not isinstance(calls, list):
+        return []
+    return [f"{c.get('name')}: {args_words(c.get('args'))}" for c in calls
+            if isinstance(c, dict) and c.get("name")]
+
+
+def args_words(args: Any) -> str:
+    """A call's arguments in brief: its first scalar ones, else the whole value, short."""
+    return ", ".join(scalar_fields(args)) or plain(args, VALUE_LENGTH)
 
 
 def heading(payload: dict[str, Any]) -> str:
@@ -117,6 +140,8 @@ def answer_words(value: Any, payload: Any = None, kind: str = "node", note: str 
     steering note given with the answer) is the reason of a bare reject."""
     if kind in BREAKPOINT_KINDS:
         return shorten(_breakpoint_words(value, note.strip()), ANSWER_LENGTH)
+    if per_call := calls_words(value, payload):
+        return shorten(per_call, CALLS_LENGTH)
     return shorten(_words(value, payload, note.strip()), ANSWER_LENGTH)
 
 
@@ -207,6 +232,84 @@ def _reason(value: dict[str, Any]) -> str:
         if isinstance(value.get(key), str) and value[key].strip():
             return first_line(value[key])
     return ""
+
+
+# -- decisions per call -------------------------------------------------------------
+
+def calls_words(value: Any, payload: Any) -> str:
+    """Decisions on a request's calls, one clause each: "issue_refund: Edited amount 40 →
+    35; send_email: Approved" ("" when ``value`` is no such answer). The calls are an
+    agent's request's, or a LangChain or Agent Inbox request's."""
+    decisions, message = _call_decisions(value)
+    calls = _proposed_calls(payload)
+    if decisions is None or not calls:
+        return ""
+    said = "; ".join(f"{_call_name(calls, at, decision)}: {_call_words(decision, calls, at)}"
+                     for at, decision in enumerate(decisions))
+    return f"{said} · Note: {first_line(message)}" if message else said
+
+
+def _call_decisions(value: Any) -> tuple[list[dict[str, Any]] | None, str]:
+    """The per-call decisions of an answer, and the note sent with them."""
+    if isinstance(value, dict) and isinstance(value.get("decisions"), list):
+        decisions, message = value["decisions"], value.get("message")
+    elif isinstance(value, list):  # Agent Inbox: one response per request
+        decisions, message = value, None
+    else:
+        return None, ""
+    if not decisions or not all(isinstance(d, dict) for d in decisions):
+        return None, ""
+    return decisions, message if isinstance(message, str) else ""
+
+
+def _proposed_calls(payload: Any) -> list[dict[str, Any]]:
+    if isinstance(payload, dict) and isinstance(payload.get("calls"), list):
+        return [c for c in payload["calls"] if isinstance(c, dict)]
+    return foreign.actions_of(payload) or []
+
+
+def _call_name(calls: list[dict[str, Any]], at: int, decision: dict[str, Any]) -> str:
+    if at < len(calls) and calls[at].get("name"):
+        return str(calls[at]["name"])
+    edited = decision.get("edited_action")
+    return str(edited.get("name")) if isinstance(edited, dict) else f"call {at + 1}"
+
+
+def _call_words(decision: dict[str, Any], calls: list[dict[str, Any]], at: int) -> str:
+    kind = _kind_of(decision)
+    said = {"approve": "Approved", "accept": "Approved", "reject": "Rejected",
+            "ignore": "Ignored", "respond": "Responded", "response": "Responded"}.get(kind)
+    if kind == "edit":
+        proposed = calls[at].get("args") if at < len(calls) else None
+        return shorten(_changes(_edited_args(decision), proposed), ANSWER_LENGTH)
+    if said is None:
+        return plain(decision, VALUE_LENGTH)
+    reason = decision.get("message", decision.get("args"))
+    return f"{said}: {plain(reason, VALUE_LENGTH * 2)}" if isinstance(reason, str) and \
+        reason.strip() else said
+
+
+def _edited_args(decision: dict[str, Any]) -> Any:
+    """The edited arguments: forge's ``args``, LangChain's ``edited_action.args``, or
+    Agent Inbox's ``args.args``."""
+    edited = decision.get("edited_action")
+    if isinstance(edited, dict):
+        return edited.get("args")
+    args = decision.get("args")
+    if isinstance(args, dict) and isinstance(args.get("args"), dict) and "action" in args:
+        return args["args"]
+    return args
+
+
+def _changes(edited: Any, proposed: Any) -> str:
+    """"Edited amount 40 → 35, note → rush": each changed argument, from and to."""
+    if not isinstance(edited, dict) or not isinstance(proposed, dict):
+        return f"Edited to {plain(edited, VALUE_LENGTH)}"
+    changes = [(f"{key} {plain(proposed[key], VALUE_LENGTH // 2)} → " if key in proposed
+                else f"{key} → ") + plain(edited[key], VALUE_LENGTH // 2)
+               for key in edited if proposed.get(key, _ABSENT) != edited[key]]
+    changes += [f"{key} removed" for key in proposed if key not in edited]
+    return "Edited " + ", ".join(changes) if changes else "Edited, nothing changed"
 
 
 # -- values as text -----------------------------------------------------------------

@@ -13,13 +13,10 @@
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
  * 6. Times: one format everywhere, in UTC or the browser's zone (the reader's choice,
  *    kept in localStorage); relative ones show the exact time on hover.
- * 7. Keyboard: j/k move through the inbox, a approves, r rejects, ? shows the keys;
- *    never while typing in a field.
- * 8. Reject (and ignore) waits five seconds with an Undo before it is sent; buttons with
- *    data-confirm ask first.
- * 9. Scrollable boxes get a tab stop, so a keyboard can scroll them too.
- * 10. After a refused form (422) focus goes to the first error, not to <body>, where the
- *     swap that replaced the focused button would leave it.
+ * 7. Scrollable boxes get a tab stop, so a keyboard can scroll them too.
+ * 8. After a refused form (422) focus goes to the first error, not to <body>, where the
+ *    swap that replaced the focused button would leave it.
+ * The keyboard and the undo of a reject are in keys.js.
  */
 (function () {
   "use strict";
@@ -186,6 +183,8 @@
   };
   Idiomorph.defaults.callbacks.beforeNodeRemoved = function (node) {
     if (counting(node)) return false;
+    // What an action said it did (a note saved) outlives the redraw that action causes.
+    if (node.nodeType === 1 && node.hasAttribute("data-stays")) return false;
     if (!holdsInput(node)) return true;
     keep(node);
     return false;
@@ -343,135 +342,6 @@
     var hint = document.getElementById(field.getAttribute("aria-describedby"));
     var max = parseInt(field.getAttribute("maxlength"), 10);
     if (hint && !isNaN(max)) hint.textContent = field.value.length + " of " + max + " characters used.";
-  });
-
-  // -- confirm, and reject with undo ------------------------------------------------------------
-  var UNDO_SECONDS = 5;
-
-  document.addEventListener("click", function (evt) {
-    var button = evt.target.closest && evt.target.closest("button[data-confirm], button[data-undo]");
-    if (!button) return;
-    if (button.hasAttribute("data-confirm")) {
-      if (!window.confirm(button.getAttribute("data-confirm"))) {
-        evt.preventDefault();
-        evt.stopPropagation();
-      }
-      return;
-    }
-    if (button.getAttribute("data-undo") === "go") {  // the countdown's own click
-      button.setAttribute("data-undo", "");
-      return;
-    }
-    evt.preventDefault();
-    evt.stopPropagation();
-    startUndo(button);
-  }, true);
-
-  function startUndo(button) {
-    var form = button.form;
-    if (!form || form.classList.contains("undoing")) return;
-    var left = UNDO_SECONDS;
-    var bar = document.createElement("div");
-    bar.className = "undo-bar";
-    bar.setAttribute("role", "status");
-    var label = document.createElement("span");
-    var undo = document.createElement("button");
-    undo.type = "button";
-    undo.className = "btn btn-sm";
-    undo.textContent = "Undo";
-    bar.appendChild(label);
-    bar.appendChild(undo);
-    var what = button.textContent.trim();
-    function show() { label.textContent = what + " in " + left + " s… "; }
-    show();
-    form.classList.add("undoing");
-    form.appendChild(bar);
-    undo.focus();
-    var timer = setInterval(function () {
-      left -= 1;
-      if (left > 0) { show(); return; }
-      clearInterval(timer);
-      bar.remove();
-      form.classList.remove("undoing");
-      button.setAttribute("data-undo", "go");
-      button.click();
-    }, 1000);
-    undo.addEventListener("click", function () {
-      clearInterval(timer);
-      bar.remove();
-      form.classList.remove("undoing");
-      button.focus();
-    });
-  }
-
-  // -- keyboard -------------------------------------------------------------------------------
-  function typing(target) {
-    return target && (/^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) || target.isContentEditable);
-  }
-
-  function inboxRows() {
-    return Array.prototype.filter.call(document.querySelectorAll("#inbox-rows tr.row[id]"),
-      function (tr) { return !tr.classList.contains("outcome"); });
-  }
-
-  function currentRow() {
-    var active = document.activeElement;
-    var holder = active && active.closest ? active.closest("#inbox-rows tr.row") : null;
-    return holder || document.querySelector("#inbox-rows tr.row.current");
-  }
-
-  function makeCurrent(tr) {
-    if (!tr) return;
-    document.querySelectorAll("#inbox-rows tr.row.current").forEach(function (other) {
-      other.classList.remove("current");
-    });
-    tr.classList.add("current");
-    var link = tr.querySelector(".row-link");
-    if (link) link.focus();
-    if (tr.scrollIntoView) tr.scrollIntoView({ block: "nearest" });
-  }
-
-  function move(step) {
-    var rows = inboxRows();
-    if (!rows.length) return;
-    var at = rows.indexOf(currentRow());
-    var next = at < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, at + step));
-    makeCurrent(rows[next]);
-  }
-
-  function press(key) {
-    var row = currentRow();
-    var forms = document.querySelectorAll(".answer-form");
-    // Outside the inbox only a page with one answer form has an obvious target.
-    var scope = row || (forms.length === 1 ? forms[0] : null);
-    var button = scope && scope.querySelector("button[data-key=" + key + "]");
-    if (button) button.click();
-  }
-
-  // After a row is answered, the next one becomes current, so the flow goes on.
-  document.addEventListener("htmx:beforeRequest", function (evt) {
-    var form = evt.detail.elt;
-    if (!form.classList || !form.classList.contains("row-answer")) return;
-    var tr = form.closest("tr");
-    if (tr !== currentRow()) return;
-    var rows = inboxRows();
-    var at = rows.indexOf(tr);
-    makeCurrent(rows[at + 1] || rows[at - 1]);
-  });
-
-  document.addEventListener("keydown", function (evt) {
-    if (evt.ctrlKey || evt.metaKey || evt.altKey || typing(evt.target)) return;
-    var help = document.getElementById("keys-help");
-    if (help && help.open) return;
-    if (evt.key === "?") {
-      if (help && help.showModal) { help.showModal(); evt.preventDefault(); }
-    } else if (evt.key === "j" || evt.key === "k") {
-      move(evt.key === "j" ? 1 : -1);
-      evt.preventDefault();
-    } else if (evt.key === "a" || evt.key === "r") {
-      press(evt.key);
-      evt.preventDefault();
-    }
   });
 
   // -- after a refused form, focus the first thing to fix --------------------------------------

@@ -53,13 +53,17 @@ def test_cancel_with_a_reason_stops_the_guarded_node(forge: LiveServer, login: L
     expect(panel.get_by_role("button", name="Approve")).to_have_count(0)
     expect(panel.locator("[title='Answers false'], [data-key=r]")).to_have_count(0)
 
-    # No reason: refused beside the field, nothing recorded.
+    # No reason: refused beside the field, nothing recorded, the note typed beside it kept.
+    note = panel.get_by_label("Note to this run", exact=False)
+    note.fill("QA signs off on Monday")
     reason = panel.get_by_label("Reason")
     reason.fill("   ")
     panel.get_by_role("button", name="Cancel the run").click()
     error = page.locator(".cancel-run .error")
     expect(error).to_have_text("Say why the run is cancelled: a reason is required")
     expect(page.get_by_label("Reason")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Note to this run", exact=False)).to_have_value(
+        "QA signs off on Monday")
     assert run_status(forge, interrupt["run_id"], "interrupted")["status"] == "interrupted"
 
     page.get_by_label("Reason").fill(f"{version} has not passed QA yet")
@@ -107,6 +111,9 @@ def test_a_breakpoint_row_has_no_reject_and_r_does_nothing(
     expect(row).to_have_class("row current")
     page.keyboard.press("r")
     expect(page.locator(".undo-bar")).to_have_count(0)
+    said = "A breakpoint has no reject"
+    expect(row.locator(".key-note")).to_contain_text(said)  # where the reader looks
+    expect(page.locator("#announce")).to_contain_text(said)  # and read out
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_contain_text("a breakpoint has no reject")
     page.keyboard.press("Escape")

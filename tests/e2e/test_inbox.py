@@ -83,6 +83,10 @@ def test_an_auditor_cannot_answer(forge: LiveServer, login: Login) -> None:
     expect(line).to_be_visible()
     expect(line.get_by_role("button")).to_have_count(0)
     expect(line.get_by_role("link", name="View")).to_be_visible()
+    line.locator(".row-link").focus()
+    page.keyboard.press("a")  # says why nothing happened, in the row and aloud
+    expect(line.locator(".key-note")).to_contain_text("this row is read-only for you")
+    expect(page.locator("#announce")).to_contain_text("read-only for you")
     page.goto(f"{forge.url}/interrupts/{pending['id']}/")
     expect(page.locator(".answer-panel")).to_contain_text("Read-only")
     expect(page.locator(".answer-panel form")).to_have_count(0)
@@ -158,3 +162,20 @@ def test_a_dropped_socket_catches_up_on_reconnect(forge: LiveServer,
     # Replayed from the Event table after the cursor the page sent on reconnecting.
     expect(row(page, missed["id"])).to_be_visible(timeout=3000)
     expect(page.locator("#live-status")).to_have_attribute("data-state", "on")
+
+
+def test_a_live_row_lines_up_with_the_header_on_a_laptop(forge: LiveServer,
+                                                         login: Login) -> None:
+    page = login("reviewer")  # 1440x900
+    [pending] = forge.start("transfer", {"amount": 43})
+    expect(row(page, pending["id"])).to_be_visible(timeout=5000)
+    assert page.locator("table.inbox tbody tbody").count() == 0
+    assert page.locator("#inbox-rows > tr#int-" + pending["id"]).count() == 1
+    heads = page.locator("table.inbox thead th")
+    cells = row(page, pending["id"]).locator(":scope > td")
+    assert cells.count() == heads.count()
+    for at in range(4):  # the columns a laptop shows first: select, question, age, answer
+        head, cell = heads.nth(at).bounding_box(), cells.nth(at).bounding_box()
+        assert abs(head["x"] - cell["x"]) < 1 and abs(head["width"] - cell["width"]) < 1
+    approve = row(page, pending["id"]).get_by_role("button", name="Approve").bounding_box()
+    assert approve["x"] >= 0 and approve["x"] + approve["width"] <= 1440

@@ -216,8 +216,13 @@ def test_a_note_reaches_a_paused_sub_agent_without_answering_it(forge: LiveServe
     panel.get_by_text("Add a note without answering").click()
     panel.get_by_label("Steering note for writer_agent; the question stays open").fill(
         "Cite the finance ledger.")
+    page.evaluate("() => { window.redraws = 0; document.addEventListener("
+                  "'forge:refreshed', () => { window.redraws += 1; }); }")
     panel.get_by_role("button", name="Add note").click()
     # The note is saved once the page says so; leaving sooner would abort its request.
+    expect(panel.get_by_role("status")).to_contain_text("Saved as a steering note")
+    # The saved note redraws the tree; the message saying so stays.
+    page.wait_for_function("() => window.redraws > 0")
     expect(panel.get_by_role("status")).to_contain_text("Saved as a steering note")
     assert forge.api("GET", f"/api/interrupts/{writer['id']}")["status"] == "pending"
     page.goto(f"{forge.url}/interrupts/{writer['id']}/")

@@ -25,6 +25,7 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Answer, Approval, Event, Interrupt, InterruptStatus, Vote
+from forgeui.requests.present import facts_of as request_facts
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services, storable
@@ -148,7 +149,7 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
-        "request": request_form(interrupt),
+        "request": request_form(interrupt), "request_facts": request_facts(interrupt),
         "approvals": (tally := approvals.tallies([interrupt]).get(interrupt.pk)),
         "voted": next((a for a in (*tally.approvals, *tally.rejections)
                        if viewer is not None and a.user_id == viewer.user_id), None)
@@ -259,7 +260,8 @@ def cancel_at_breakpoint(request: HttpRequest, interrupt_id: str) -> HttpRespons
     interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
                                   pk=interrupt_id)
     where = "page" if request.POST.get("where") == "page" else "panel"
-    typed = {"reason": request.POST.get("reason", "")}
+    # The note typed beside the reason is only given back (a cancelled run reads none).
+    typed = {name: request.POST.get(name, "") for name in ("reason", "steering")}
     try:
         services.cancel_at_breakpoint(request.user, interrupt.pk, typed["reason"])
     except StaleAnswer as stale:

@@ -207,3 +207,18 @@ def test_bulk_with_nothing_to_settle_says_so(users: dict[str, User]) -> None:
     assert "Nothing to continue: tick the rows first, or no row matching the filter takes " \
            "“continue”" in response.content.decode()
     assert not Answer.objects.exists()
+
+
+def test_a_cancel_without_a_reason_keeps_the_note_typed_beside_it(
+        users: dict[str, User], ledger: Path) -> None:
+    interrupt = breakpoint_at(users, ledger)
+    client = reviewer(users)
+    page = client.get(f"/interrupts/{interrupt.pk}/").content.decode()
+    cancel = re.search(r'<form[^>]*class="cancel-run"[^>]*>', page)
+    assert cancel is not None and f'hx-include="#steer-{interrupt.pk}"' in cancel.group(0)
+    assert f'id="steer-{interrupt.pk}" name="steering"' in page
+    response = client.post(f"/interrupts/{interrupt.pk}/cancel/",
+                           {"where": "page", "reason": "", "steering": "ask QA first"}, **HTMX)
+    assert response.status_code == 422
+    assert ">ask QA first</textarea>" in response.content.decode()
+    assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
