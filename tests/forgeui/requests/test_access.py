@@ -15,6 +15,7 @@ from django.test import Client, override_settings
 
 from forgeui.api.longpoll import LongPolls
 from forgeui.models import ApiToken
+from forgeui.requests.mcp_mount import Mount
 from forgeui.requests.service import NotAllowed, agent_for_token, caller_for_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,16 +108,30 @@ def test_only_agent_tokens_act_for_mcp(users: dict[str, User]) -> None:
     assert agent_for_token(agent_token("bot")).agent == "bot"
 
 
-def long_poll(path: str, token: str) -> httpx.Response:
-    """``GET`` through the long-poll layer in front of Django, as daphne serves it."""
-    app = LongPolls(get_asgi_application())
+def front(method: str, path: str, token: str, **kwargs: Any) -> httpx.Response:
+    """A call through the layers in front of Django (``/mcp``, long polls), as daphne
+    serves them."""
+    app = Mount(LongPolls(get_asgi_application()))
 
-    async def get() -> httpx.Response:
+    async def send() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
-            return await c.get(path, headers={"Authorization": f"Bearer {token}"})
+            return await c.request(method, path, headers={"Authorization": f"Bearer {token}"},
+                                   **kwargs)
 
-    return async_to_sync(get)()
+    return async_to_sync(send)()
+
+
+def long_poll(path: str, token: str) -> httpx.Response:
+    return front("GET", path, token)
+
+
+def test_mcp_refuses_a_persons_token(users: dict[str, User]) -> None:
+    tools = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    for who in ("reviewer", "nobody"):
+        refused = front("POST", "/mcp", token_for(users[who]), json=tools)
+        assert refused.status_code == 403 and "agent token" in refused.json()["detail"]
+    assert front("POST", "/mcp", "not-a-token", json=tools).status_code == 401
 
 
 def test_a_long_poll_refuses_a_token_without_a_role(users: dict[str, User]) -> None:
