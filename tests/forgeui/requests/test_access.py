@@ -73,6 +73,10 @@ def test_each_agent_has_its_own_idempotency_keys(users: dict[str, User]) -> None
     ids = {ask(token, idempotency_key="k-1").json()["id"] for token in (
         token_for(reviewer), token_for(reviewer, agent="a"), token_for(reviewer, agent="b"))}
     assert len(ids) == 3 and made.json()["id"] not in ids
+    # Nor do two people, nor two users' agents of one name.
+    auditor = users["auditor"]
+    assert ask(token_for(auditor), idempotency_key="k-1").json()["id"] not in ids
+    assert ask(token_for(auditor, agent="a"), idempotency_key="k-1").json()["id"] not in ids
 
 
 SMALL_PAYMENTS = {"small": {"agents": ["billing-bot"], "approvals": 1,
