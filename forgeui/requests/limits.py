@@ -1,7 +1,8 @@
 """The limits every approval request meets, however it comes: ``POST /api/requests``
 (whose body parser and schema apply them first) or an MCP tool call (which has neither).
 
-The numbers are the API's; ``tests/forgeui/requests/test_limits.py`` keeps them equal.
+The numbers are the API's (``forgeui.api.parser``, which this layer may not import); a
+test keeps them equal.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
+from forgeui.api import parser
 from forgeui.models import AgentRequest, ApiToken, AuditEntry, Interrupt
-from forgeui.requests import mcp_server, service
+from forgeui.requests import limits, mcp_server, service
 from forgeui.requests.service import Caller
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -169,3 +170,8 @@ async def test_the_apis_limits_hold_over_mcp(bot: Caller, args: dict[str, Any]) 
     assert await sync_to_async(requests_made)() == 0
     assert not await sync_to_async(
         AuditEntry.objects.filter(action__startswith="request.").exists)()
+
+
+def test_the_limits_are_the_api_parsers() -> None:
+    assert (limits.MAX_BODY_BYTES, limits.MAX_DEPTH, limits.MAX_SAFE_INTEGER) == (
+        parser.MAX_BODY_BYTES, parser.MAX_DEPTH, parser.MAX_SAFE_INTEGER)
