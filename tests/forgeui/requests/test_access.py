@@ -11,6 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.core.asgi import get_asgi_application
+from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
 from forgeui.api.longpoll import LongPolls
@@ -101,6 +102,13 @@ def test_a_person_token_without_a_role_is_no_caller(users: dict[str, User]) -> N
     with pytest.raises(NotAllowed, match="no forge role"):
         caller_for_token(nobody)
     assert caller_for_token(token_for(users["auditor"])).user == users["auditor"]
+
+
+def test_mcp_over_stdio_refuses_a_persons_token(users: dict[str, User],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORGE_AGENT_TOKEN", token_for(users["reviewer"]))
+    with pytest.raises(CommandError, match="person's token"):
+        call_command("mcp")
 
 
 def test_only_agent_tokens_act_for_mcp(users: dict[str, User]) -> None:
