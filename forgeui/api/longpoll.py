@@ -28,6 +28,7 @@ from forgeui.runs.exceptions import NotFound
 ASGI = Callable[[dict[str, Any], Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]],
                 Awaitable[None]]
 PATH = re.compile(r"^/api/requests/([A-Za-z0-9_-]{1,255})/?$")
+WAIT = re.compile(r"[0-9]{1,3}")
 
 
 def off_loop(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -61,7 +62,8 @@ class LongPolls:
         waits = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", [])
         if found is None or scheme.lower() != "bearer" or len(waits) != 1:
             return None
-        if not waits[0].isdigit() or not 0 < int(waits[0]) <= MAX_WAIT_S:
+        # ASCII digits only: str.isdigit() takes "²", which int() refuses.
+        if not WAIT.fullmatch(waits[0]) or not 0 < int(waits[0]) <= MAX_WAIT_S:
             return None
         return found.group(1), int(waits[0]), token.strip()
 

@@ -20,11 +20,11 @@ from pydantic import StringConstraints
 from forgeui.api.auth import SessionAuth, may_read
 from forgeui.api.schemas import BODY_ERRORS, ERRORS, Body, ConflictOut, Id
 from forgeui.models import AgentRequest, ApiToken
-from forgeui.requests import service, shapes
+from forgeui.requests import limits, service, shapes
 from forgeui.requests.service import Caller
 from forgeui.requests.waiting import waiters
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_NAME)]
 Decision = Literal["approve", "edit", "reject", "respond"]
 MAX_WAIT_S = 60
 
@@ -68,7 +68,7 @@ class AgentIn(Body):
 
 
 class RequestIn(Body):
-    actions: list[ActionIn] = Field(..., min_length=1, max_length=50)
+    actions: list[ActionIn] = Field(..., min_length=1, max_length=limits.MAX_ACTIONS)
     title: Annotated[str, StringConstraints(max_length=300)] | None = None
     description: str | None = Field(None, description="markdown, rendered safely")
     agent: AgentIn | None = None

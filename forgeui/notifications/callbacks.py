@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgeui.models import AgentRequest, Answer, Event, EventKind, WebhookDelivery
+from forgeui.models import (
+    AgentRequest,
+    Answer,
+    Event,
+    EventKind,
+    Interrupt,
+    InterruptStatus,
+    WebhookDelivery,
+)
 
 ENDING = {EventKind.INTERRUPT_ANSWERED: "request.decided",
           EventKind.INTERRUPT_CANCELLED: "request.cancelled"}
@@ -26,15 +34,28 @@ def callback_deliveries(event: Event) -> list[int]:
         return []
     delivery, created = WebhookDelivery.objects.get_or_create(
         webhook=request.callback, event_id=event.id,
-        defaults={"event": "interrupt.answered", "body": body(request, event, name)})
+        defaults={"event": name, "body": body(request, event, name)})
     return [delivery.pk] if created else []
 
 
 def body(request: AgentRequest, event: Event, name: str) -> dict[str, Any]:
+    """What the callback says: the request's ending, as ``GET /api/requests/{id}`` does."""
     answer = (Answer.objects.filter(interrupt_id=event.interrupt_id).order_by("-id")
               .select_related("user").first())
     value = answer.value if answer is not None and isinstance(answer.value, dict) else {}
-    return {"event": name, "event_id": event.id, "request_id": request.pk,
+    interrupt = Interrupt.objects.filter(pk=event.interrupt_id).first()
+    status = "cancelled" if interrupt is None else ended_status(interrupt, answer)
+    return {"event": name, "event_id": event.id, "request_id": request.pk, "status": status,
             "interrupt_id": event.interrupt_id, "created_at": event.created_at.isoformat(),
             "decisions": value.get("decisions") or [], "message": value.get("message"),
             "responder": answer.user.get_username() if answer and answer.user else None}
+
+
+def ended_status(interrupt: Interrupt, answer: Answer | None) -> str:
+    """``cancelled``, ``expired`` (its deadline answered: no person, no policy's rule) or
+    ``decided``."""
+    if interrupt.status == InterruptStatus.CANCELLED:
+        return "cancelled"
+    meta = answer.meta if answer is not None else {}
+    by_deadline = interrupt.answered_by_id is None and interrupt.deadline_at is not None
+    return "expired" if by_deadline and not meta.get("policy") else "decided"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from forgeui.requests.service import NotAllowed, caller_for_token
+from forgeui.requests.service import NotAllowed, NotAnAgent, agent_for_token
 
 ASGI = Callable[[dict[str, Any], Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]],
                 Awaitable[None]]
@@ -54,25 +55,29 @@ class Mount:
         if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
             await self.inner(scope, receive, send)
             return
-        if not await self._authenticated(scope):
-            await send({"type": "http.response.start", "status": 401, "headers": [
+        refused = await self._refusal(scope)
+        if refused is not None:
+            status, detail = refused
+            await send({"type": "http.response.start", "status": status, "headers": [
                 (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
             await send({"type": "http.response.body",
-                        "body": b'{"detail": "send an agent token: Bearer <token>"}'})
+                        "body": json.dumps({"detail": detail}).encode()})
             return
         app = await self._running_app()
         await app(scope, receive, send)
 
-    async def _authenticated(self, scope: dict[str, Any]) -> bool:
+    async def _refusal(self, scope: dict[str, Any]) -> tuple[int, str] | None:
+        """Why this call may not use ``/mcp`` (401: no valid token; 403: not an agent's),
+        or None."""
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
+        if scheme.lower() != "bearer" or not token.strip():
+            return 401, "send an agent token: Authorization: Bearer <token>"
         try:
-            await sync_to_async(caller_for_token)(token.strip())
-        except NotAllowed:
-            return False
-        return True
+            await sync_to_async(agent_for_token)(token.strip())
+        except NotAllowed as exc:
+            return (403 if isinstance(exc, NotAnAgent) else 401), str(exc)
+        return None
 
     async def _running_app(self) -> Any:
         if self._started is None:

@@ -1,38 +1,44 @@
 """The MCP server: ``request_approval`` and ``ask_human`` for any MCP client.
 
-Both tools make an approval request (``forgeui.requests.service``) and wait for it. The
-wait is the request's, not the call's: a client that times out and calls again with the
-same arguments gets the same request back (the idempotency key is derived from the
-agent, the tool and its arguments), and its decision once there is one. A decision older
-than ``REATTACH_S`` is not handed to a new call: the same call made later is asked anew.
-While waiting the tool sends progress notifications, which clients may use to keep the
-call open.
+Both tools make an approval request (``forgeui.requests.service``) and wait for it. Each
+call is a request of its own: only the same call, asked again after its client gave up,
+finds the request it made, by Claude Code's ``tool_use_id`` (with the same tool and input)
+or, within one session (one stdio process, one HTTP session id), by the same MCP request
+id and progress token. It gets that request's decision or waits on; one that was
+cancelled is asked anew. A call its client abandons (``notifications/cancelled``, a
+timeout, a closed connection) withdraws its pending request, so no reviewer decides what
+nobody waits for. While waiting the tool sends progress notifications, which clients may
+use to keep the call open.
 
 Transports: stdio (``manage.py mcp``, acting as the agent whose token is in
 ``FORGE_AGENT_TOKEN``) and streamable HTTP at ``/mcp`` (``forgeui.requests.mcp_mount``), in
 the SDK's stateless mode: each POST is served on its own, so nothing depends on the ASGI
-lifespan that daphne does not run, and any web process can answer any call.
+lifespan that daphne does not run, and any web process can answer any call. Both take
+agent tokens only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
-from datetime import timedelta
+import uuid
 from typing import Any
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.utils import timezone
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from forgeui.models import AgentRequest
-from forgeui.requests import service
-from forgeui.requests.service import Caller, caller_for_token
+from forgeui.requests import limits, service
+from forgeui.requests.service import Caller, NotAllowed, agent_for_token
 from forgeui.requests.waiting import waiters
+from forgeui.runs.exceptions import InvalidRequest
 
-REATTACH_S = 600.0
+logger = logging.getLogger(__name__)
 
 
 def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPServer:
@@ -40,24 +46,41 @@ def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPSer
     ``recheck_s``: how often a waiting call reads its request without being woken."""
     recheck_s = recheck_s or settings.FORGE_MCP_PROGRESS_SECONDS
     server = MCPServer("forge", instructions="Ask forge's reviewers before acting.")
+    stdio_session = uuid.uuid4().hex if fixed is not None else None  # one process, one session
 
     async def caller_of(ctx: Context) -> Caller:
         if fixed is not None:
             return fixed
         header = (ctx.headers or {}).get("authorization", "")
         scheme, _, token = header.partition(" ")
-        return await sync_to_async(caller_for_token)(token.strip() if scheme.lower() ==
-                                                     "bearer" else "")
+        try:
+            return await sync_to_async(agent_for_token)(
+                token.strip() if scheme.lower() == "bearer" else "")
+        except NotAllowed as exc:
+            raise ToolError(str(exc)) from None
 
-    @server.tool(description="Ask a person whether to run a tool call. Returns Claude "
-                             "Code's permission-prompt JSON: {\"behavior\": \"allow\", "
-                             "\"updatedInput\": {...}} or {\"behavior\": \"deny\", "
-                             "\"message\": \"...\"}.")
-    async def request_approval(tool_name: str, input: dict[str, Any], ctx: Context) -> str:
+    def same_call(ctx: Context, tool_use_id: str | None) -> list[Any] | None:
+        """What names this call should its client ask it again, if anything does."""
+        if tool_use_id:
+            return ["tool_use_id", tool_use_id]
+        session = stdio_session or (ctx.headers or {}).get("mcp-session-id")
+        if not session:  # stateless HTTP: request ids repeat in every session
+            return None
+        meta = ctx.request_context.meta or {}
+        return ["mcp", session, ctx.request_id, meta.get("progress_token")]
+
+    @server.tool(description="Ask a person whether to run a tool call (Claude Code's "
+                             "permission-prompt input: tool_name, input, tool_use_id). "
+                             "Returns {\"behavior\": \"allow\", \"updatedInput\": {...}} or "
+                             "{\"behavior\": \"deny\", \"message\": \"...\"}.")
+    async def request_approval(tool_name: str, input: dict[str, Any], ctx: Context,
+                               tool_use_id: str | None = None) -> str:
         caller = await caller_of(ctx)
+        if tool_use_id is not None and not 1 <= len(tool_use_id) <= limits.MAX_NAME:
+            raise ToolError(f"tool_use_id has 1 to {limits.MAX_NAME} characters")
         body = {"actions": [{"name": tool_name, "args": input}],
                 "agent": {"name": caller.agent or caller.user.get_username()}}
-        found = await ask_and_wait(caller, body, ctx, recheck_s)
+        found = await ask_and_wait(caller, body, ctx, recheck_s, same_call(ctx, tool_use_id))
         return json.dumps(permission(found, input))
 
     @server.tool(description="Ask a person a question and return their answer in words.")
@@ -70,7 +93,7 @@ def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPSer
             "agent": {"name": caller.agent or caller.user.get_username()}}
         if choices:
             body["description"] = "Answer with one of: " + ", ".join(choices)
-        found = await ask_and_wait(caller, body, ctx, recheck_s)
+        found = await ask_and_wait(caller, body, ctx, recheck_s, same_call(ctx, None))
         first = (found.get("decisions") or [{}])[0]
         return str(first.get("message") or f"(no answer: the request is {found['status']})")
 
@@ -90,36 +113,49 @@ def permission(found: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:
 
 
 async def ask_and_wait(caller: Caller, body: dict[str, Any], ctx: Context,
-                       recheck_s: float) -> dict[str, Any]:
-    row = await sync_to_async(attach)(caller, body)
+                       recheck_s: float, call: list[Any] | None) -> dict[str, Any]:
+    """The request's outcome once it has one; abandoned before that, it is withdrawn."""
+    try:
+        row = await sync_to_async(attach)(caller, body, call)
+    except InvalidRequest as exc:
+        raise ToolError(str(exc)) from None
     started = time.monotonic()
-    while True:
-        found = await waiters.until_ended(row.id, lambda: sync_to_async(service.outcome)(row),
-                                          settings.FORGE_MCP_PROGRESS_SECONDS, recheck_s)
-        if found["status"] != "pending":
-            return found
-        await ctx.report_progress(round(time.monotonic() - started), None,
-                                  f"waiting for a reviewer (request {row.id})")
+    found: dict[str, Any] = {"status": "pending"}
+    try:
+        while True:
+            found = await waiters.until_ended(
+                row.id, lambda: sync_to_async(service.outcome)(row),
+                settings.FORGE_MCP_PROGRESS_SECONDS, recheck_s)
+            if found["status"] != "pending":
+                return found
+            await ctx.report_progress(round(time.monotonic() - started), None,
+                                      f"waiting for a reviewer (request {row.id})")
+    finally:
+        if found["status"] == "pending":
+            await withdraw(caller, row.id)
 
 
-def attach(caller: Caller, body: dict[str, Any]) -> AgentRequest:
-    """The request for this call: the one a repeated call made, unless it ended long ago."""
-    key = call_key(caller, body)
+async def withdraw(caller: Caller, request_id: str) -> None:
+    """Cancel a request whose call was abandoned, even while the call is being cancelled."""
+    with anyio.CancelScope(shield=True):
+        try:
+            await sync_to_async(service.withdraw)(caller, request_id)
+        except Exception:  # the call is over either way; the row stays for a reviewer
+            logger.exception("could not withdraw request %s", request_id)
+
+
+def attach(caller: Caller, body: dict[str, Any], call: list[Any] | None) -> AgentRequest:
+    """A new request, or the one this same call made before unless that was cancelled."""
+    if call is None:
+        return service.create(caller, body).row
+    key = call_key(caller, body, call)
     while True:
         made = service.create(caller, {**body, "idempotency_key": key})
-        if made.created or not ended_long_ago(made.row):
+        if made.created or service.outcome(made.row)["status"] != "cancelled":
             return made.row
         key = "mcp-" + hashlib.sha256(f"{key}:{made.row.id}".encode()).hexdigest()[:40]
 
 
-def call_key(caller: Caller, body: dict[str, Any]) -> str:
-    text = json.dumps([caller.agent, body["actions"]], sort_keys=True, default=str)
+def call_key(caller: Caller, body: dict[str, Any], call: list[Any]) -> str:
+    text = json.dumps([caller.agent, call, body["actions"]], sort_keys=True, default=str)
     return "mcp-" + hashlib.sha256(text.encode()).hexdigest()[:40]
-
-
-def ended_long_ago(row: AgentRequest) -> bool:
-    found = service.outcome(row)
-    at = found.get("responded_at")
-    if found["status"] == "pending":
-        return False
-    return at is None or timezone.now() - at > timedelta(seconds=REATTACH_S)

@@ -8,6 +8,8 @@ API, the inbox page, a bulk answer, the deadline sweep) is the request's decisio
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -27,12 +29,14 @@ from forgeui.models import (
     Webhook,
 )
 from forgeui.notifications import egress
-from forgeui.requests import shapes
+from forgeui.notifications.callbacks import ended_status
+from forgeui.requests import limits, shapes
 from forgeui.requests.graph import GRAPH
 from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.runs.policies import approvals
 from forgeui.team.roles import Action, allowed
+from runtime import RunResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,12 @@ class NotAllowed(PermissionError):
     """No agent token (nor a person's token with a forge role) came with the call."""
 
 
+class NotAnAgent(NotAllowed):
+    """A person's token where only an agent's is taken."""
+
+
 def caller_for_token(token: str) -> Caller:
+    """The agent, or the person with a forge role, that ``token`` belongs to."""
     found = ApiToken.objects.authenticate(token) if token else None
     if found is None:
         raise NotAllowed("send an agent token: Authorization: Bearer <token>")
@@ -56,6 +65,17 @@ def caller_for_token(token: str) -> Caller:
     if not allowed(found.user, Action.READ):
         raise NotAllowed("this token's user has no forge role")
     return Caller(found.user)
+
+
+def agent_for_token(token: str) -> Caller:
+    """The agent ``token`` names; a person's token is refused (MCP is for agents)."""
+    found = ApiToken.objects.authenticate(token) if token else None
+    if found is None:
+        raise NotAllowed("send an agent token: Authorization: Bearer <token>")
+    if not found.agent:
+        raise NotAnAgent("this is a person's token; MCP takes an agent token "
+                         "(manage.py create_token --agent NAME)")
+    return Caller(found.user, found.agent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +87,7 @@ class Created:
 
 def create(caller: Caller, body: dict[str, Any]) -> Created:
     """Start a request's run; with a known ``idempotency_key`` return that request."""
-    key = body.get("idempotency_key") or ""
+    key = _stored_key(caller, body.get("idempotency_key") or "")
     if key and (found := _same(caller, key)) is not None:
         return Created(found, created=False)
     run_input, on_deadline = _run_input(caller, body)
@@ -81,23 +101,36 @@ def create(caller: Caller, body: dict[str, Any]) -> Created:
                 token_agent=caller.agent[:200],
                 session=(agent.get("session") or "")[:300],
                 callback=_callback(body.get("callback_url"), secret))
-            services.audit(caller.user, "request.create", object_type="request",
-                           object_id=row.id, thread_id=row.id, run_id=row.id,
-                           detail={"agent": row.agent, "on_deadline": on_deadline,
-                                   "idempotency_key": key})
     except IntegrityError:  # the same key, sent twice at once: the first one won
         if key and (found := _same(caller, key)) is not None:
             return Created(found, created=False)
         raise
-    _start(row, caller, run_input)
+    started = _start(row, caller, run_input)
+    # Audited once its run exists: a request refused on the way is no request.
+    services.audit(caller.user, "request.create", object_type="request", object_id=row.id,
+                   thread_id=row.id, run_id=row.id,
+                   detail={"agent": row.agent, "on_deadline": on_deadline,
+                           "idempotency_key": body.get("idempotency_key") or ""})
+    tasks.auto_decide(started)  # a policy's rule may approve it before anyone looks
     return Created(row, created=True, callback_secret=secret)
 
 
+def _stored_key(caller: Caller, key: str) -> str:
+    """An agent's keys are its own, apart from its user's and the user's other agents'
+    (an agent token may belong to a person)."""
+    if not key or not caller.agent:
+        return key
+    text = json.dumps([caller.agent, key])
+    return "agent-" + hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
 def _same(caller: Caller, key: str) -> AgentRequest | None:
-    return AgentRequest.objects.filter(owner=caller.user, idempotency_key=key).first()
+    return AgentRequest.objects.filter(owner=caller.user, token_agent=caller.agent[:200],
+                                       idempotency_key=key).first()
 
 
 def _run_input(caller: Caller, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    limits.check(body)
     actions = body["actions"]
     shapes.check_actions(actions)
     if body.get("callback_url"):
@@ -163,16 +196,15 @@ def _callback(url: str | None, secret: str) -> Webhook | None:
                                   events=[], active=False)
 
 
-def _start(row: AgentRequest, caller: Caller, run_input: dict[str, Any]) -> None:
+def _start(row: AgentRequest, caller: Caller, run_input: dict[str, Any]) -> RunResult:
     metadata = {"started_by": getattr(caller.user, "pk", None), "request_id": row.id,
                 "registered_as": GRAPH}
     try:
-        started = registry.get_executor(GRAPH).run_sync(run_input, thread_id=row.id,
-                                                         metadata=metadata, run_id=row.id)
+        return registry.get_executor(GRAPH).run_sync(run_input, thread_id=row.id,
+                                                      metadata=metadata, run_id=row.id)
     except BaseException:
         AgentRequest.objects.filter(pk=row.id).delete()  # no request without its run
         raise
-    tasks.auto_decide(started)  # a policy's rule may approve it before anyone looks
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -181,8 +213,10 @@ def _start(row: AgentRequest, caller: Caller, run_input: dict[str, Any]) -> None
 def find(caller: Caller, request_id: str) -> AgentRequest:
     """The request, if the caller may read it; ``NotFound`` otherwise (agents see only
     their own, and may not learn that others' exist)."""
-    row = (AgentRequest.objects.visible_to(caller.user, caller.agent)
-           .filter(pk=request_id).first())
+    found = AgentRequest.objects.visible_to(caller.user, caller.agent)
+    if caller.agent:  # not its user's requests, nor those of the user's other agents
+        found = found.filter(token_agent=caller.agent[:200])
+    row = found.filter(pk=request_id).first()
     if row is None:
         raise NotFound(f"no request {request_id!r}")
     return row
@@ -210,8 +244,7 @@ def outcome(row: AgentRequest) -> dict[str, Any]:
     value = answer.value if answer is not None and isinstance(answer.value, dict) else {}
     by = interrupt.answered_by
     meta = answer.meta if answer is not None else {}
-    expired = by is None and interrupt.deadline_at is not None and not meta.get("policy")
-    found = {"status": "expired" if expired else "decided", "interrupt_id": interrupt.pk,
+    found = {"status": ended_status(interrupt, answer), "interrupt_id": interrupt.pk,
              "decisions": value.get("decisions") or [], "message": value.get("message"),
              "responder": None if by is None else {"username": by.get_username(),
                                                    "name": by.get_full_name()},
@@ -251,6 +284,20 @@ def decide(user: Any, request_id: str, decisions: list[dict[str, Any]],
         value["message"] = message
     services.answer_interrupt(user, interrupt.pk, value)
     return outcome(row)
+
+
+def withdraw(caller: Caller, request_id: str) -> bool:
+    """Cancel the caller's own request while it is pending (its client stopped waiting);
+    False when it had already ended."""
+    row = find(caller, request_id)
+    if outcome(row)["status"] != "pending":
+        return False
+    with transaction.atomic():
+        services.audit(caller.user, "request.withdraw", object_type="request",
+                       object_id=row.id, thread_id=row.id, run_id=row.id,
+                       detail={"agent": row.agent})
+        services.enqueue_on_commit(tasks.cancel_run_task, row.id)
+    return True
 
 
 def may_ask(caller: Caller) -> bool:

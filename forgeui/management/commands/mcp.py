@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.requests.mcp_server import build
-from forgeui.requests.service import NotAllowed, caller_for_token
+from forgeui.requests.service import NotAllowed, agent_for_token
 
 STDIO_RECHECK_S = 1.0
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            caller = caller_for_token(os.environ.get("FORGE_AGENT_TOKEN", "").strip())
+            caller = agent_for_token(os.environ.get("FORGE_AGENT_TOKEN", "").strip())
         except NotAllowed as exc:
             raise CommandError(f"FORGE_AGENT_TOKEN: {exc}") from None
         build(fixed=caller, recheck_s=STDIO_RECHECK_S).run("stdio")

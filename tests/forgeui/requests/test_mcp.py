@@ -98,37 +98,54 @@ async def test_ask_human_over_http_returns_the_words(live: Forge) -> None:
     assert result.content[0].text == "use blue"
 
 
-async def test_a_call_repeated_after_a_client_timeout_reattaches(live: Forge) -> None:
-    args = {"tool_name": "Write", "input": {"file_path": "/tmp/a", "content": "x"}}
+def request_rows(live: Forge, tool: str) -> list[dict[str, Any]]:
+    rows = httpx.get(live.url + "/api/interrupts", params={"limit": 200},
+                     headers=live.headers("reviewer"), timeout=30).json()["items"]
+    return [r for r in rows if r.get("request_id")
+            and (r["payload"].get("calls") or [{}])[0].get("name") == tool]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_call_its_client_gives_up_on_is_withdrawn_and_asked_anew(
+        live: Forge, mode: str) -> None:
+    tool = f"Write-{mode}"
+    args = {"tool_name": tool, "input": {"file_path": "/tmp/a", "content": "x"},
+            "tool_use_id": f"toolu_{mode}"}
     progress: list[float] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(value)
 
-    async with http_client(live, "auto") as client:
-        with pytest.raises(MCPError) as gave_up:  # the client gives up; the request stays
+    async with http_client(live, mode) as client:
+        with pytest.raises(MCPError) as gave_up:  # the client gives up: so does forge
             await client.call_tool("request_approval", args, read_timeout_seconds=1.5)
         assert gave_up.value.error.code == REQUEST_TIMEOUT
-    first = pending_request(live, "Write")
-    decider = decide_later(live, "Write", [{"type": "reject", "message": "not there"}],
+    deadline = time.monotonic() + 30
+    while [r["status"] for r in await asyncio.to_thread(request_rows, live, tool)] != [
+            "cancelled"]:
+        assert time.monotonic() < deadline, "the abandoned request is still pending"
+        await asyncio.sleep(0.2)
+    decider = decide_later(live, tool, [{"type": "reject", "message": "not there"}],
                            after=2)
-    async with http_client(live, "auto") as client:
+    async with http_client(live, mode) as client:  # the same call again: a new row
         result = await client.call_tool("request_approval", args, progress_callback=on_progress)
     await asyncio.to_thread(decider.join, 30)
     assert json.loads(result.content[0].text) == {"behavior": "deny", "message": "not there"}
-    rows = (await asyncio.to_thread(
-        httpx.get, live.url + "/api/interrupts", params={"limit": 200},
-        headers=live.headers("reviewer"), timeout=30)).json()["items"]
-    writes = [r for r in rows if r.get("request_id")
-              and (r["payload"].get("calls") or [{}])[0].get("name") == "Write"]
-    assert [r["request_id"] for r in writes] == [first["request_id"]]
+    rows = await asyncio.to_thread(request_rows, live, tool)
+    assert sorted(r["status"] for r in rows) == ["answered", "cancelled"]
     assert progress and progress == sorted(progress)  # told it is still waiting
+    async with http_client(live, "legacy") as client:  # and again: its decision, at once
+        again = await client.call_tool("request_approval", args)
+    assert json.loads(again.content[0].text) == {"behavior": "deny", "message": "not there"}
+    assert len(await asyncio.to_thread(request_rows, live, tool)) == 2
 
 
 def test_mcp_without_an_agent_token_is_refused(live: Forge) -> None:
-    response = httpx.post(live.url + "/mcp", json={"jsonrpc": "2.0", "id": 1,
-                                                   "method": "tools/list"}, timeout=30)
-    assert response.status_code == 401
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert httpx.post(live.url + "/mcp", json=body, timeout=30).status_code == 401
+    person = httpx.post(live.url + "/mcp", json=body, headers=live.headers("reviewer"),
+                        timeout=30)
+    assert person.status_code == 403
 
 
 def test_a_web_process_loads_the_mcp_sdk_only_when_called() -> None:
