@@ -13,6 +13,9 @@ An interrupt payload decides how it may be answered:
 - a static breakpoint: continue (``true``, recorded as its answer) only; its node runs
   whatever the answer says, so stopping it is a cancel with a reason, not an answer.
 
+An agent's approval request edits each proposed call's args with the same schema form
+when its ``args_schema`` is a simple object (``read_request``), else as JSON.
+
 The services validate the value again against the schema; this module only gives people
 field-level messages before that.
 """
@@ -28,6 +31,9 @@ from django.http import QueryDict
 
 from forgeui.inbox.payloads import proposed_args
 from forgeui.inbox.rows import answer_schema, asks_yes_no
+from forgeui.models import Interrupt
+from forgeui.requests import present
+from forgeui.requests.shapes import allowed
 from forgeui.runs.answer_rules import declared_actions
 from forgeui.runs.exceptions import InvalidRequest
 
@@ -96,8 +102,10 @@ def field_for(prop: dict[str, Any], required: bool, name: str) -> forms.Field:
     if kind == "number":
         return forms.FloatField(**bounds, **common)
     longest = prop.get("maxLength")
-    # Room for several lines when the schema allows more than a line's worth.
-    widget = forms.Textarea(attrs={"rows": 5}) if not longest or longest > 200 else None
+    # Room for several lines when the schema allows more than a line's worth (an address
+    # or a date, which have a format, take one line).
+    widget = (forms.Textarea(attrs={"rows": 5})
+              if (not longest or longest > 200) and "format" not in prop else None)
     return forms.CharField(strip=False, min_length=prop.get("minLength"),
                            max_length=longest, widget=widget, **common)
 
@@ -138,6 +146,54 @@ def edit_form(payload: Any, data: QueryDict | None = None) -> forms.Form | None:
     if data is not None:
         return form_class(data, prefix="edit")
     return form_class(prefix="edit", initial=initial_values(schema, proposed_args(payload)))
+
+
+def call_edit_form(action: dict[str, Any], scope: str, index: int,
+                   data: QueryDict | None = None) -> forms.Form | None:
+    """The form editing one proposed call's args, prefilled from them, when its
+    ``args_schema`` is a simple object that names every arg; else None (JSON)."""
+    schema = action.get("args_schema")
+    args = action.get("args")
+    if ("edit" not in allowed(action) or not isinstance(schema, dict)
+            or schema.get("type") != "object" or not isinstance(args, dict | None)):
+        return None
+    form_class = schema_form_class(schema)
+    if form_class is None or set(args or {}) - set(schema["properties"]):
+        return None  # a form would drop the args it has no field for
+    names = {"prefix": f"args-{index}", "auto_id": f"edit-{scope}-%s"}
+    if data is not None:
+        return form_class(data, **names)
+    return form_class(initial=initial_values(schema, args), **names)
+
+
+def with_edit_forms(form: present.RequestForm | None, interrupt: Interrupt,
+                    data: QueryDict | None = None) -> present.RequestForm | None:
+    """``form`` with each call's edit form (bound to ``data`` when given)."""
+    if form is not None:
+        for call, action in zip(form.calls, present.actions_of(interrupt), strict=True):
+            call.edit_form = call_edit_form(action, interrupt.pk, call.index, data)
+    return form
+
+
+def read_request(interrupt: Interrupt,
+                 post: QueryDict) -> tuple[present.RequestForm, list[dict[str, Any]]]:
+    """``present.read`` with the edits typed into forms: a valid form stands for the
+    call's JSON args; an invalid one, chosen, refuses the whole submission."""
+    actions = present.actions_of(interrupt)
+    edits = [call_edit_form(action, interrupt.pk, index, post)
+             for index, action in enumerate(actions)]
+    data = post.copy()
+    for index, (action, edit) in enumerate(zip(actions, edits, strict=True)):
+        if edit is not None and edit.is_valid():
+            data[f"args-{index}"] = json.dumps(schema_value(edit, action["args_schema"]))
+    form, decisions = present.read(interrupt, data)
+    for call, edit in zip(form.calls, edits, strict=True):
+        call.edit_form = edit
+    refused = [call for call in form.calls if call.chosen == "edit"
+               and call.edit_form is not None and not call.edit_form.is_valid()]
+    for call in refused:
+        call.errors.append("check the highlighted fields of the edit")
+    return form, [] if refused else decisions
 
 
 def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:
