@@ -279,13 +279,15 @@ def form_value(schema: dict[str, Any] | None, data: QueryDict) -> Any:
 
 
 def parse_json(text: str, what: str) -> Any:
-    """Strict JSON (no NaN or Infinity), with the line and column of a mistake."""
+    """Strict JSON (no NaN or Infinity, no key twice in an object), with the line and
+    column of a mistake."""
     if not text.strip():
         raise AnswerRejected(f"the {what} is empty; type JSON such as true, 42 or {{}}")
     if len(text) > MAX_JSON_CHARS:
         raise AnswerRejected(f"the {what} is longer than {MAX_JSON_CHARS} characters")
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant,
+                          object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise AnswerRejected(f"the {what} is not valid JSON: {exc.msg} "
                              f"(line {exc.lineno}, column {exc.colno})") from None
@@ -295,3 +297,13 @@ def parse_json(text: str, what: str) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object; a key typed twice is refused rather than the last one silently kept."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key[:40]!r} appears twice in one object")
+        found[key] = value
+    return found
