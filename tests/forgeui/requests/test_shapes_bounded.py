@@ -4,7 +4,9 @@ when the request is made. Through the API, with a real agent token and a reviewe
 
 from __future__ import annotations
 
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
@@ -72,6 +74,35 @@ def test_a_graphs_answer_schema_goes_through_the_same_bounded_check() -> None:
     assert time.monotonic() - started < 2
     problem = answer_rules.schema_problem({"type": "string", "pattern": "(a)\\1"})
     assert problem is not None and "linear time" in problem
+
+
+class Recorder(BaseHTTPRequestHandler):
+    asked: list[str] = []
+
+    def do_GET(self) -> None:
+        Recorder.asked.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"type": "string"}')
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_remote_reference_is_never_fetched() -> None:
+    server = HTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        for schema in ({"$ref": f"{base}/schema.json"},
+                       {"$id": f"{base}/", "$ref": "other.json"}):
+            with pytest.raises(answer_rules.AnswerMismatch, match="only references inside"):
+                answer_rules.check({"answer_schema": schema}, "x")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert Recorder.asked == []
 
 
 @pytest.mark.parametrize(("schema", "words"), [
