@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from forgeui.models import AgentRequest, ApiToken
+from forgeui.models import AgentRequest, ApiToken, Interrupt
 from forgeui.runs import answer_rules
 from tests.forgeui.apiclient import Api
 
@@ -152,3 +152,18 @@ def test_formats_of_the_args_schema_are_checked(api: Api, form: str, bad: str,
     refused = edit(api, made.json()["id"], {"value": bad})
     assert refused.status_code == 422 and f"is not a '{form}'" in refused.content.decode()
     assert edit(api, made.json()["id"], {"value": good}).status_code == 200
+
+
+@pytest.mark.parametrize("schema", [{"$ref": "#"}, strings(to={"pattern": "(a)\\1"}),
+                                    {"$ref": "https://example.invalid/s.json"}])
+def test_a_stored_schema_that_cannot_be_bounded_refuses_edits_without_a_500(
+        api: Api, schema: dict[str, Any]) -> None:
+    """A request stored before schemas were checked this way."""
+    made = ask(api, strings(to={})).json()
+    interrupt = Interrupt.objects.get(pk=made["interrupt_id"])
+    payload = {**interrupt.payload}
+    payload["calls"][0]["args_schema"] = schema
+    Interrupt.objects.filter(pk=interrupt.pk).update(payload=payload)
+    refused = edit(api, made["id"], {"to": "b"})
+    assert refused.status_code == 422, refused.content
+    assert "edits cannot be checked" in refused.content.decode()
