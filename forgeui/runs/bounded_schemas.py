@@ -30,7 +30,10 @@ SINGLE = ("items", "additionalItems", "additionalProperties", "unevaluatedItems"
           "unevaluatedProperties", "contains", "propertyNames", "not", "if", "then", "else",
           "contentSchema")
 UNSUPPORTED = ("$dynamicRef", "$recursiveRef")
+# Compiled patterns are cached per process: each is kept small, in text and in memory.
+MAX_PATTERN_CHARS = 1000
 _OPTIONS = re2.Options()
+_OPTIONS.max_mem = 1 << 20
 _OPTIONS.log_errors = False  # a refused pattern is reported to the caller, not to stderr
 
 
@@ -55,7 +58,7 @@ def validator(schema: dict[str, Any]) -> Any:
                           registry=referencing.Registry())
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _problem(frozen: str) -> str | None:
     schema = json.loads(frozen)
     try:
@@ -157,16 +160,19 @@ def _children(node: dict[str, Any], where: str) -> Iterator[tuple[Any, str]]:
 
 
 def _check_pattern(pattern: str, where: str) -> None:
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise Unbounded(f"answer_schema's pattern at {where} is longer than "
+                        f"{MAX_PATTERN_CHARS} characters")
     try:
         _regex(pattern)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise Unbounded(f"answer_schema's pattern {pattern!r} at {where} cannot be checked "
-                        f"in linear time ({reason}); leave out backreferences and "
-                        f"lookaround") from None
+                        f"in linear time (RE2: {reason}); backreferences, lookaround and "
+                        f"huge repetitions are not accepted") from None
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=256)
 def _regex(pattern: str) -> Any:
     return re2.compile(pattern, options=_OPTIONS)
 

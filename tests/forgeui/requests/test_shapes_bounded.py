@@ -109,6 +109,8 @@ def test_a_remote_reference_is_never_fetched() -> None:
     (strings(to={"pattern": "^(a)\\1$"}), "linear time"),
     (strings(to={"pattern": "^(?=a)"}), "linear time"),
     ({"type": "object", "patternProperties": {"(?!x)": {}}}, "linear time"),
+    (strings(to={"pattern": "(a{100}){100}"}), "linear time"),
+    (strings(to={"pattern": "a" * 1001}), "longer than 1000 characters"),
     ({"type": "object", "properties": {"to": {"$ref": "https://example.invalid/s.json"}}},
      "only references inside the schema"),
     ({"type": "object", "properties": {"to": {"$ref": "#"}}}, "leads back into itself"),
