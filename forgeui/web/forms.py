@@ -160,25 +160,25 @@ def call_edit_form(action: dict[str, Any], scope: str, index: int,
     form_class = schema_form_class(schema)
     if form_class is None or set(args or {}) - set(schema["properties"]):
         return None  # a form would drop the args it has no field for
-    names = {"prefix": f"args-{index}", "auto_id": f"edit-{scope}-%s"}
-    if data is not None:
-        return form_class(data, **names)
-    return form_class(initial=initial_values(schema, args), **names)
+    names = {"prefix": f"args-{index}", "auto_id": f"edit-{scope}-%s",
+             "initial": initial_values(schema, args)}
+    return form_class(data, **names) if data is not None else form_class(**names)
 
 
-def with_edit_forms(form: present.RequestForm | None, interrupt: Interrupt,
-                    data: QueryDict | None = None) -> present.RequestForm | None:
-    """``form`` with each call's edit form (bound to ``data`` when given)."""
+def with_edit_forms(form: present.RequestForm | None,
+                    interrupt: Interrupt) -> present.RequestForm | None:
+    """``form`` with each call's edit form, prefilled."""
     if form is not None:
         for call, action in zip(form.calls, present.actions_of(interrupt), strict=True):
-            call.edit_form = call_edit_form(action, interrupt.pk, call.index, data)
+            call.edit_form = call_edit_form(action, interrupt.pk, call.index)
     return form
 
 
 def read_request(interrupt: Interrupt,
                  post: QueryDict) -> tuple[present.RequestForm, list[dict[str, Any]]]:
     """``present.read`` with the edits typed into forms: a valid form stands for the
-    call's JSON args; an invalid one, chosen, refuses the whole submission."""
+    call's JSON args; an invalid one chosen, or one changed under Approve, refuses the
+    whole submission."""
     actions = present.actions_of(interrupt)
     edits = [call_edit_form(action, interrupt.pk, index, post)
              for index, action in enumerate(actions)]
@@ -187,13 +187,25 @@ def read_request(interrupt: Interrupt,
         if edit is not None and edit.is_valid():
             data[f"args-{index}"] = json.dumps(schema_value(edit, action["args_schema"]))
     form, decisions = present.read(interrupt, data)
+    refused = False
     for call, edit in zip(form.calls, edits, strict=True):
         call.edit_form = edit
-    refused = [call for call in form.calls if call.chosen == "edit"
-               and call.edit_form is not None and not call.edit_form.is_valid()]
-    for call in refused:
-        call.errors.append("check the highlighted fields of the edit")
+        problem = edit_problem(call.chosen, edit)
+        if problem:
+            call.errors.append(problem)
+            refused = True
     return form, [] if refused else decisions
+
+
+def edit_problem(chosen: str, edit: forms.Form | None) -> str:
+    if edit is None:
+        return ""
+    if chosen == "edit" and not edit.is_valid():
+        return "check the highlighted fields of the edit"
+    if chosen == "approve" and edit.has_changed():  # approving would send the originals
+        return ("you changed the args but chose Approve, which sends them unchanged: "
+                "choose Edit to send your changes")
+    return ""
 
 
 def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:

@@ -93,13 +93,21 @@ def test_a_refused_edit_keeps_what_was_typed(api: Api, typed: dict[str, str],
     assert api.get("reviewer", f"/api/requests/{request_id}").json()["status"] == "pending"
 
 
-def test_choosing_approve_ignores_the_untouched_form(api: Api) -> None:
+def test_approve_sends_the_untouched_args_and_refuses_changed_ones(api: Api) -> None:
     request_id, interrupt_id = ask(api)
+    untouched = {"args-0-to": "ana@example.com", "args-0-amount": "40",
+                 "args-0-urgent": "false", "args-0-currency": "0"}
+    changed = reviewer(api).post(f"/interrupts/{interrupt_id}/decide/", {
+        "decision-0": "approve", **untouched, "args-0-amount": "4000"})
+    assert changed.status_code == 422
+    assert "chose Approve, which sends them unchanged" in changed.content.decode()
+    assert value_of(changed.content.decode(), "args-0-amount") == "4000"
     response = reviewer(api).post(f"/interrupts/{interrupt_id}/decide/", {
-        "decision-0": "approve", "args-0-amount": "not read"})
+        "decision-0": "approve", **untouched})
     assert response.status_code in (200, 302)
     read = api.get("reviewer", f"/api/requests/{request_id}").json()
     assert read["decisions"][0]["type"] == "approve"
+    assert read["decisions"][0]["args"] is None
 
 
 @pytest.mark.parametrize(("args", "schema"), [
