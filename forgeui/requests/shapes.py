@@ -2,9 +2,10 @@
 
 An action proposes one tool call: ``{name, args, description?, decisions?, args_schema?}``.
 A decision answers one action: ``{type: approve|edit|reject|respond, args?, message?}``;
-``edit`` carries the edited ``args`` (checked against ``args_schema`` when there is one),
-``respond`` a ``message``. The interrupt's ``answer_schema`` says the same, so an answer
-that reaches the request another way (bulk, the generic resume routes) fits it too.
+``edit`` carries the edited ``args`` (checked against ``args_schema`` when there is one,
+in bounded time: ``forgeui.runs.bounded_schemas``), ``respond`` a ``message``. The
+interrupt's ``answer_schema`` says the same, so an answer that reaches the request another
+way (bulk, the generic resume routes) fits it too.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def _args_errors(action: dict[str, Any], args: Any, loc: list[str | int]) -> Fie
         return []
     try:
         validator = bounded_schemas.validator(schema)
-    except bounded_schemas.Unbounded as refused:  # stored before schemas were checked so
+    except bounded_schemas.Unbounded as refused:  # a row stored before such were refused
         return [_error(loc, f"edits cannot be checked: {refused}".replace(
             "answer_schema", "args_schema"))]
     return [_error([*loc, *error.absolute_path], error.message)
