@@ -17,7 +17,7 @@ from forgeui.runs import answer_rules
 from tests.forgeui.apiclient import Api
 
 CATASTROPHIC = "^(a+)+$"
-EVIL = "a" * 40 + "!"  # minutes of backtracking for Python's re on the pattern above
+EVIL = "a" * 40 + "!"  # exponential backtracking for Python's re on the pattern above
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_a_backtracking_pattern_refuses_an_edit_at_once(api: Api) -> None:
     assert made.status_code == 201, made.content
     started = time.monotonic()
     refused = edit(api, made.json()["id"], {"to": EVIL})
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # a backtracking engine: far longer
     assert refused.status_code == 422
     assert "does not match" in refused.content.decode()
     assert edit(api, made.json()["id"], {"to": "aaa"}).status_code == 200
@@ -61,7 +61,7 @@ def test_pattern_properties_and_the_properties_they_leave_run_in_linear_time(
     made = ask(api, schema, {"aa": 1})
     started = time.monotonic()
     refused = edit(api, made.json()["id"], {EVIL: 1})
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # a backtracking engine: far longer
     assert refused.status_code == 422 and "unexpected" in refused.content.decode()
     assert edit(api, made.json()["id"], {"aaa": 2}).status_code == 200
 
@@ -71,7 +71,7 @@ def test_a_graphs_answer_schema_goes_through_the_same_bounded_check() -> None:
     started = time.monotonic()
     with pytest.raises(answer_rules.AnswerMismatch, match="does not match"):
         answer_rules.check(payload, EVIL)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # a backtracking engine: far longer
     problem = answer_rules.schema_problem({"type": "string", "pattern": "(a)\\1"})
     assert problem is not None and "linear time" in problem
 
