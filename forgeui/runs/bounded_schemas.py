@@ -1,8 +1,8 @@
 """JSON Schemas from outside (an agent's ``args_schema``, a graph's ``answer_schema``),
 checked and applied in time bounded by the size of the schema and the value.
 
-Python's ``re`` backtracks: ``^(a+)+$`` against forty ``a`` and a ``!`` holds the
-interpreter for minutes. Here ``pattern`` and ``patternProperties`` run on RE2, which is
+Python's ``re`` backtracks: ``^(a+)+$`` against a short run of ``a`` and a ``!`` holds
+the interpreter in exponential time. Here ``pattern`` and ``patternProperties`` run on RE2, which is
 linear in the text, and ``problem`` refuses up front what RE2 cannot run (backreferences,
 lookaround), what would still reach ``re`` inside jsonschema (``unevaluatedProperties``
 beside ``patternProperties``, a ``$schema`` below the root, which switches to the stock
