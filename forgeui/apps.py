@@ -22,10 +22,11 @@ class ForgeUIConfig(AppConfig):
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
         from forgeui.runs.policies.checks import check_policies
-        from forgeui.runs.registry import check_graphs
+        from forgeui.runs.registry import check_graphs, check_setting
         from forgeui.team import lockouts, sign_in, sso  # noqa: F401
 
         checks.register(check_graphs, GRAPHS_CHECK)
+        checks.register(check_setting, SETTINGS_CHECKS)
         checks.register(sso.check_settings, SETTINGS_CHECKS)
         checks.register(check_policies, SETTINGS_CHECKS)
         # The store and the services write event rows; the inbox tells sockets about them.

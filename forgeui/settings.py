@@ -86,10 +86,12 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 # A site's FORGE_GRAPHS replaces the example graphs; FORGE_EXAMPLES=1 keeps them beside it.
-FORGE_GRAPHS: dict[str, str] = json.loads(os.environ.get("FORGE_GRAPHS") or "null") or (
-    DEFAULT_GRAPHS
-)
-if env_bool("FORGE_EXAMPLES", False):
+# Text that is not JSON is kept, for the system check (forgeui.E002) to name the error.
+FORGE_GRAPHS: Any = os.environ.get("FORGE_GRAPHS") or "null"
+with contextlib.suppress(ValueError):
+    FORGE_GRAPHS = json.loads(FORGE_GRAPHS)
+FORGE_GRAPHS = FORGE_GRAPHS or DEFAULT_GRAPHS
+if env_bool("FORGE_EXAMPLES", False) and isinstance(FORGE_GRAPHS, dict):
     FORGE_GRAPHS = {**DEFAULT_GRAPHS, **FORGE_GRAPHS}
 # Approval policies, {name: {"nodes": ["graph/node"], "agents": [...], "approvals": M, ...}}
 # (forgeui.runs.policies.config). Text that is not JSON is kept, for the system check

@@ -58,8 +58,9 @@ class ActionIn(Body):
     description: str | None = Field(None, max_length=10_000)
     decisions: list[str] | None = Field(None, description="any of approve, edit, reject, "
                                                           "respond (default: all four)")
-    args_schema: dict[str, Any] | None = Field(None, description="JSON Schema an edit's "
-                                                                 "args must match")
+    args_schema: dict[str, Any] | None = Field(None, description=(
+        "JSON Schema an edit's args must match; formats are checked, patterns run on RE2 "
+        "(no backreferences or lookaround), $ref stays inside it and is never recursive"))
 
 
 class AgentIn(Body):

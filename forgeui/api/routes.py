@@ -335,7 +335,9 @@ api.add_router("", router)
 
 def _json(request: HttpRequest, status: int, data: dict[str, Any],
           audited: bool = False) -> HttpResponse:
-    """An error response; a refused change by a known user also leaves an audit row."""
+    """An error response; a refused change by a known user also leaves an audit row, unless
+    ``audited`` (it has one already, or the body itself was refused: no change was tried,
+    and malformed bodies in a loop must not fill the log)."""
     if not audited and request.method not in SAFE_METHODS and status < 500:
         _audit_refusal(request, status, data)
     return api.create_response(request, data, status=status)
@@ -359,7 +361,7 @@ def _field_errors(request: HttpRequest, errors: list[dict[str, Any]]) -> HttpRes
     detail = [{"loc": [str(p) if not isinstance(p, int) else p for p in e.get("loc", [])],
                "msg": str(e.get("msg", "")), "type": str(e.get("type", "value_error"))}
               for e in errors]
-    return _json(request, 422, {"detail": detail})
+    return _json(request, 422, {"detail": detail}, audited=True)  # a refused body
 
 
 @api.exception_handler(NotFound)
@@ -443,7 +445,8 @@ def _validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return _json(request, 413, {"detail": f"request body over {MAX_BODY_BYTES} bytes"})
+    return _json(request, 413, {"detail": f"request body over {MAX_BODY_BYTES} bytes"},
+                 audited=True)  # a refused body
 
 
 @api.exception_handler(HttpError)
@@ -455,7 +458,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         return _field_errors(request, [{"loc": ["body"], "msg": str(cause),
                                         "type": "json_invalid"}])
     if isinstance(cause, BodyRefused):
-        return _json(request, cause.status, {"detail": str(cause)})
+        return _json(request, cause.status, {"detail": str(cause)}, audited=True)
     # AuthorizationError comes from the read gate, which audits its own refusals; a CSRF
     # failure is most likely forged by another site and gets no row in the user's name.
     return _json(request, exc.status_code, {"detail": str(exc)},

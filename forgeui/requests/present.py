@@ -51,6 +51,7 @@ class Call:
     chosen: str = ""
     message: str = ""
     errors: list[str] = field(default_factory=list)
+    edit_form: Any = None  # fields for a simple args_schema, set by the web pages
 
 
 @dataclass

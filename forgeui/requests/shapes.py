@@ -2,9 +2,10 @@
 
 An action proposes one tool call: ``{name, args, description?, decisions?, args_schema?}``.
 A decision answers one action: ``{type: approve|edit|reject|respond, args?, message?}``;
-``edit`` carries the edited ``args`` (checked against ``args_schema`` when there is one),
-``respond`` a ``message``. The interrupt's ``answer_schema`` says the same, so an answer
-that reaches the request another way (bulk, the generic resume routes) fits it too.
+``edit`` carries the edited ``args`` (checked against ``args_schema`` when there is one,
+in bounded time: ``forgeui.runs.bounded_schemas``), ``respond`` a ``message``. The
+interrupt's ``answer_schema`` says the same, so an answer that reaches the request another
+way (bulk, the generic resume routes) fits it too.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
+from forgeui.runs import bounded_schemas
 from forgeui.runs.answer_rules import schema_problem
 from forgeui.runs.exceptions import InvalidRequest
 
@@ -67,8 +67,9 @@ def default_for(actions: list[dict[str, Any]], on_deadline: str) -> dict[str, An
 
 def answer_schema(actions: list[dict[str, Any]]) -> dict[str, Any]:
     """A JSON Schema of ``{decisions: [one per action], message?}``."""
-    per_action = [{"anyOf": [_decision_schema(kind, action) for kind in allowed(action)]}
-                  for action in actions]
+    per_action = [{"anyOf": [_decision_schema(kind, action, index)
+                             for kind in allowed(action)]}
+                  for index, action in enumerate(actions)]
     return {"$schema": DRAFT, "type": "object", "required": ["decisions"],
             "additionalProperties": False,
             "properties": {"message": {"type": "string"},
@@ -76,17 +77,26 @@ def answer_schema(actions: list[dict[str, Any]]) -> dict[str, Any]:
                                          "minItems": len(actions), "maxItems": len(actions)}}}
 
 
-def _decision_schema(kind: str, action: dict[str, Any]) -> dict[str, Any]:
+def _decision_schema(kind: str, action: dict[str, Any], index: int) -> dict[str, Any]:
     properties: dict[str, Any] = {"type": {"const": kind}, "message": {"type": "string"}}
     required = ["type"]
     if kind == "edit":
-        properties["args"] = action.get("args_schema") or {}
+        properties["args"] = _embedded(action.get("args_schema") or {}, index)
         required.append("args")
     if kind == "respond":
         properties["message"] = {"type": "string", "minLength": 1}
         required.append("message")
     return {"type": "object", "properties": properties, "required": required,
             "additionalProperties": False}
+
+
+def _embedded(schema: dict[str, Any], index: int) -> dict[str, Any]:
+    """``args_schema`` as a resource of its own, so its ``#/...`` references stay its own;
+    its ``$schema`` goes, as a dialect below the root would bypass the bounded checks."""
+    if not schema:
+        return schema
+    kept = {key: value for key, value in schema.items() if key != "$schema"}
+    return {**kept, "$id": f"urn:forge:args:{index}"}
 
 
 def check_decisions(actions: list[dict[str, Any]], decisions: Any) -> None:
@@ -127,7 +137,11 @@ def _args_errors(action: dict[str, Any], args: Any, loc: list[str | int]) -> Fie
     schema = action.get("args_schema")
     if not schema:
         return []
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        validator = bounded_schemas.validator(schema)
+    except bounded_schemas.Unbounded as refused:  # a row stored before such were refused
+        return [_error(loc, f"edits cannot be checked: {refused}".replace(
+            "answer_schema", "args_schema"))]
     return [_error([*loc, *error.absolute_path], error.message)
             for error in sorted(validator.iter_errors(args), key=lambda e: list(e.path))]
 

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import referencing.exceptions
 
-from forgeui.runs import foreign
+from forgeui.runs import bounded_schemas, foreign
 
 ACTION_KINDS = ("accept", "edit", "respond", "ignore")
 
@@ -56,7 +56,7 @@ def schema_problem(schema: Any) -> str | None:
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"answer_schema is not a valid JSON Schema at {where}: {exc.message}"
-    return None
+    return bounded_schemas.problem(schema)
 
 
 def check(payload: Any, value: Any) -> None:
@@ -85,7 +85,7 @@ def check(payload: Any, value: Any) -> None:
 def _check_schema_fit(schema: dict[str, Any], value: Any, where: list[str | int]) -> None:
     try:
         error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(schema)(schema).iter_errors(value))
+            bounded_schemas.validator(schema).iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:  # never fetched: refs stay local
         raise AnswerMismatch(f"this interrupt cannot be answered: its answer_schema refers "
                              f"to {exc}, which cannot be resolved") from None

@@ -8,17 +8,22 @@ nothing else here needs LangGraph installed. The executor is loaded once, reboun
 in-memory store persists here) and cached for the process. A registration that fails to
 load raises ``GraphUnavailable`` (an ``ImproperlyConfigured``); the system check
 ``check_graphs`` (``forgeui.E001``) reports every such one when the site starts, so
-``manage.py check`` and ``migrate`` stop.
+``manage.py check`` and ``migrate`` stop. A setting that is not such an object at all
+(not JSON, a list, a value that is not text) is ``forgeui.E002``, checked by every
+command, and an ``ImproperlyConfigured`` naming the entry wherever the graphs are read.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import threading
+from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
@@ -34,7 +39,32 @@ _cache: dict[str, DurableExecutor] = {}
 
 
 def graph_names() -> list[str]:
-    return sorted(settings.FORGE_GRAPHS)
+    return sorted(configured())
+
+
+def configured() -> dict[str, str]:
+    """``FORGE_GRAPHS``; ``ImproperlyConfigured`` naming what is wrong if it is malformed."""
+    problem = setting_problem(settings.FORGE_GRAPHS)
+    if problem is not None:
+        raise ImproperlyConfigured(problem)
+    return dict(settings.FORGE_GRAPHS)
+
+
+def setting_problem(graphs: Any) -> str | None:
+    """What makes ``graphs`` not ``{"name": "module.path:attribute", ...}``, or None."""
+    shape = 'a JSON object {"name": "module.path:attribute", ...}'
+    if isinstance(graphs, str):
+        try:
+            json.loads(graphs)
+        except ValueError as exc:
+            return f"FORGE_GRAPHS is not valid JSON ({exc}); it must be {shape}"
+    if not isinstance(graphs, dict):
+        return f"FORGE_GRAPHS must be {shape}, not {type(graphs).__name__} {graphs!r:.80}"
+    for name, path in graphs.items():
+        if not isinstance(path, str):
+            return (f"FORGE_GRAPHS[{name!r}] = {json.dumps(path):.80}: the value must be "
+                    f"text, 'module.path:attribute'")
+    return None
 
 
 def get_executor(name: str) -> DurableExecutor:
@@ -52,7 +82,7 @@ def executor_for(graph: str) -> DurableExecutor:
     name, the executor whose ``name`` matches is used. A registration that fails to load
     cannot be told apart from the one sought, so it is named in ``GraphUnavailable``.
     """
-    if graph in settings.FORGE_GRAPHS or graph in BUILTIN_GRAPHS:
+    if graph in configured() or graph in BUILTIN_GRAPHS:
         return get_executor(graph)
     broken: list[GraphUnavailable] = []
     for key in graph_names():
@@ -69,7 +99,7 @@ def executor_for(graph: str) -> DurableExecutor:
 
 
 def _load(name: str) -> DurableExecutor:
-    path = settings.FORGE_GRAPHS.get(name) or BUILTIN_GRAPHS.get(name)
+    path = configured().get(name) or BUILTIN_GRAPHS.get(name)
     if path is None:
         raise UnknownGraph(name, graph_names())
     module_name, _, attribute = path.partition(":")
@@ -107,8 +137,19 @@ def _call_factory(factory: object) -> DurableExecutor:
     return made
 
 
+def check_setting(app_configs: object = None, **kwargs: object) -> list[checks.CheckMessage]:
+    """System check: ``FORGE_GRAPHS`` is an object of names to dotted paths."""
+    problem = setting_problem(settings.FORGE_GRAPHS)
+    if problem is None:
+        return []
+    return [checks.Error(problem, id="forgeui.E002",
+                         hint='e.g. FORGE_GRAPHS=\'{"payments": "myapp.graphs:payments"}\'')]
+
+
 def check_graphs(app_configs: object = None, **kwargs: object) -> list[checks.CheckMessage]:
     """System check: every registered graph loads; each failure named with its error."""
+    if setting_problem(settings.FORGE_GRAPHS) is not None:
+        return []  # check_setting names it; nothing can be loaded
     problems: list[checks.CheckMessage] = []
     for name in graph_names():
         try:

@@ -13,6 +13,9 @@ An interrupt payload decides how it may be answered:
 - a static breakpoint: continue (``true``, recorded as its answer) only; its node runs
   whatever the answer says, so stopping it is a cancel with a reason, not an answer.
 
+An agent's approval request edits each proposed call's args with the same schema form
+when its ``args_schema`` is a simple object (``read_request``), else as JSON.
+
 The services validate the value again against the schema; this module only gives people
 field-level messages before that.
 """
@@ -28,6 +31,9 @@ from django.http import QueryDict
 
 from forgeui.inbox.payloads import proposed_args
 from forgeui.inbox.rows import answer_schema, asks_yes_no
+from forgeui.models import Interrupt
+from forgeui.requests import present
+from forgeui.requests.shapes import allowed
 from forgeui.runs.answer_rules import declared_actions
 from forgeui.runs.exceptions import InvalidRequest
 
@@ -96,8 +102,10 @@ def field_for(prop: dict[str, Any], required: bool, name: str) -> forms.Field:
     if kind == "number":
         return forms.FloatField(**bounds, **common)
     longest = prop.get("maxLength")
-    # Room for several lines when the schema allows more than a line's worth.
-    widget = forms.Textarea(attrs={"rows": 5}) if not longest or longest > 200 else None
+    # Room for several lines when the schema allows more than a line's worth (an address
+    # or a date, which have a format, take one line).
+    widget = (forms.Textarea(attrs={"rows": 5})
+              if (not longest or longest > 200) and "format" not in prop else None)
     return forms.CharField(strip=False, min_length=prop.get("minLength"),
                            max_length=longest, widget=widget, **common)
 
@@ -138,6 +146,66 @@ def edit_form(payload: Any, data: QueryDict | None = None) -> forms.Form | None:
     if data is not None:
         return form_class(data, prefix="edit")
     return form_class(prefix="edit", initial=initial_values(schema, proposed_args(payload)))
+
+
+def call_edit_form(action: dict[str, Any], scope: str, index: int,
+                   data: QueryDict | None = None) -> forms.Form | None:
+    """The form editing one proposed call's args, prefilled from them, when its
+    ``args_schema`` is a simple object that names every arg; else None (JSON)."""
+    schema = action.get("args_schema")
+    args = action.get("args")
+    if ("edit" not in allowed(action) or not isinstance(schema, dict)
+            or schema.get("type") != "object" or not isinstance(args, dict | None)):
+        return None
+    form_class = schema_form_class(schema)
+    if form_class is None or set(args or {}) - set(schema["properties"]):
+        return None  # a form would drop the args it has no field for
+    names = {"prefix": f"args-{index}", "auto_id": f"edit-{scope}-%s",
+             "initial": initial_values(schema, args)}
+    return form_class(data, **names) if data is not None else form_class(**names)
+
+
+def with_edit_forms(form: present.RequestForm | None,
+                    interrupt: Interrupt) -> present.RequestForm | None:
+    """``form`` with each call's edit form, prefilled."""
+    if form is not None:
+        for call, action in zip(form.calls, present.actions_of(interrupt), strict=True):
+            call.edit_form = call_edit_form(action, interrupt.pk, call.index)
+    return form
+
+
+def read_request(interrupt: Interrupt,
+                 post: QueryDict) -> tuple[present.RequestForm, list[dict[str, Any]]]:
+    """``present.read`` with the edits typed into forms: a valid form stands for the
+    call's JSON args; an invalid one chosen, or one changed under Approve, refuses the
+    whole submission."""
+    actions = present.actions_of(interrupt)
+    edits = [call_edit_form(action, interrupt.pk, index, post)
+             for index, action in enumerate(actions)]
+    data = post.copy()
+    for index, (action, edit) in enumerate(zip(actions, edits, strict=True)):
+        if edit is not None and edit.is_valid():
+            data[f"args-{index}"] = json.dumps(schema_value(edit, action["args_schema"]))
+    form, decisions = present.read(interrupt, data)
+    refused = False
+    for call, edit in zip(form.calls, edits, strict=True):
+        call.edit_form = edit
+        problem = edit_problem(call.chosen, edit)
+        if problem:
+            call.errors.append(problem)
+            refused = True
+    return form, [] if refused else decisions
+
+
+def edit_problem(chosen: str, edit: forms.Form | None) -> str:
+    if edit is None:
+        return ""
+    if chosen == "edit" and not edit.is_valid():
+        return "check the highlighted fields of the edit"
+    if chosen == "approve" and edit.has_changed():  # approving would send the originals
+        return ("you changed the args but chose Approve, which sends them unchanged: "
+                "choose Edit to send your changes")
+    return ""
 
 
 def schema_value(form: forms.Form, schema: dict[str, Any]) -> Any:
@@ -223,13 +291,15 @@ def form_value(schema: dict[str, Any] | None, data: QueryDict) -> Any:
 
 
 def parse_json(text: str, what: str) -> Any:
-    """Strict JSON (no NaN or Infinity), with the line and column of a mistake."""
+    """Strict JSON (no NaN or Infinity, no key twice in an object), with the line and
+    column of a mistake."""
     if not text.strip():
         raise AnswerRejected(f"the {what} is empty; type JSON such as true, 42 or {{}}")
     if len(text) > MAX_JSON_CHARS:
         raise AnswerRejected(f"the {what} is longer than {MAX_JSON_CHARS} characters")
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant,
+                          object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise AnswerRejected(f"the {what} is not valid JSON: {exc.msg} "
                              f"(line {exc.lineno}, column {exc.colno})") from None
@@ -239,3 +309,13 @@ def parse_json(text: str, what: str) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object; a key typed twice is refused rather than the last one silently kept."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key[:40]!r} appears twice in one object")
+        found[key] = value
+    return found

@@ -6,10 +6,12 @@ serious or critical on the page as first shown and as given back with errors.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .conftest import LiveServer
 from .test_accessibility import check
+from .test_layout import SCROLLS
 
 SCHEMA = {"type": "object", "properties": {"to": {"type": "string", "minLength": 3},
                                            "subject": {"type": "string"}},
@@ -57,32 +59,53 @@ def test_one_submission_decides_every_call_and_bad_edits_keep_what_was_typed(
         forge: LiveServer, sized_reviewer: Any, size: dict[str, int]) -> None:
     made = ask(forge)
     sized_reviewer.goto(f"{forge.url}/interrupts/{made['interrupt_id']}/")
+    # send_email's args_schema is simple: its args are fields, prefilled, not JSON.
+    assert sized_reviewer.locator("textarea[name=args-1]").count() == 0
+    to = sized_reviewer.locator("[name=args-1-to]")
+    assert to.input_value() == "team@example.com"
+    assert sized_reviewer.locator("[name=args-1-subject]").input_value() == "notes"
+    assert not sized_reviewer.evaluate(SCROLLS), "the form makes the page scroll sideways"
     # By keyboard: focus the first call's choices and pick Approve.
     sized_reviewer.locator("input[name=decision-0][value=approve]").focus()
     sized_reviewer.keyboard.press("Space")
     sized_reviewer.check("input[name=decision-1][value=edit]")
-    box = sized_reviewer.locator("textarea[name=args-1]")
-    box.fill('{"to": "x", "cc": "me"}')
+    to.fill("x")
+    sized_reviewer.fill("[name=args-1-subject]", "notes, tidied")
     sized_reviewer.check("input[name=decision-2][value=reject]")
     sized_reviewer.fill("textarea[name=message-2]", "not this patch")
     sized_reviewer.click("button:has-text('Send decisions')")
     errors = sized_reviewer.locator(".call-decision.has-error .error")
     errors.first.wait_for()
-    text = " ".join(errors.all_inner_texts())
-    assert "too short" in text and "cc" in text
-    edited = sized_reviewer.locator("textarea[name=args-1]").input_value()
-    assert edited == '{"to": "x", "cc": "me"}'
+    assert "at least 3 characters" in " ".join(errors.all_inner_texts())
+    assert sized_reviewer.locator("[name=args-1-to]").input_value() == "x"
+    assert sized_reviewer.locator("[name=args-1-subject]").input_value() == "notes, tidied"
     assert sized_reviewer.locator("textarea[name=message-2]").input_value() == "not this patch"
     assert sized_reviewer.locator("input[name=decision-2][value=reject]").is_checked()
+    assert not sized_reviewer.evaluate(SCROLLS)
     sized_reviewer.screenshot(path=f"/tmp/requests-errors-{size['width']}.png", full_page=True)
     assert check(sized_reviewer, "request page with errors") == []
-    sized_reviewer.locator("textarea[name=args-1]").fill('{"to": "dana@example.com"}')
+    sized_reviewer.locator("[name=args-1-to]").fill("dana@example.com")
     sized_reviewer.click("button:has-text('Send decisions')")
     sized_reviewer.wait_for_url(lambda url: made["interrupt_id"] not in url)
     found = forge.api("GET", f"/api/requests/{made['id']}", who="supervisor")
     assert found["status"] == "decided"
     assert found["decisions"] == [
         {"type": "approve", "args": None, "message": None},
-        {"type": "edit", "args": {"to": "dana@example.com"}, "message": None},
+        {"type": "edit", "args": {"to": "dana@example.com", "subject": "notes, tidied"},
+         "message": None},
         {"type": "reject", "args": None, "message": "not this patch"}]
     assert found["responder"]["username"] == "reviewer"
+    # The request's run resumed with the edit: it ends holding the edited args.
+    run = finished(forge, made["id"])
+    assert run["output"]["decisions"][1]["args"] == {"to": "dana@example.com",
+                                                     "subject": "notes, tidied"}
+
+
+def finished(forge: LiveServer, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while True:
+        run: dict[str, Any] = forge.api("GET", f"/api/runs/{run_id}", who="supervisor")
+        if run["status"] == "completed" or time.monotonic() > deadline:
+            assert run["status"] == "completed", run
+            return run
+        time.sleep(0.2)

@@ -47,6 +47,7 @@ from forgeui.web.forms import (
     edit_form,
     read_answer,
     schema_form_class,
+    with_edit_forms,
 )
 from forgeui.web.views.common import (
     go_to,
@@ -149,7 +150,8 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
-        "request": request_form(interrupt), "request_facts": request_facts(interrupt),
+        "request": with_edit_forms(request_form(interrupt), interrupt),
+        "request_facts": request_facts(interrupt),
         "approvals": (tally := approvals.tallies([interrupt]).get(interrupt.pk)),
         "voted": next((a for a in (*tally.approvals, *tally.rejections)
                        if viewer is not None and a.user_id == viewer.user_id), None)

@@ -14,6 +14,7 @@ from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action
+from forgeui.web.forms import read_request
 from forgeui.web.views.common import page, refusal, requires
 from forgeui.web.views.inbox_pages import next_item, panel_context
 
@@ -26,7 +27,7 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
                                   pk=interrupt_id)
     if not present.is_request(interrupt):
         return refusal(request, ForgeUIError("this interrupt is not an approval request"))
-    form, decisions = present.read(interrupt, request.POST)
+    form, decisions = read_request(interrupt, request.POST)
     if not decisions:
         return shown(request, interrupt, form, 422)
     try:

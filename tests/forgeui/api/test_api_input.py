@@ -133,15 +133,21 @@ def test_bad_path_parameters(api: Api) -> None:
         assert response["Content-Type"].startswith("application/json")
 
 
-def test_a_refused_change_leaves_one_audit_row_and_nothing_else(api: Api,
-                                                                resume_path: str) -> None:
+def test_a_refused_change_leaves_one_audit_row_and_a_refused_body_none(
+        api: Api, resume_path: str) -> None:
     api.get("reviewer", "/api/runs", limit=0)  # each token's first use is audited
     api.get("auditor", "/api/runs", limit=0)
     before = AuditEntry.objects.count()
-    refused(api, resume_path, b"{")
+    for body in (b"{", b'{"value": true, "value": false}', b'{"value": NaN}',
+                 b'{"value": true, "child_policy": "explode"}', b"[" * 40 + b"]" * 40):
+        refused(api, resume_path, body)
+    refused(api, resume_path, b" " * (MAX_BODY_BYTES + 1), 413)
+    assert AuditEntry.objects.count() == before  # junk in a loop cannot fill the log
+    missing = resume_path.replace("/interrupts/", "/interrupts/0")
+    refused(api, missing, b'{"value": true}', 404)
     assert AuditEntry.objects.count() == before + 1
     entry = AuditEntry.objects.order_by("-id").first()
     assert entry.action == "api.refused" and entry.actor == api.users["reviewer"]
-    assert entry.object_id == resume_path and entry.detail["status"] == 422
+    assert entry.object_id == missing and entry.detail["status"] == 404
     api.get("auditor", "/api/runs", limit=0)  # refused reads are not audited
     assert AuditEntry.objects.count() == before + 1

@@ -102,6 +102,35 @@ def test_manage_check_fails_on_a_typo_in_forge_graphs() -> None:
     assert "No module named 'forgeui.demo.grahps'" in done.stderr
 
 
+@pytest.mark.parametrize(("graphs", "message"), [
+    ('{"payments": "myapp.graphs:pay"', "FORGE_GRAPHS is not valid JSON (Expecting ',' "
+                                         "delimiter: line 1 column 32"),
+    (["myapp.graphs:pay"], "FORGE_GRAPHS must be a JSON object"),
+    ({"payments": 5}, "FORGE_GRAPHS['payments'] = 5: the value must be text"),
+    ({"payments": {"path": "myapp.graphs:pay"}}, "FORGE_GRAPHS['payments'] = {\"path\""),
+])
+def test_a_malformed_forge_graphs_is_named_not_a_traceback(graphs: object,
+                                                            message: str) -> None:
+    with override_settings(FORGE_GRAPHS=graphs):
+        [problem] = registry.check_setting()
+        assert problem.id == "forgeui.E002" and problem.msg.startswith(message)
+        assert registry.check_graphs() == []
+        with pytest.raises(ImproperlyConfigured) as refused:
+            registry.graph_names()
+        assert str(refused.value) == problem.msg
+    assert registry.check_setting() == []
+
+
+def test_manage_check_names_forge_graphs_that_is_not_json() -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "FORGE_GRAPHS": '{"payments": "myapp.graphs:pay",}'}
+    done = subprocess.run([sys.executable, "manage.py", "check"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "forgeui.E002" in done.stderr and "FORGE_GRAPHS is not valid JSON" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_commands_run_often_check_the_settings_but_load_no_graph(tmp_path: Path) -> None:
     """expire_interrupts (cron, every minute) is not made to import every graph's libraries
     by the graph check; a broken graph is named where it is used, and a setting the

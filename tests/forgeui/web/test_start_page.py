@@ -108,3 +108,15 @@ def test_a_queued_run_opens_as_starting_then_follows_the_run(users: dict[str, Us
     run_id = response["Location"].strip("/").split("/")[-1]
     assert AuditEntry.objects.get(action="run.start").run_id == run_id
     assert client.get("/runs/0123456789abcdef/").status_code == 404
+
+
+def test_a_key_typed_twice_is_refused_with_what_was_typed(users: dict[str, User]) -> None:
+    client = logged_in(users["supervisor"])
+    typed = '{"amount": 5,\n "amount": 5000}'
+    refused = client.post("/runs/start/", {"graph": "transfer", "json_input": typed},
+                          HTTP_HX_REQUEST="true")
+    html = refused.content.decode()
+    assert refused.status_code == 422
+    assert "the key &#x27;amount&#x27; appears twice in one object" in html
+    assert '{&quot;amount&quot;: 5,\n &quot;amount&quot;: 5000}</textarea>' in html
+    assert not Run.objects.exists()
