@@ -27,6 +27,7 @@ from django_tasks import task
 from forgeui.models import verify_when_due
 from forgeui.notifications import fanout
 from forgeui.runs import deadlines
+from forgeui.slack.tasks import resync_task
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def interval() -> float:
 
 def sweep_once() -> None:
     """One tick: the deadline sweep, then notifications for what changed."""
-    for periodic in (expire_interrupts_task, fan_out_task, verify_audit_task):
+    for periodic in (expire_interrupts_task, fan_out_task, verify_audit_task, resync_task):
         try:
             periodic.enqueue()
         except Exception:  # the next tick tries again
