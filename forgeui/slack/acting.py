@@ -54,8 +54,8 @@ def pressed(payload: dict[str, Any]) -> str:
 
 def submitted(payload: dict[str, Any]) -> str:
     """A ``view_submission`` of one of ``modals``' forms (checked already)."""
-    meta = json.loads((payload.get("view") or {}).get("private_metadata") or "{}")
-    interrupt = Interrupt.objects.select_related("run").filter(pk=meta.get("i")).first()
+    meta = modals.metadata(payload)
+    interrupt = Interrupt.objects.select_related("run").filter(pk=str(meta.get("i"))).first()
     slack_user, team, _ = who_where(payload)
     channel = str(meta.get("ch", ""))
     user = linking.acting_user(slack_user, team)
@@ -71,8 +71,8 @@ def submitted(payload: dict[str, Any]) -> str:
 
 def form_errors(payload: dict[str, Any]) -> dict[str, str]:
     """A submitted form's field errors (sent back to Slack at once), {} when it fits."""
-    meta = json.loads((payload.get("view") or {}).get("private_metadata") or "{}")
-    interrupt = Interrupt.objects.select_related("run").filter(pk=meta.get("i")).first()
+    meta = modals.metadata(payload)
+    interrupt = Interrupt.objects.select_related("run").filter(pk=str(meta.get("i"))).first()
     if interrupt is None:
         return {}
     return modals.read(payload, call_action(interrupt, meta.get("c")))[2]

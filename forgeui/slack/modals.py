@@ -61,10 +61,7 @@ def simple_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
 def read(payload: dict[str, Any], action: dict[str, Any] | None
          ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, str]]:
     """(meta, the decision or answer typed, errors by block id) of a submitted form."""
-    view_ = payload.get("view") or {}
-    meta = json.loads(view_.get("private_metadata") or "{}")
-    values = {block: next(iter(inputs.values()), {}).get("value") or ""
-              for block, inputs in ((view_.get("state") or {}).get("values") or {}).items()}
+    meta, values = metadata(payload), state_values(payload)
     verb = meta.get("v")
     if verb == "edit":
         args, errors = edited_args(values, action)
@@ -76,6 +73,25 @@ def read(payload: dict[str, Any], action: dict[str, Any] | None
     if text:
         decision["message"] = text
     return meta, decision, {}
+
+
+def metadata(payload: dict[str, Any]) -> dict[str, Any]:
+    """What ``view`` put in the form for its submission to name ({} when unreadable)."""
+    try:
+        meta = json.loads((payload.get("view") or {}).get("private_metadata") or "{}")
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def state_values(payload: dict[str, Any]) -> dict[str, str]:
+    """Each input block's typed text, by block id."""
+    found: dict[str, str] = {}
+    state = ((payload.get("view") or {}).get("state") or {}).get("values") or {}
+    for block, inputs in state.items():
+        for element in (inputs or {}).values():
+            found[str(block)] = str((element or {}).get("value") or "")
+    return found
 
 
 def edited_args(values: dict[str, str], action: dict[str, Any] | None
