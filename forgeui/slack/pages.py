@@ -20,10 +20,10 @@ def profile(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def follow(request: HttpRequest, token: str) -> HttpResponse:
+def follow(request: HttpRequest, signed: str) -> HttpResponse:
     """GET asks to confirm; POST links the signed-in user to the link's Slack user."""
     try:
-        slack_user, team = linking.read_token(token)
+        slack_user, team = linking.read_token(signed)
         if request.method == "POST":
             linking.link(request.user, slack_user, team, LinkedVia.PROFILE, by=request.user)
     except linking.LinkRefused as refused:

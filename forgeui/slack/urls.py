@@ -7,5 +7,5 @@ from forgeui.slack import interactions, pages
 urlpatterns: list[URLPattern] = [
     path("events", interactions.events, name="slack-events"),
     path("link/", pages.profile, name="slack-profile"),
-    path("link/<str:token>/", pages.follow, name="slack-link"),
+    path("link/<str:signed>/", pages.follow, name="slack-link"),
 ]
