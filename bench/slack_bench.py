@@ -11,7 +11,8 @@ notifications on the web process's thread pools):
   client, no network) to the run completed in the database. Target p95 < 500 ms.
 
 Both are measured after one warm-up interrupt (the first pays for imports and for
-starting the thread pools). PostgreSQL uses the database ``forge_bench`` on 127.0.0.1, created fresh.
+starting the thread pools). PostgreSQL uses the database ``forge_bench`` on 127.0.0.1,
+created fresh.
 """
 
 from __future__ import annotations
@@ -57,13 +58,16 @@ def set_up(db: str, api_url: str) -> Any:
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
 
+    from forgeui.slack import linking
+    from forgeui.slack.models import LinkedVia
+
     settings.DEBUG = False  # as deployed: DEBUG keeps every statement
     call_command("migrate", verbosity=0)
     starter = User.objects.create_user("starter")
     starter.groups.add(Group.objects.get(name="supervisor"))
     reviewer = User.objects.create_user("reviewer")
     reviewer.groups.add(Group.objects.get(name="reviewer"))
-    call_command("link_slack", "reviewer", "U1", stdout=open(os.devnull, "w"))
+    linking.link(reviewer, "U1", "", LinkedVia.COMMAND, by=None)
     return starter
 
 
