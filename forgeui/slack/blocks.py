@@ -27,6 +27,7 @@ LABELS = {"approve": "Approve", "reject": "Reject…", "edit": "Edit…", "respo
 STYLES = {"approve": "primary", "continue": "primary", "reject": "danger", "cancel": "danger"}
 ARGS_CHARS = 600
 TEXT_CHARS = 2900  # a section's text holds 3000
+MAX_CALLS = 20
 
 
 def message(interrupt: Interrupt) -> tuple[str, list[dict[str, Any]]]:
@@ -57,7 +58,11 @@ def choices(interrupt: Interrupt) -> list[dict[str, Any]]:
     """The buttons: per call for tool calls, else continue/cancel or approve/reject; an
     interrupt asking for anything else is answered on its page."""
     if present.is_request(interrupt):
-        return [block for index, action in enumerate(present.actions_of(interrupt))
+        calls = present.actions_of(interrupt)
+        if len(calls) > MAX_CALLS:  # a message holds at most fifty blocks
+            return [section(f"This request proposes {len(calls)} calls: decide them on "
+                            f"its page in forge.")]
+        return [block for index, action in enumerate(calls)
                 for block in call_blocks(interrupt, index, action)]
     if interrupt.is_breakpoint:
         return [actions(interrupt, None, ["continue", "cancel"])]

@@ -51,6 +51,8 @@ def sync_events(event_ids: list[int]) -> list[str]:
 
 def resync() -> list[str]:
     """Sync every message still behind its interrupt and not being synced now."""
+    if not config.posting():
+        return []
     now = timezone.now()
     behind = SlackMessage.objects.filter(synced__lt=F("wanted")).filter(
         Q(leased_until__isnull=True) | Q(leased_until__lt=now))
@@ -62,8 +64,8 @@ def resync() -> list[str]:
 
 def sync(interrupt_id: str, sleep: Callable[[float], None] = time.sleep) -> str:
     """Bring one message up to date: ``synced``, ``behind`` (calls failed), ``busy``
-    (another sync holds it and will see what changed) or ``none``."""
-    outcome = "none"
+    (another sync holds it and will see what changed) or ``current`` (nothing to do)."""
+    outcome = ""
     while (message := lease(interrupt_id)) is not None:
         try:
             outcome = "synced" if send(message, sleep) else "behind"
@@ -71,11 +73,14 @@ def sync(interrupt_id: str, sleep: Callable[[float], None] = time.sleep) -> str:
             SlackMessage.objects.filter(pk=message.pk).update(leased_until=None)
         # Asked again after the lease ended: an event whose sync found it leased counts
         # on this check.
-        if outcome == "behind" or not SlackMessage.objects.filter(
-                pk=message.pk, synced__lt=F("wanted")).exists():
+        if outcome == "behind" or not behind(interrupt_id):
             return outcome
-    return outcome if outcome != "none" else (
-        "busy" if SlackMessage.objects.filter(interrupt_id=interrupt_id).exists() else "none")
+    return outcome or ("busy" if behind(interrupt_id) else "current")
+
+
+def behind(interrupt_id: str) -> bool:
+    return SlackMessage.objects.filter(interrupt_id=interrupt_id,
+                                       synced__lt=F("wanted")).exists()
 
 
 def lease(interrupt_id: str) -> SlackMessage | None:
