@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
-from slack_sdk import WebClient
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
 
 DEFAULT_API_URL = "https://slack.com/api/"
 TIMEOUT_S = 5
@@ -50,6 +54,10 @@ def link_by_email() -> bool:
 
 def client() -> WebClient:
     """A Web API client; retries are ``delivery``'s, so the SDK's own are off."""
+    # Imported when first used: the SDK costs every process's start a tenth of a second,
+    # and most (workers, commands) never talk to Slack.
+    from slack_sdk import WebClient
+
     return WebClient(token=token(), base_url=api_url(), timeout=TIMEOUT_S, retry_handlers=[])
 
 

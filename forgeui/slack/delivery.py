@@ -18,7 +18,6 @@ from typing import Any
 
 from django.db.models import F, Q
 from django.utils import timezone
-from slack_sdk.errors import SlackApiError
 
 from forgeui.models import Event, EventKind, Interrupt
 from forgeui.slack import blocks, config
@@ -114,6 +113,8 @@ def send(message: SlackMessage, sleep: Callable[[float], None]) -> bool:
 
 def call(message: SlackMessage, text: str, shown: list[dict[str, Any]]) -> str:
     """One chat.postMessage (the first time) or chat.update; "" or the error."""
+    from slack_sdk.errors import SlackApiError  # with the client, when first used
+
     client = config.client()
     try:
         if not message.ts:
