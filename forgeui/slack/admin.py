@@ -16,6 +16,10 @@ class SlackLinkAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "slack_user_id"]
     fields = ["user", "slack_user_id", "team_id"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A link is replaced by deleting it and adding another, each audited.
+        return list(self.fields) if obj is not None else []
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         # Through linking, so the link is audited and a Slack user acts as one person.
         linking.link(obj.user, obj.slack_user_id, obj.team_id, LinkedVia.ADMIN, by=request.user)

@@ -75,6 +75,10 @@ def test_a_link_made_in_the_admin_is_audited(users: dict[str, User]) -> None:
     assert reply.status_code == 302, reply.content.decode()[:2000]
     assert SlackLink.objects.get(slack_user_id="U3").via == "admin"
     assert AuditEntry.objects.filter(action="slack.link", actor=admin).exists()
+    taken = signed_in(admin).post("/admin/forgeui/slacklink/add/", {
+        "user": users["auditor"].pk, "slack_user_id": "U3", "team_id": ""})
+    assert taken.status_code == 200 and "already exists" in taken.content.decode()
+    assert SlackLink.objects.count() == 1
 
 
 def test_email_matching_links_only_where_allowed(users: dict[str, User], slack: SlackStandIn,
