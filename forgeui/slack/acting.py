@@ -19,7 +19,7 @@ from django.db import transaction
 
 from forgeui.models import Approval, Interrupt
 from forgeui.requests import present, service
-from forgeui.requests.shapes import DecisionsRefused
+from forgeui.requests.shapes import DecisionsRefused, check_decisions
 from forgeui.runs import foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.slack import config, linking, modals
@@ -118,8 +118,15 @@ def choose(user: Any, slack_user: str, channel: str, interrupt: Interrupt, index
     if present.is_agent_request(interrupt):
         return attempt(slack_user, channel, lambda: service.decide(
             user, interrupt.root_thread_id, decisions))
-    return attempt(slack_user, channel, lambda: services.answer_interrupt(
-        user, interrupt.pk, foreign.answer(interrupt.payload, decisions)))
+    return attempt(slack_user, channel, lambda: answer_foreign(user, interrupt, decisions))
+
+
+def answer_foreign(user: Any, interrupt: Interrupt, decisions: list[dict[str, Any]]) -> Any:
+    """A graph's own request shape: checked as a request's decisions are, then answered
+    in the shape the graph reads."""
+    check_decisions(present.actions_of(interrupt), decisions)
+    return services.answer_interrupt(user, interrupt.pk,
+                                     foreign.answer(interrupt.payload, decisions))
 
 
 def attempt(slack_user: str, channel: str, answer: Callable[[], Any]) -> str:

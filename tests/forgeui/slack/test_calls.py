@@ -14,7 +14,13 @@ from forgeui.runs import services
 from forgeui.slack import linking
 from forgeui.slack.models import LinkedVia
 from tests.forgeui.slack.conftest import ephemerals, message_of, pending, post, press
-from tests.forgeui.slack.standin import SlackStandIn, buttons, submission, text_of
+from tests.forgeui.slack.standin import (
+    SlackStandIn,
+    buttons,
+    press_payload,
+    submission,
+    text_of,
+)
 from tests.forgeui.slack.test_messages import THREE_CALLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,3 +96,18 @@ def test_a_breakpoint_cancelled_from_slack_records_the_reason(
     answer = Answer.objects.get(interrupt=interrupt)
     assert answer.cancels_run and answer.reason == "wrong version" and answer.sign_in == "slack"
     assert not (tmp_path / "ledger").exists()
+
+
+def test_a_decision_a_call_does_not_allow_is_refused(
+        users: dict[str, User], reviewer: User, slack: SlackStandIn) -> None:
+    services.start_run(users["supervisor"], "lg_middleware",
+                       {"to": "dana@example.com", "body": "the report", "outcome": ""})
+    interrupt = pending("lg_middleware")
+    shown = message_of(slack, interrupt.pk)
+    assert "respond:1" not in buttons(shown["blocks"])  # delete_draft: approve or reject
+    forged = {"action_id": "respond:1", "value": json.dumps({"i": interrupt.pk, "c": 1})}
+    press(slack, interrupt.pk, "approve:0", "U1")
+    post(press_payload(forged, "U1", shown["channel"], shown["ts"]))
+    post(submission(form(slack), "U1", {"text": "keep it"}))
+    assert not Answer.objects.exists()
+    assert ephemerals(slack, "U1")[-1].startswith("Not decided: delete_draft takes one of")
