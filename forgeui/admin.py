@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 
 from . import models
 from .runs.policies.config import policies
+from .slack import admin as slack_admin
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -174,3 +175,6 @@ class SsoIdentityAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # made at the first sign-in, never by hand
+
+
+slack_admin.register(admin.site)

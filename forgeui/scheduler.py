@@ -2,7 +2,8 @@
 handing new inbox events to webhooks and e-mail (``fan_out_task``), and a walk over the
 audit chain once it is due (``verify_audit_task``: from the last verified tip every
 ``FORGE_AUDIT_VERIFY_SECONDS``, from the first entry every
-``FORGE_AUDIT_FULL_VERIFY_SECONDS``).
+``FORGE_AUDIT_FULL_VERIFY_SECONDS``), and another try at Slack messages an outage left
+behind (``forgeui.slack.tasks.resync_task``).
 
 Both tasks live here, above the features they drive, because each feature's own tasks
 are enqueued by that feature's lower modules and must not import them back.
@@ -27,6 +28,7 @@ from django_tasks import task
 from forgeui.models import verify_when_due
 from forgeui.notifications import fanout
 from forgeui.runs import deadlines
+from forgeui.slack.tasks import resync_task
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ def interval() -> float:
 
 def sweep_once() -> None:
     """One tick: the deadline sweep, then notifications for what changed."""
-    for periodic in (expire_interrupts_task, fan_out_task, verify_audit_task):
+    for periodic in (expire_interrupts_task, fan_out_task, verify_audit_task, resync_task):
         try:
             periodic.enqueue()
         except Exception:  # the next tick tries again

@@ -217,6 +217,15 @@ FORGE_REQUESTS_APPROVE_ON_DEADLINE = env_list("FORGE_REQUESTS_APPROVE_ON_DEADLIN
 # Seconds between progress notifications while an MCP tool waits for a person.
 FORGE_MCP_PROGRESS_SECONDS = float(os.environ.get("FORGE_MCP_PROGRESS_SECONDS", "10"))
 
+# Slack approvals (forgeui.slack, docs/slack.md): off until the bot token and the signing
+# secret are set; messages go to FORGE_SLACK_CHANNEL. FORGE_SLACK_API_URL is the Web API's
+# base (a test points it at a stand-in). E-mail matching links no one unless turned on.
+FORGE_SLACK_BOT_TOKEN = os.environ.get("FORGE_SLACK_BOT_TOKEN", "")
+FORGE_SLACK_SIGNING_SECRET = os.environ.get("FORGE_SLACK_SIGNING_SECRET", "")
+FORGE_SLACK_CHANNEL = os.environ.get("FORGE_SLACK_CHANNEL", "")
+FORGE_SLACK_API_URL = os.environ.get("FORGE_SLACK_API_URL", "https://slack.com/api/")
+FORGE_SLACK_LINK_BY_EMAIL = env_bool("FORGE_SLACK_LINK_BY_EMAIL", False)
+
 # Seconds between deadline sweeps (forgeui.scheduler, manage.py expire_interrupts --loop).
 FORGE_SWEEP_SECONDS = float(os.environ.get("FORGE_SWEEP_SECONDS", "10"))
 

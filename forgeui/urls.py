@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 
 from forgeui import admin as forge_admin
 from forgeui.api.routes import api
+from forgeui.slack import urls as slack_urls
 from forgeui.team import accounts, sso
 from forgeui.web import health
 from forgeui.web.views import (
@@ -69,5 +70,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("accounts/", include(accounts.urlpatterns())),
     path("oidc/", include(sso.urlpatterns())),  # 404 unless single sign-on is configured
+    path("slack/", include(slack_urls)),  # /slack/events answers 404 until Slack is set up
     path("", include((pages, "forgeui"))),
 ]

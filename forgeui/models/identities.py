@@ -13,6 +13,7 @@ class SignInMethod(models.TextChoices):
     PASSWORD = "password", "password"
     SSO = "sso", "single sign-on"
     TOKEN = "token", "API token"
+    SLACK = "slack", "Slack (a linked account)"
 
 
 def sign_in_field() -> models.CharField:

@@ -62,6 +62,8 @@ SMOKES = {
                              r"policy check adds -?[\d.]+ ms to an answer"),
     "requests_bench.py": Smoke(("--agents", "4", "--clients", "2", "--requests", "3",
                                 "--port", "{port}"), r"4 held, 4 saw their decision"),
+    "slack_bench.py": Smoke(("--interrupts", "3"),
+                            r"press → resumed +p50 +[\d.]+ ms +p95 +[\d.]+ ms"),
     "runtime_vs_langgraph.py": Smoke(("--threads", "5", "--forks", "2", "--cycles", "3"),
                                      r"checkpoints per finished run: forge \d"),
     "store_instructions.py": Smoke(("--runs", "1", "--store", "memory"),

@@ -23,6 +23,7 @@ from forgeui.models import ApiToken, Checkpoint, Interrupt
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import services
+from forgeui.slack import linking
 from forgeui.team import decision_links
 from forgeui.team.roles import PERMISSIONS, Action, Role
 
@@ -44,6 +45,10 @@ RULES: dict[str, Rule] = {
     "password_change_done": ("GET", SIGNED_IN),
     "admin-password-change": ("GET", PUBLIC),  # a redirect to password_change
     "forgeui:decision-link": ("GET", RECIPIENT),
+    # Slack signs its own requests (401 otherwise, 404 until Slack is configured).
+    "slack-events": ("POST", PUBLIC),
+    "slack-profile": ("GET", SIGNED_IN),
+    "slack-link": ("GET", SIGNED_IN),
     # Not found unless single sign-on is configured, and then the provider's round trip.
     "oidc_authentication_init": ("GET", PUBLIC),
     "oidc_authentication_callback": ("GET", PUBLIC),
@@ -193,7 +198,8 @@ def ids(users: dict[str, User]) -> dict[str, str]:
             "rest": "no/such/route", "object_id": str(users["reviewer"].pk),
             "content_type_id": "1", "id": str(users["reviewer"].pk), "app_label": "forgeui",
             "url": "no-such-page/",
-            "token": decision_links.token_for(users["reviewer"], interrupt.pk)}
+            "token": decision_links.token_for(users["reviewer"], interrupt.pk),
+            "signed": linking.link_url("U0", "").rstrip("/").rsplit("/", 1)[1]}
 
 
 class Clients:
