@@ -8,6 +8,7 @@ from typing import Any
 
 from forgeui.models import Interrupt
 from forgeui.runs.exceptions import Forbidden, InvalidRequest
+from forgeui.runs.graph_runner import GraphRunner
 from forgeui.runs.policies import approvals
 from forgeui.runs.services._common import (
     User,
@@ -30,10 +31,14 @@ def require_start_for_input(user: User, thread_id: str) -> None:
         raise Forbidden(f"a fork with an edited input starts that node again: {exc}") from None
 
 
-def checked_edits(user: User, executor: Any, source: Head, inputs: dict[str, Any],
-                answers: dict[str, Any]) -> list[dict[str, Any]]:
+def checked_edits(user: User, executor: GraphRunner, source: Head, inputs: dict[str, Any],
+                  answers: dict[str, Any]) -> list[dict[str, Any]]:
     """Check each change names an interrupt pending at ``source`` and is one ``user`` may
     make there; describe it for audit."""
+    for name, changes in (("inputs", inputs), ("answers", answers)):
+        if changes and name not in executor.fork_edits:
+            raise InvalidRequest(f"this graph's forks take no pre-filled {name}: fork, then "
+                                 f"answer the copy", loc=["body", name])
     if both := set(inputs) & set(answers):
         raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
                              f"answer, not both", loc=["body", "answers"])
@@ -43,7 +48,8 @@ def checked_edits(user: User, executor: Any, source: Head, inputs: dict[str, Any
     edits = []
     for kind, changes in (("input", inputs), ("answer", answers)):
         for iid, value in changes.items():
-            record, where = pending.get(iid), ["body", f"{kind}s", iid]
+            record = pending.get(iid)
+            where: list[str | int] = ["body", f"{kind}s", iid]
             if record is None:
                 raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
                                      f"{source.id!r}", loc=where)
@@ -61,15 +67,15 @@ def checked_edits(user: User, executor: Any, source: Head, inputs: dict[str, Any
     return edits
 
 
-def _input_schema_at(executor: Any, record: dict[str, Any]) -> dict[str, Any] | None:
+def _input_schema_at(executor: GraphRunner, record: dict[str, Any]) -> dict[str, Any] | None:
     """The schema a paused node's new input must fit: its run's ``input_schema`` when the
     node is the run's first, which was given the run's input; else none is known."""
+    runner: GraphRunner | None = executor
     for name in (record.get("namespace") or [])[1:]:
-        executor = executor.shape.sub_agents.get(name)
-        if executor is None:
-            return None
-    first = executor.shape.nodes[:1]
-    return executor.input_schema if first == (record["node"],) else None
+        runner = runner.shape.sub_agents.get(name) if runner is not None else None
+    if runner is None:
+        return None
+    return runner.input_schema if runner.shape.nodes[:1] == (record["node"],) else None
 
 
 def require_no_policy_answers(user: User, edits: list[dict[str, Any]]) -> None:

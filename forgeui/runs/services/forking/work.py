@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import transaction
 
-from forgeui.models import Interrupt, Run, RunStatus
+from forgeui.models import Checkpoint, Interrupt, Run, RunStatus
 from forgeui.runs import registry, run_status
-from forgeui.runs.exceptions import InvalidRequest, NotFound
+from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services._common import User, audit, enqueue_on_commit, latest_head, require_role
 from forgeui.runs.services.answering import answer_interrupt
 from forgeui.runs.services.forking.edits import (
@@ -48,30 +48,16 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     latest = latest_head(thread_id)
     source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
-    for name, changes in (("inputs", inputs), ("answers", answers)):
-        if changes and name not in executor.fork_edits:
-            raise InvalidRequest(f"this graph's forks take no pre-filled {name}: fork, then "
-                                 f"answer the copy", loc=["body", name])
     edits = checked_edits(user, executor, source, inputs or {}, answers or {})
     require_no_policy_answers(user, edits)
     with transaction.atomic():
         new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
         forked = latest_head(new_thread)
-        goes_on = forked.status in ("running", "failed")
-        audit(user, FORK, object_type="thread", object_id=thread_id,
-              thread_id=thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
-              after_checkpoint_id=forked.id,
-              detail={"new_thread_id": new_thread, "new_run_id": forked.run_id,
-                      "seq": _seq_of(thread_id, source.id), "recovered": goes_on,
-                      "edits": edits})
-        if edits:
-            audit(user, "fork.edit", object_type="thread", object_id=new_thread,
-                  thread_id=new_thread, run_id=forked.run_id, before_checkpoint_id=source.id,
-                  after_checkpoint_id=forked.id,
-                  detail={"source_thread_id": thread_id, "edits": edits})
-        forked_runs = _credit_fork(user, latest.root_thread_id or thread_id, new_thread)
-        _keep_assignment(latest.root_thread_id or thread_id, new_thread)
-        if goes_on:  # those saved failed to be recovered are, at once: working
+        _audit_fork(user, latest, source, forked, edits)
+        source_tree = latest.root_thread_id or thread_id
+        forked_runs = _credit_fork(user, source_tree, new_thread)
+        _keep_assignment(source_tree, new_thread)
+        if _goes_on(forked):  # those saved failed to be recovered are, at once: working
             run_status.mark_working([r.run_id for r in forked_runs
                                      if r.status == RunStatus.FAILED], new_thread)
             enqueue_on_commit(recover_run_task, new_thread)
@@ -79,6 +65,27 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
             if edit["kind"] == "answer":
                 answer_interrupt(user, copy_of(edit, new_thread).pk, edit["value"])
     return new_thread
+
+
+def _goes_on(forked: Head) -> bool:
+    """A copy taken mid-step, or with an edited input, is driven by a recovery."""
+    return forked.status in ("running", "failed")
+
+
+def _audit_fork(user: User, latest: Head, source: Head, forked: Head,
+                edits: list[dict[str, Any]]) -> None:
+    """``thread.fork`` on the source thread (what ``links`` reads), and ``fork.edit`` on
+    the copy when it came with changes."""
+    audit(user, FORK, object_type="thread", object_id=source.thread_id,
+          thread_id=source.thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
+          after_checkpoint_id=forked.id,
+          detail={"new_thread_id": forked.thread_id, "new_run_id": forked.run_id,
+                  "seq": _seq_of(source.id), "recovered": _goes_on(forked), "edits": edits})
+    if edits:
+        audit(user, "fork.edit", object_type="thread", object_id=forked.thread_id,
+              thread_id=forked.thread_id, run_id=forked.run_id, before_checkpoint_id=source.id,
+              after_checkpoint_id=forked.id,
+              detail={"source_thread_id": source.thread_id, "edits": edits})
 
 
 def _credit_fork(user: User, source_thread: str, new_thread: str) -> list[Run]:
@@ -125,10 +132,6 @@ def _fork_source(latest: Head, thread_id: str, checkpoint_id: str | None) -> Hea
     return found
 
 
-def _seq_of(thread_id: str, checkpoint_id: str) -> int:
+def _seq_of(checkpoint_id: str) -> int:
     """The checkpoint's 1-based place in its thread, as the timeline numbers it."""
-    listed = DjangoCheckpointStore().list_sync(thread_id)
-    for index, cp in enumerate(listed):
-        if cp.id == checkpoint_id:
-            return cp.position or index + 1
-    return 0
+    return Checkpoint.objects.filter(pk=checkpoint_id).values_list("seq", flat=True).first() or 0
