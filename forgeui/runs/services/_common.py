@@ -6,9 +6,9 @@ a refused answer is told. Private to this package.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django_tasks.base import Task
@@ -21,7 +21,7 @@ from forgeui.team.roles import Action, allowed, needed_roles
 from forgeui.team.sign_in import method_of
 from runtime.checkpoint import Head
 
-User = AbstractBaseUser | AnonymousUser | None
+User: TypeAlias = AbstractBaseUser | AnonymousUser | None
 
 
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)

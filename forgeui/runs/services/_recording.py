@@ -28,7 +28,7 @@ from forgeui.runs.tasks import apply_answer_task
 from forgeui.team.sign_in import method_of
 
 
-def close(user: User, interrupt: Interrupt, status: InterruptStatus,
+def close(user: User, interrupt: Interrupt, status: str,
            expected_checkpoint_id: str | None = None) -> Any:
     """Move the interrupt row from pending to ``status`` for ``user``, or raise
     ``StaleAnswer``: the compare-and-set that makes one decision win. The actor."""
@@ -87,7 +87,7 @@ def accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
     audit(user, "breakpoint.cancel", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
-          detail={"answer_id": answer.pk, "decision": AnswerKind.CANCEL.label,
+          detail={"answer_id": answer.pk, "decision": AnswerKind(AnswerKind.CANCEL).label,
                   "reason": reason, "node": interrupt.node, "kind": interrupt.kind})
     publish_on_commit([EventDraft(EventKind.INTERRUPT_CANCELLED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
