@@ -42,9 +42,7 @@ def checked_edits(user: User, executor: GraphRunner, source: Head, inputs: dict[
     if both := set(inputs) & set(answers):
         raise InvalidRequest(f"interrupt {sorted(both)[0]!r}: edit its input or pre-fill its "
                              f"answer, not both", loc=["body", "answers"])
-    pending = {i["id"]: i for i in source.interrupts}
-    for summary in source.engine.children.values():
-        pending.update((i["id"], i) for i in summary.get("interrupts") or [])
+    pending = _pending_at(source)
     edits = []
     for kind, changes in (("input", inputs), ("answer", answers)):
         for iid, value in changes.items():
@@ -56,15 +54,29 @@ def checked_edits(user: User, executor: GraphRunner, source: Head, inputs: dict[
             if kind == "answer":
                 require_may_answer(user, get_interrupt(iid), value, loc=where)
             else:
-                require_json(value, "input", where)
-                check_input(_input_schema_at(executor, record), value, where)
-                problem = getattr(executor, "fork_input_problem", None)
-                if problem is not None and (message := problem(record, value)):
-                    raise InvalidRequest(message, loc=where)
+                _check_input_edit(executor, record, value, where)
             edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],
                           "namespace": record.get("namespace") or [], "value": value,
                           "task_id": record["task_id"], "order": record.get("order", 0)})
     return edits
+
+
+def _pending_at(source: Head) -> dict[str, dict[str, Any]]:
+    """The interrupts pending at ``source``, its sub-agents' too, by id."""
+    pending = {i["id"]: i for i in source.interrupts}
+    for summary in source.engine.children.values():
+        pending.update((i["id"], i) for i in summary.get("interrupts") or [])
+    return pending
+
+
+def _check_input_edit(executor: GraphRunner, record: dict[str, Any], value: Any,
+                      where: list[str | int]) -> None:
+    """A paused node's new input: JSON, fitting its schema, and one the graph takes."""
+    require_json(value, "input", where)
+    check_input(_input_schema_at(executor, record), value, where)
+    problem = getattr(executor, "fork_input_problem", None)  # LangGraph's own rule
+    if problem is not None and (message := problem(record, value)):
+        raise InvalidRequest(message, loc=where)
 
 
 def _input_schema_at(executor: GraphRunner, record: dict[str, Any]) -> dict[str, Any] | None:
