@@ -7,6 +7,7 @@ package: every caller goes through the checks in ``answering`` or ``lifecycle``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q
@@ -16,6 +17,7 @@ from forgeui.models import (
     Answer,
     AnswerKind,
     Approval,
+    ChildPolicy,
     EventKind,
     Interrupt,
     InterruptStatus,
@@ -43,23 +45,33 @@ def close(user: User, interrupt: Interrupt, status: str,
     return actor
 
 
-def accept(user: User, interrupt: Interrupt, value: Any, steering: str | None,
-            expected_checkpoint_id: str | None, child_policy: str,
-            meta: dict[str, Any] | None = None, counted: Sequence[Approval] = ()) -> Answer:
-    """Record the answer that decides ``interrupt``; ``steering`` is its sender's own note,
-    ``counted`` the votes a policy counted toward it, each with its own note."""
-    actor = close(user, interrupt, InterruptStatus.ANSWERED, expected_checkpoint_id)
+@dataclass(frozen=True, slots=True)
+class Given:
+    """One answer as sent: its value, its sender's own note, the checkpoint the sender
+    saw (None: whichever is latest), and what becomes of the run's children."""
+
+    value: Any
+    steering: str | None = None
+    expected_checkpoint_id: str | None = None
+    child_policy: str = ChildPolicy.LEAVE
+
+
+def accept(user: User, interrupt: Interrupt, given: Given, meta: dict[str, Any] | None = None,
+           counted: Sequence[Approval] = ()) -> Answer:
+    """Record the answer that decides ``interrupt``; ``counted`` are the votes a policy
+    counted toward it, each with its own note."""
+    actor = close(user, interrupt, InterruptStatus.ANSWERED, given.expected_checkpoint_id)
     answer = Answer.objects.create(
-        interrupt=interrupt, user=actor, sign_in=method_of(actor), value=value,
-        steering=(steering or "").strip(), child_policy=child_policy,
-        expected_checkpoint_id=expected_checkpoint_id or "", meta=meta or {},
+        interrupt=interrupt, user=actor, sign_in=method_of(actor), value=given.value,
+        steering=(given.steering or "").strip(), child_policy=given.child_policy,
+        expected_checkpoint_id=given.expected_checkpoint_id or "", meta=meta or {},
     )
     _keep_notes(interrupt, answer, counted)
     audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
-          detail={"answer_id": answer.pk, "value": value, "steering": answer.steering,
-                  "child_policy": child_policy, **({"policy": meta} if meta else {})})
+          detail={"answer_id": answer.pk, "value": given.value, "steering": answer.steering,
+                  "child_policy": given.child_policy, **({"policy": meta} if meta else {})})
     publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
                                   interrupt.root_thread_id, interrupt.pk,
                                   {"answered_by": getattr(actor, "username", None)})])

@@ -20,6 +20,7 @@ from forgeui.runs.services._common import (
     require_role,
     stale_answer,
 )
+from forgeui.runs.services._recording import Given
 from forgeui.runs.services.checks import require_may_answer
 from forgeui.runs.services.voting import Decided, decide, require_may_count
 from forgeui.team.roles import Action
@@ -46,8 +47,8 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     vote = require_may_count(user, interrupt, policy, value)
     try:
         with transaction.atomic():
-            return decide(user, interrupt, value, steering, expected_checkpoint_id,
-                          child_policy, policy, vote)
+            given = Given(value, steering, expected_checkpoint_id, child_policy)
+            return decide(user, interrupt, given, policy, vote)
     except StaleAnswer as stale:
         refused(user, interrupt, stale, value)
         raise
@@ -79,8 +80,8 @@ def resume_map(user: User, thread_id: str,
         with transaction.atomic():
             accepted = []
             for current, policy, vote in zip(interrupts, policies, votes, strict=True):
-                accepted.append(decide(user, current, answers[current.pk], None, None,
-                                       ChildPolicy.LEAVE, policy, vote))
+                accepted.append(decide(user, current, Given(answers[current.pk]), policy,
+                                       vote))
             return accepted
     except StaleAnswer as stale:
         refused(user, current, stale, answers[current.pk])

@@ -5,7 +5,7 @@ recorded. Returns ``Decided``: the answer or the counted approval, and the progr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from forgeui.models import Answer, Approval, EventKind, Interrupt, Vote
@@ -14,7 +14,7 @@ from forgeui.runs.exceptions import AlreadyCounted, InvalidRequest
 from forgeui.runs.policies import approvals, votes
 from forgeui.runs.policies.config import Policy
 from forgeui.runs.services._common import User, audit, latest_metadata, stale_answer
-from forgeui.runs.services._recording import accept
+from forgeui.runs.services._recording import Given, accept
 from forgeui.runs.services.checks import policy_refusal, require_eligible
 
 
@@ -37,24 +37,19 @@ class Decided:
         return self.made if isinstance(self.made, Approval) else None
 
 
-def decide(user: User, interrupt: Interrupt, value: Any, steering: str | None,
-           expected_checkpoint_id: str | None, child_policy: str, policy: Policy | None,
+def decide(user: User, interrupt: Interrupt, given: Given, policy: Policy | None,
            vote: Vote | None) -> Decided:
     """Record the answer, or under ``policy`` count ``vote`` toward it."""
     if policy is None:
-        return Decided(accept(user, interrupt, value, steering, expected_checkpoint_id,
-                              child_policy))
+        return Decided(accept(user, interrupt, given))
     if vote is None:  # the system, rejecting (a deadline's default): that ends it
-        return Decided(accept(user, interrupt, value, steering, expected_checkpoint_id,
-                              child_policy, meta={"policy": policy.name, "decided_by": "system",
-                                                  "decision": "rejected", "approvals": [],
-                                                  "rejections": []}))
+        return Decided(accept(user, interrupt, given, meta={
+            "policy": policy.name, "decided_by": "system", "decision": "rejected",
+            "approvals": [], "rejections": []}))
     if policy.approvals == policy.rejections == 1:  # one vote decides: the answer records it
-        answer = accept(user, interrupt, value, steering, expected_checkpoint_id,
-                        child_policy, meta=approvals.single_vote(policy, user, vote))
+        answer = accept(user, interrupt, given, meta=approvals.single_vote(policy, user, vote))
         return Decided(answer, approvals.single_vote_text(policy, user, vote))
-    return _count_vote(user, interrupt, value, steering, expected_checkpoint_id, child_policy,
-                       policy, vote)
+    return _count_vote(user, interrupt, given, policy, vote)
 
 
 def require_may_count(user: User, interrupt: Interrupt, policy: Policy | None,
@@ -79,32 +74,33 @@ def require_may_count(user: User, interrupt: Interrupt, policy: Policy | None,
     return vote
 
 
-def _count_vote(user: User, interrupt: Interrupt, value: Any, steering: str | None,
-                expected_checkpoint_id: str | None, child_policy: str, policy: Policy,
+def _count_vote(user: User, interrupt: Interrupt, given: Given, policy: Policy,
                 vote: Vote) -> Decided:
     """Count one person's vote with the interrupt's row locked, so two at once both count
     (from two people) and only the one that meets the policy records the answer."""
     locked = Interrupt.objects.select_for_update().filter(pk=interrupt.pk).pending()
-    if expected_checkpoint_id:
-        locked = locked.filter(checkpoint_id=expected_checkpoint_id)
+    if given.expected_checkpoint_id:
+        locked = locked.filter(checkpoint_id=given.expected_checkpoint_id)
     if not locked.exists():
-        raise stale_answer(interrupt.pk, expected_checkpoint_id)
-    approval, tally = approvals.record(user, interrupt, policy, vote, value,
-                                       (steering or "").strip())
+        raise stale_answer(interrupt.pk, given.expected_checkpoint_id)
+    approval, tally = approvals.record(user, interrupt, policy, vote, given.value,
+                                       (given.steering or "").strip())
     if approval is None:
         raise _already_counted(user, interrupt, tally)
     audit(user, f"approval.{vote}", object_type="interrupt", object_id=interrupt.pk,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
-          detail={"approval_id": approval.pk, "policy": policy.name, "value": value,
+          detail={"approval_id": approval.pk, "policy": policy.name, "value": given.value,
                   "steering": approval.steering, "progress": tally.text()})
     if not tally.decided:
         publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,
                                       interrupt.root_thread_id, interrupt.pk,
                                       {"action": f"approval.{vote}"})])
         return Decided(approval, tally.text())
-    answer = accept(user, interrupt, value, approval.steering, None, child_policy,
-                    meta=tally.meta(), counted=[*tally.approvals, *tally.rejections])
+    # The answer carries the deciding vote's note; the checkpoint was checked above.
+    meeting = replace(given, steering=approval.steering, expected_checkpoint_id=None)
+    answer = accept(user, interrupt, meeting, meta=tally.meta(),
+                    counted=[*tally.approvals, *tally.rejections])
     return Decided(answer, tally.text())
 
 

@@ -134,7 +134,7 @@ def test_a_claim_taken_after_the_checks_wins_over_the_answer(team: dict[str, Use
     services.require_may_answer(team["alice"], checked, True)  # passes: nobody claims it
     services.claim_interrupt(team["bob"], checked.pk)
     with pytest.raises(StaleAnswer) as lost:
-        _recording.accept(team["alice"], checked, True, None, None, "leave")
+        _recording.accept(team["alice"], checked, _recording.Given(True))
     assert lost.value.reason == "claimed meanwhile by bob"
     row = Interrupt.objects.get(pk=checked.pk)
     assert row.status == "pending" and row.claimed_by == team["bob"]
