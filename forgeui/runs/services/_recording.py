@@ -31,7 +31,7 @@ from forgeui.team.sign_in import method_of
 
 
 def close(user: User, interrupt: Interrupt, status: str,
-           expected_checkpoint_id: str | None = None) -> Any:
+          expected_checkpoint_id: str | None = None) -> Any:
     """Move the interrupt row from pending to ``status`` for ``user``, or raise
     ``StaleAnswer``: the compare-and-set that makes one decision win. The actor."""
     claimed = Interrupt.objects.filter(pk=interrupt.pk).pending()

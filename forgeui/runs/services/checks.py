@@ -61,7 +61,7 @@ def policy_refusal(user: User, interrupt: Interrupt, reason: str) -> Forbidden:
 
 
 def check_answer(interrupt: Interrupt, value: Any, child_policy: str,
-                  loc: list[str | int] | None = None) -> None:
+                 loc: list[str | int] | None = None) -> None:
     """Refuse an answer that does not fit its interrupt (``answer_rules``), naming where."""
     require_json(value, "value", loc)
     if child_policy not in ChildPolicy.values:

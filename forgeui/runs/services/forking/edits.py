@@ -99,7 +99,7 @@ def require_no_policy_answers(user: User, edits: list[dict[str, Any]]) -> None:
         if edit["kind"] == "answer" and original is not None and (
                 policy := approvals.policy_for(original)) is not None:
             raise policy_refusal(user, original, f"policy {policy.name!r}: a fork cannot "
-                                  f"come with its answer; others approve it in the inbox")
+                                 f"come with its answer; others approve it in the inbox")
 
 
 def copy_of(edit: dict[str, Any], new_thread: str) -> Interrupt:
