@@ -25,7 +25,8 @@ from pydantic import (
 )
 
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
-from forgeui.runs import fork_start
+from forgeui.runs.services import Decided
+from forgeui.runs.services.forking import wording as fork_start
 from forgeui.runs.wording import interrupt_summary
 
 # -- building blocks ---------------------------------------------------------------------
@@ -414,32 +415,32 @@ class AcceptedOut(Schema):
                                   'approvals: alice; waiting for one more from finance"')
 
     @staticmethod
-    def resolve_status(obj: Any) -> str:
-        return "approval_recorded" if _is_approval(obj) else "accepted"
+    def resolve_status(obj: Decided) -> str:
+        return "approval_recorded" if obj.approval is not None else "accepted"
 
     @staticmethod
-    def resolve_answer_id(obj: Any) -> int | None:
-        return None if _is_approval(obj) else obj.pk
+    def resolve_answer_id(obj: Decided) -> int | None:
+        return obj.answer.pk if obj.answer is not None else None
 
     @staticmethod
-    def resolve_approval_id(obj: Any) -> int | None:
-        return obj.pk if _is_approval(obj) else None
+    def resolve_approval_id(obj: Decided) -> int | None:
+        return obj.approval.pk if obj.approval is not None else None
 
     @staticmethod
-    def resolve_run_id(obj: Any) -> str:
-        return obj.interrupt.run_id
+    def resolve_interrupt_id(obj: Decided) -> str:
+        return obj.made.interrupt_id
 
     @staticmethod
-    def resolve_thread_id(obj: Any) -> str:
-        return obj.interrupt.root_thread_id
+    def resolve_run_id(obj: Decided) -> str:
+        return obj.made.interrupt.run_id
 
     @staticmethod
-    def resolve_approvals(obj: Any) -> str | None:
-        return getattr(obj, "progress", None)
+    def resolve_thread_id(obj: Decided) -> str:
+        return obj.made.interrupt.root_thread_id
 
-
-def _is_approval(obj: Any) -> bool:
-    return hasattr(obj, "vote")
+    @staticmethod
+    def resolve_approvals(obj: Decided) -> str | None:
+        return obj.progress or None
 
 
 class AcceptedList(Schema):

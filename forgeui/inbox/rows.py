@@ -19,9 +19,10 @@ from django.utils.html import escape
 
 from forgeui.inbox import bidi
 from forgeui.models import Answer, Interrupt, InterruptQuerySet, InterruptStatus
-from forgeui.runs import bulk, foreign, forks, registry, wording
+from forgeui.runs import bulk, foreign, registry, wording
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.policies import approvals
+from forgeui.runs.services.forking import links as forks
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
 

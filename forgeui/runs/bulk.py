@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from forgeui.models import Approval, Interrupt
+from forgeui.models import Interrupt
 from forgeui.runs import foreign, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema
 from forgeui.runs.exceptions import (
@@ -116,7 +116,7 @@ def _one(user: services.User, interrupt: Interrupt | None, interrupt_id: str, va
         value = foreign.answer(interrupt.payload, [{"type": action}] * len(
             foreign.actions_of(interrupt.payload) or []))
     try:
-        answer = services.answer_interrupt(user, interrupt_id, value, steering=steering)
+        decided = services.answer_interrupt(user, interrupt_id, value, steering=steering)
     except StaleAnswer as stale:
         return BulkOutcome(interrupt_id, "stale", stale.reason, answered_by=stale.answered_by,
                            answered_at=stale.answered_at)
@@ -128,10 +128,9 @@ def _one(user: services.User, interrupt: Interrupt | None, interrupt_id: str, va
         return BulkOutcome(interrupt_id, "invalid", str(exc))
     except GraphUnavailable as exc:
         return BulkOutcome(interrupt_id, "unavailable", str(exc))
-    if isinstance(answer, Approval):  # counted toward its policy; the row stays pending
-        return BulkOutcome(interrupt_id, "accepted", getattr(answer, "progress", ""))
-    return BulkOutcome(interrupt_id, "accepted", getattr(answer, "progress", ""),
-                       answer_id=answer.pk)
+    if decided.answer is None:  # counted toward its policy; the row stays pending
+        return BulkOutcome(interrupt_id, "accepted", decided.progress)
+    return BulkOutcome(interrupt_id, "accepted", decided.progress, answer_id=decided.answer.pk)
 
 
 def _fits(action: BulkAction | None, interrupt: Interrupt, value: Any) -> bool:

@@ -52,7 +52,7 @@ def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
     reason = f"deadline {interrupt.deadline_at} passed"
     if interrupt.has_default:
         try:
-            answer = services.answer_interrupt(None, interrupt.pk, interrupt.default)
+            decided = services.answer_interrupt(None, interrupt.pk, interrupt.default)
         except StaleAnswer:  # someone answered just in time
             return Expiry(interrupt.pk, "skipped", "answered before the deadline sweep")
         except (InvalidRequest, GraphUnavailable, Forbidden) as exc:  # Forbidden: a policy
@@ -62,7 +62,8 @@ def _expire(interrupt: Interrupt, now: datetime) -> Expiry:
                            object_id=interrupt.pk, run_id=interrupt.run_id,
                            thread_id=interrupt.root_thread_id,
                            detail={"reason": f"{reason}: answered with its default",
-                                   "default": interrupt.default, "answer_id": answer.pk})
+                                   "default": interrupt.default,
+                                   "answer_id": decided.made.pk})
             return Expiry(interrupt.pk, "defaulted", reason)
     return _mark_overdue(interrupt, now, reason)
 

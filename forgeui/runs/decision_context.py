@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forgeui.models import Interrupt, Run, SteeringNote
-from forgeui.runs import forks
+from forgeui.runs.services.forking import links as forks
 from forgeui.store import DjangoCheckpointStore
 from runtime import Checkpoint
 

@@ -19,7 +19,7 @@ import importlib
 import inspect
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core import checks
@@ -28,14 +28,20 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
+from forgeui.runs.graph_runner import GraphRunner
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
+
+if TYPE_CHECKING:  # both kinds of graph the registry hands out fit the seam: mypy checks
+    from forgeui.langgraph.executor import LangGraphExecutor
+
+    _RUNNERS: tuple[type[GraphRunner], ...] = (DurableExecutor, LangGraphExecutor)
 
 # Graphs forge itself runs whatever FORGE_GRAPHS says; not offered for starting by hand.
 REQUEST_GRAPH = "forge.request"  # forgeui.requests.graph's name (a test keeps them equal)
 BUILTIN_GRAPHS = {REQUEST_GRAPH: "forgeui.requests.graph:request_graph"}
 _lock = threading.Lock()
-_cache: dict[str, DurableExecutor] = {}
+_cache: dict[str, GraphRunner] = {}
 
 
 def graph_names() -> list[str]:
@@ -67,7 +73,7 @@ def setting_problem(graphs: Any) -> str | None:
     return None
 
 
-def get_executor(name: str) -> DurableExecutor:
+def get_executor(name: str) -> GraphRunner:
     """The registered graph ``name`` on the ORM store; ``UnknownGraph`` if there is none."""
     with _lock:
         if name not in _cache:
@@ -75,7 +81,7 @@ def get_executor(name: str) -> DurableExecutor:
         return _cache[name]
 
 
-def executor_for(graph: str) -> DurableExecutor:
+def executor_for(graph: str) -> GraphRunner:
     """The executor for a checkpoint's ``graph`` (the executor's own name).
 
     Usually that is also the registry key; when a site registers a graph under another
@@ -98,7 +104,7 @@ def executor_for(graph: str) -> DurableExecutor:
     raise UnknownGraph(graph, graph_names())
 
 
-def _load(name: str) -> DurableExecutor:
+def _load(name: str) -> GraphRunner:
     path = configured().get(name) or BUILTIN_GRAPHS.get(name)
     if path is None:
         raise UnknownGraph(name, graph_names())
@@ -109,7 +115,10 @@ def _load(name: str) -> DurableExecutor:
         found = getattr(importlib.import_module(module_name), attribute)
         made = found if _is_graph(found) else _call_factory(found)
         if _is_langgraph(made):
-            return importlib.import_module(LANGGRAPH_ADAPTER).executor(name, made)
+            adapted: GraphRunner = importlib.import_module(LANGGRAPH_ADAPTER).executor(name, made)
+            return adapted
+        if not isinstance(made, DurableExecutor):  # _is_graph let nothing else through
+            raise TypeError(f"not a DurableExecutor (found {type(made).__name__})")
     except Exception as exc:  # a graph module's own bug is as fatal as a typo in the path
         raise GraphUnavailable(name, f"FORGE_GRAPHS[{name!r}] = {path!r}: "
                                      f"{type(exc).__name__}: {exc}") from exc
@@ -129,8 +138,8 @@ def _is_graph(found: object) -> bool:
     return isinstance(found, DurableExecutor) or _is_langgraph(found)
 
 
-def _call_factory(factory: object) -> DurableExecutor:
-    made = factory() if _takes_no_arguments(factory) else factory  # type: ignore[operator]
+def _call_factory(factory: object) -> object:
+    made = factory() if callable(factory) and _takes_no_arguments(factory) else factory
     if not _is_graph(made):
         raise TypeError(f"neither a DurableExecutor, a LangGraph graph nor a zero-argument "
                         f"factory returning one (found {type(made).__name__})")

@@ -23,9 +23,10 @@ from django_tasks import task
 
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
+from forgeui.runs.graph_runner import GraphRunner
 from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
-from runtime import Command, DurableExecutor, ResumeTarget, RunResult
+from runtime import Command, ResumeTarget, RunResult
 from runtime.checkpoint import Head
 from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
 
@@ -46,7 +47,7 @@ def store() -> DjangoCheckpointStore:
     return DjangoCheckpointStore()
 
 
-def executor_of_run(run_id: str) -> DurableExecutor:
+def executor_of_run(run_id: str) -> GraphRunner:
     return registry.executor_for(Run.objects.values_list("graph", flat=True).get(pk=run_id))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from forgeui.models import Answer, Approval, Run, SteeringNote
-from forgeui.runs import fork_start
+from forgeui.runs.services.forking import wording as fork_start
 from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages

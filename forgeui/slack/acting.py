@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
-from forgeui.models import Approval, Interrupt
+from forgeui.models import Interrupt
 from forgeui.requests import present, service
 from forgeui.requests.shapes import DecisionsRefused, check_decisions
 from forgeui.runs import foreign, services
@@ -139,9 +139,8 @@ def attempt(slack_user: str, channel: str, answer: Callable[[], Any]) -> str:
     except (ForgeUIError, DecisionsRefused) as refused:
         tell(channel, slack_user, f"Not decided: {refused}")
         return "refused"
-    if isinstance(made, Approval):
-        tell(channel, slack_user, f"Your {made.vote} was counted: "
-                                  f"{getattr(made, 'progress', '')}")
+    if isinstance(made, services.Decided) and made.approval is not None:
+        tell(channel, slack_user, f"Your {made.approval.vote} was counted: {made.progress}")
         return "counted"
     return "decided"
 

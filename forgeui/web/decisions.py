@@ -18,8 +18,8 @@ from django.db.models.functions import Cast
 from django.http import QueryDict
 
 from forgeui.models import Answer, Approval
-from forgeui.runs import forks
-from forgeui.runs.forks import ForkLink
+from forgeui.runs.services.forking import links as forks
+from forgeui.runs.services.forking.links import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.

@@ -33,7 +33,6 @@ def setup(ledger: str) -> None:
 def approve(username: str, interrupt_id: str, go_file: str) -> None:
     from django.contrib.auth.models import User
 
-    from forgeui.models import Answer
     from forgeui.runs import services
     from forgeui.runs.exceptions import AlreadyCounted, StaleAnswer
 
@@ -48,7 +47,7 @@ def approve(username: str, interrupt_id: str, go_file: str) -> None:
     except StaleAnswer:
         outcome = "stale"
     else:
-        outcome = "resumed" if isinstance(made, Answer) else "counted"
+        outcome = "resumed" if made.answer is not None else "counted"
     print(json.dumps({"outcome": outcome, "user": username}))
 
 

@@ -17,7 +17,8 @@ from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
 from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run, chain_check_every
-from forgeui.runs import forks, registry, timeline
+from forgeui.runs import registry, timeline
+from forgeui.runs.services.forking import links as forks
 from forgeui.store import DjangoCheckpointStore
 from forgeui.team.roles import Action
 from forgeui.web import audit_lines, exports

@@ -25,11 +25,11 @@ from forgeui.inbox.rows import (
     row_mode,
     tab_links,
 )
-from forgeui.models import Answer, Approval, Event, Interrupt, InterruptStatus, Vote
+from forgeui.models import Answer, Event, Interrupt, InterruptStatus, Vote
 from forgeui.requests.present import facts_of as request_facts
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import bulk as bulk_answers
-from forgeui.runs import decision_context, forks, registry, services, storable
+from forgeui.runs import decision_context, registry, services, storable
 from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
 from forgeui.runs.exceptions import (
     ForgeUIError,
@@ -37,6 +37,7 @@ from forgeui.runs.exceptions import (
     StaleAnswer,
 )
 from forgeui.runs.policies import approvals
+from forgeui.runs.services.forking import links as forks
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
@@ -228,13 +229,13 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         {"counted": counted} if counted else {"mine": True}))
 
 
-def counted_words(made: Answer | Approval) -> str:
+def counted_words(made: services.Decided) -> str:
     """For an approval a policy counted but is not yet met: "approval was counted: 1 of 2
     approvals: ..."; "" for an answer the run goes on with."""
-    if not isinstance(made, Approval):
+    if made.approval is None:
         return ""
-    kind = "approval" if made.vote == Vote.APPROVE else "rejection"
-    return f"{kind} was counted: {getattr(made, 'progress', '')}"
+    kind = "approval" if made.approval.vote == Vote.APPROVE else "rejection"
+    return f"{kind} was counted: {made.progress}"
 
 
 def next_item(request: HttpRequest, answered_one: Interrupt,

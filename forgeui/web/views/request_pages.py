@@ -6,11 +6,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
-from forgeui.models import Approval, Interrupt
+from forgeui.models import Interrupt
 from forgeui.requests import present, service
 from forgeui.runs import decision_context, foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
-from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action
@@ -35,9 +34,7 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
             answered = services.answer_interrupt(request.user, interrupt.pk,
                                                  foreign.answer(interrupt.payload, decisions),
                                                  steering=form.message.strip() or None)
-            policy = approvals.policy_for(interrupt)
-            counted = (approvals.tally(policy, interrupt).text()
-                       if isinstance(answered, Approval) and policy is not None else None)
+            counted = answered.progress if answered.approval is not None else None
         else:
             outcome = service.decide(request.user, interrupt.root_thread_id, decisions,
                                      form.message.strip() or None)

@@ -15,13 +15,14 @@ from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
 from forgeui.models import AuditEntry, Event, Run, RunStatus
-from forgeui.runs import decision_context, forks, registry, services
+from forgeui.runs import decision_context, registry, services
 from forgeui.runs.exceptions import (
     Forbidden,
     ForgeUIError,
     InvalidRequest,
     UnknownGraph,
 )
+from forgeui.runs.services.forking import links as forks
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
 from forgeui.web import runtree

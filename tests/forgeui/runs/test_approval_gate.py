@@ -20,6 +20,7 @@ from forgeui.runs import services
 from forgeui.runs.exceptions import StaleAnswer
 from forgeui.runs.policies import auto
 from forgeui.runs.policies.config import policies
+from forgeui.runs.services import _recording
 from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -133,7 +134,7 @@ def test_a_claim_taken_after_the_checks_wins_over_the_answer(team: dict[str, Use
     services.require_may_answer(team["alice"], checked, True)  # passes: nobody claims it
     services.claim_interrupt(team["bob"], checked.pk)
     with pytest.raises(StaleAnswer) as lost:
-        services._accept(team["alice"], checked, True, None, None, "leave")
+        _recording.accept(team["alice"], checked, _recording.Given(True))
     assert lost.value.reason == "claimed meanwhile by bob"
     row = Interrupt.objects.get(pk=checked.pk)
     assert row.status == "pending" and row.claimed_by == team["bob"]

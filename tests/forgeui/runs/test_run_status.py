@@ -153,7 +153,7 @@ def test_a_row_left_running_with_nothing_in_flight_is_put_back_by_recover_runs(
     legal = next(i for i in api.pending_of(started) if i["node"] == "legal")
     real_tasks = settings.TASKS
     settings.TASKS = QUEUE_ONLY
-    answer = services.answer_interrupt(users["reviewer"], legal["id"], "ok")
+    answer = services.answer_interrupt(users["reviewer"], legal["id"], "ok").made
     settings.TASKS = real_tasks
     Answer.objects.mark_applied(answer.pk, "not applied: the interrupt is no longer pending")
     assert statuses(api, started["run_id"]) == {"parallel": "running"}

@@ -76,7 +76,7 @@ def test_auditors_and_strangers_cannot_act(users: dict[str, User]) -> None:
 def test_an_answer_is_recorded_then_applied(users: dict[str, User]) -> None:
     run, (interrupt,) = start(users["supervisor"], "transfer", {"amount": 5})
     answer = services.answer_interrupt(users["reviewer"], interrupt.pk, {"ok": True},
-                                       steering="double-check the IBAN")
+                                       steering="double-check the IBAN").made
     answer.refresh_from_db()
     assert answer.applied_at is not None and answer.outcome == "applied"
     run.refresh_from_db()
@@ -165,7 +165,7 @@ def test_two_answers_to_one_thread_arriving_together_are_both_applied(
 
 def test_a_duplicated_apply_task_never_applies_twice(users: dict[str, User], ledger: Path) -> None:
     _run, (interrupt,) = start(users["supervisor"], "race", {"ledger": str(ledger), "amount": 7})
-    answer = services.answer_interrupt(users["reviewer"], interrupt.pk, "yes")
+    answer = services.answer_interrupt(users["reviewer"], interrupt.pk, "yes").made
     assert lines(ledger) == ["paid 7 answer=yes"]
     assert apply_answer_task.call(answer.pk)["outcome"] == "already applied"
     # As if the first delivery applied it but died before marking it.

@@ -3,7 +3,12 @@ interrupt has come, a counted approval keeps it pending, and the starter is refu
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -83,3 +88,79 @@ def test_the_admin_lists_the_policies_read_only(users: dict[str, User]) -> None:
     assert "billing-bot" in page and "after 3600 s to group leads" in page
     assert "<form" not in page.split('id="content"')[-1]  # nothing to change here
     assert as_user("reviewer").get("/admin/policies/").status_code == 302  # staff only
+
+
+# -- what an answer comes back as, and the way it takes --------------------------------
+
+
+@override_settings(FORGE_POLICIES=POLICY)
+def test_an_answer_comes_back_as_a_frozen_decided_with_its_progress(
+        paused: Interrupt) -> None:
+    alice, bob = User.objects.get(username="alice"), User.objects.get(username="bob")
+    counted = services.answer_interrupt(alice, paused.pk, True)
+    assert isinstance(counted, services.Decided)
+    assert counted.answer is None and isinstance(counted.approval, Approval)
+    assert counted.progress.startswith("1 of 2 approvals: alice")
+    assert not hasattr(counted.approval, "progress")  # nothing hung on the model
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        counted.progress = "changed"  # type: ignore[misc]
+    decided = services.answer_interrupt(bob, paused.pk, True)
+    assert decided.approval is None and decided.answer is not None
+    assert decided.progress.startswith("2 of 2 approvals") and decided.made == decided.answer
+
+
+def forgeui_stack(frame: FrameType | None) -> list[str]:
+    """The forgeui modules on the stack from the view down, innermost last, each run of
+    frames in one module counted once."""
+    names: list[str] = []
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("forgeui.") and (not names or names[-1] != module):
+            names.append(module)
+        if module.startswith("forgeui.web.views"):
+            return names[::-1]
+        frame = frame.f_back
+    return []
+
+
+@dataclasses.dataclass
+class Paths:
+    """The forgeui modules calls reached from a view, and the stacks that entered one
+    module twice."""
+
+    reached: set[str] = dataclasses.field(default_factory=set)
+    reentries: set[tuple[str, ...]] = dataclasses.field(default_factory=set)
+
+
+@pytest.fixture
+def paths() -> Iterator[Paths]:
+    found = Paths()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_globals.get("__name__", "").startswith("forgeui."):
+            stack = forgeui_stack(frame)
+            found.reached.update(stack)
+            if len(set(stack)) < len(stack):
+                found.reentries.add(tuple(stack))
+
+    sys.setprofile(profile)
+    try:
+        yield found
+    finally:
+        sys.setprofile(None)
+
+
+@override_settings(FORGE_POLICIES=POLICY)
+def test_the_answers_path_crosses_no_module_twice(paused: Interrupt, paths: Paths) -> None:
+    """From the page to the resumed node, through the counted vote and the one that
+    decides: no module is left for another and entered again."""
+    for name in ("alice", "bob"):
+        client = Client()
+        client.force_login(User.objects.get(username=name))
+        answered = client.post(f"/interrupts/{paused.pk}/answer/",
+                               {"action": "approve", "where": "page"})
+        assert answered.status_code == 302
+    assert Interrupt.objects.get(pk=paused.pk).status == "answered"
+    assert {"forgeui.runs.services.answering", "forgeui.runs.services.voting",
+            "forgeui.runs.services._recording", "forgeui.runs.tasks"} <= paths.reached
+    assert paths.reentries == set()
