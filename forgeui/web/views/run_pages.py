@@ -25,6 +25,7 @@ from forgeui.runs.exceptions import (
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
 from forgeui.web import runtree
+from forgeui.web.answer_panel import panel_context, pretty
 from forgeui.web.forms import (
     MAX_NOTE_CHARS,
     AnswerRejected,
@@ -40,7 +41,6 @@ from forgeui.web.views.common import (
     refusal,
     requires,
 )
-from forgeui.web.views.inbox_pages import panel_context, pretty
 from runtime.errors import ForgeError
 
 
