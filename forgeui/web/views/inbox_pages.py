@@ -87,16 +87,23 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     except AnswerRejected as exc:
         return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form,
                         typed=typed)
-    except StaleAnswer as stale:
-        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
-    except InvalidRequest as exc:
-        return answered(request, interrupt, where, 422, error=str(exc), typed=typed)
     except ForgeUIError as exc:
-        return refusal(request, exc)
+        return refused(request, interrupt, where, exc, typed)
     counted = counted_words(made)
     return moved_on(request, interrupt, where,
                     counted and f"Your {counted} on “{interrupt_summary(interrupt)}”.",
                     **({"counted": counted} if counted else {"mine": True}))
+
+
+def refused(request: HttpRequest, interrupt: Interrupt, where: str, exc: ForgeUIError,
+            typed: dict[str, str], shown_as: str = "error") -> HttpResponse:
+    """An answer or cancel refused: stale (409) or invalid (422, its message as
+    ``shown_as``) in the row or panel, what was typed given back; else a notice."""
+    if isinstance(exc, StaleAnswer):
+        return answered(request, interrupt, where, 409, stale=exc, typed=typed)
+    if isinstance(exc, InvalidRequest):
+        return answered(request, interrupt, where, 422, typed=typed, **{shown_as: str(exc)})
+    return refusal(request, exc)
 
 
 def moved_on(request: HttpRequest, interrupt: Interrupt, where: str, note: str,
@@ -150,12 +157,8 @@ def cancel_at_breakpoint(request: HttpRequest, interrupt_id: str) -> HttpRespons
     typed = {name: request.POST.get(name, "") for name in ("reason", "steering")}
     try:
         services.cancel_at_breakpoint(request.user, interrupt.pk, typed["reason"])
-    except StaleAnswer as stale:
-        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
-    except InvalidRequest as exc:
-        return answered(request, interrupt, where, 422, cancel_error=str(exc), typed=typed)
     except ForgeUIError as exc:
-        return refusal(request, exc)
+        return refused(request, interrupt, where, exc, typed, shown_as="cancel_error")
     return moved_on(request, interrupt, where,
                     f"You cancelled the run at “{interrupt_summary(interrupt)}”.",
                     mine=True, cancelled=True)
