@@ -33,7 +33,15 @@ from django.contrib.auth import get_user_model
 from forgeui.inbox import access, broadcast, frames
 from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
 from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
-from forgeui.inbox.rows import InboxFilters, oob_cursor, oob_delete, oob_replace, oob_upsert
+from forgeui.inbox.rows import (
+    InboxFilters,
+    RowFacts,
+    oob_cursor,
+    oob_delete,
+    oob_replace,
+    oob_upsert,
+    row_mode,
+)
 from forgeui.team.assignment import Viewer, mode
 from forgeui.team.roles import Action, allowed
 
@@ -226,18 +234,20 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         for item in found:
             shown = item.interrupt or item.ended
             if shown is not None and self.filters.matches(shown, self.viewer):
-                parts.append(oob_upsert(self.row_of(shown, item.rows), item.interrupt_id,
-                                        self.filters.insert_swap))
+                parts.append(oob_upsert(self.row_of(shown, item.rows, item.facts),
+                                        item.interrupt_id, self.filters.insert_swap))
             elif item.interrupt_id:  # answered, claimed away, gone: the row leaves
                 parts.append(oob_delete(item.interrupt_id))
-            parts.extend(oob_replace(self.row_of(interrupt, rows))
+            parts.extend(oob_replace(self.row_of(interrupt, rows, item.facts))
                          for interrupt, rows in item.refreshed
                          if self.filters.matches(interrupt, self.viewer))
         return parts
 
-    def row_of(self, interrupt: Any, rows: dict[str, str]) -> str:
+    def row_of(self, interrupt: Any, rows: dict[str, str], facts: RowFacts | None) -> str:
         """The row as this viewer sees it (an ended row is read-only for everyone)."""
-        return rows.get(mode(self.viewer, interrupt)) or rows["read"]
+        shown = mode(self.viewer, interrupt) if facts is None else row_mode(
+            self.viewer, interrupt, facts)
+        return rows.get(shown) or rows["read"]
 
     def signal_id(self) -> str:
         """The element a watching page's signal replaces; "" for an inbox socket."""

@@ -20,9 +20,9 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from forgeui.inbox.periodic import SocketLoopWork, of_loop
-from forgeui.inbox.rows import RowFacts, render_row, render_rows
+from forgeui.inbox.rows import RowFacts, render_row, render_rows, row_mode
 from forgeui.models import Event, Interrupt, InterruptStatus
-from forgeui.team.assignment import Mode, Viewer, mode
+from forgeui.team.assignment import Mode, Viewer
 
 if TYPE_CHECKING:
     pass
@@ -45,6 +45,7 @@ class Snapshot:
     # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
     refreshed: list[tuple[Interrupt, dict[Mode, str]]] = field(default_factory=list)
     ended: Interrupt | None = None  # set once answered, for "Done by me" tabs
+    facts: RowFacts | None = None  # what the rows were rendered with, for choosing one
 
 
 def snapshot(event_id: int) -> Snapshot:
@@ -59,13 +60,15 @@ def snapshot(event_id: int) -> Snapshot:
               .filter(pk=found.interrupt_id).first())
     elif event["run_id"]:  # pending rows of a run that moved on show a new checkpoint id,
         # and its latest answered row where the run now stands (working, done)
-        found.refreshed = [(i, render_rows(i)) for i in Interrupt.objects.inbox()
-                           .select_related("claimed_by").filter(run_id=event["run_id"])]
+        shown = list(Interrupt.objects.inbox().select_related("claimed_by")
+                     .filter(run_id=event["run_id"]))
         last = (Interrupt.objects.select_related("run", "claimed_by")
                 .filter(run_id=event["run_id"], status=InterruptStatus.ANSWERED)
                 .order_by("-answered_at").first())
         if last is not None:
-            found.refreshed.append((last, render_rows(last)))
+            shown.append(last)
+        found.facts = RowFacts.of(shown)
+        found.refreshed = [(i, render_rows(i, found.facts)) for i in shown]
     return found
 
 
@@ -81,11 +84,12 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
         found.ended = interrupt
     else:
         return
+    found.facts = facts or RowFacts.of([interrupt])
     if viewer is None:
-        found.rows = render_rows(interrupt)
+        found.rows = render_rows(interrupt, found.facts)
     else:
-        shown = mode(viewer, interrupt) if found.interrupt else "read"
-        found.rows = {shown: render_row(interrupt, shown, facts)}
+        shown = row_mode(viewer, interrupt, found.facts) if found.interrupt else "read"
+        found.rows = {shown: render_row(interrupt, shown, found.facts)}
 
 
 def catch_up(after: int, viewer: Viewer,

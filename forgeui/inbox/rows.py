@@ -31,7 +31,7 @@ Sort = Literal["newest", "oldest", "deadline"]
 Tab = Literal["all", "assigned", "queue", "done"]
 TABS: list[tuple[Tab, str]] = [("all", "All pending"), ("assigned", "Assigned to me"),
                                ("queue", "Queue"), ("done", "Done by me")]
-MODES: tuple[Mode, ...] = ("answer", "mine", "read")
+MODES: tuple[Mode, ...] = ("answer", "mine", "read", "refused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,13 +151,28 @@ class RowFacts:
     origins: dict[str, forks.ForkLink]
     decisions: dict[str, Answer]
     tallies: dict[str, approvals.Tally]
+    starters: dict[str, set[int]]  # of the rows under a policy: they may not approve them
 
     @classmethod
     def of(cls, interrupts: Any) -> RowFacts:
         listed = list(interrupts)
+        tallies = approvals.tallies([i for i in listed if i.status == InterruptStatus.PENDING])
         return cls(forks.origins(i.root_thread_id for i in listed), accepted_answers(listed),
-                   approvals.tallies([i for i in listed
-                                      if i.status == InterruptStatus.PENDING]))
+                   tallies, approvals.starters_of([i for i in listed if i.pk in tallies]))
+
+
+def row_mode(viewer: Viewer, interrupt: Interrupt, facts: RowFacts) -> Mode:
+    """``assignment.mode``, and "refused" where the row's policy would not count this
+    viewer's answer: the row offers no button that would only be refused."""
+    shown = mode(viewer, interrupt)
+    tally = facts.tallies.get(interrupt.pk)
+    if shown == "read" or tally is None or viewer.user_id is None:
+        return shown
+    person = approvals.Person(viewer.user_id, viewer.username, viewer.groups,
+                              viewer.unrestricted)
+    refused = approvals.why_not_counted(tally.policy, person, interrupt,
+                                        facts.starters.get(interrupt.pk, set()))
+    return "refused" if refused else shown
 
 
 def row_context(interrupt: Interrupt, row_mode: Mode,
@@ -185,7 +200,8 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "plain": asks_yes_no(interrupt.payload) and not interrupt.is_breakpoint,
         "breakpoint": interrupt.is_breakpoint,
         "settles": " ".join(a for a in bulk.VALUES if bulk.settles(a, interrupt)),
-        "can_answer": row_mode != "read" and interrupt.status == InterruptStatus.PENDING,
+        "can_answer": (row_mode not in ("read", "refused")
+                       and interrupt.status == InterruptStatus.PENDING),
         "mode": row_mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assignees": [*interrupt.assigned_users,
@@ -235,12 +251,13 @@ def render_row(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = No
                                       {"row": row_context(interrupt, row_mode, facts)}))
 
 
-def render_rows(interrupt: Interrupt) -> dict[Mode, str]:
+def render_rows(interrupt: Interrupt, facts: RowFacts | None = None) -> dict[Mode, str]:
     """The row as each kind of viewer sees it (an ended one: read-only)."""
+    facts = facts or RowFacts.of([interrupt])
     if interrupt.status != InterruptStatus.PENDING:
-        return {"read": render_row(interrupt, "read")}
-    facts = RowFacts.of([interrupt])
-    return {m: render_row(interrupt, m, facts) for m in MODES}
+        return {"read": render_row(interrupt, "read", facts)}
+    modes = MODES if interrupt.pk in facts.tallies else MODES[:-1]  # no policy, no refusal
+    return {m: render_row(interrupt, m, facts) for m in modes}
 
 
 def row_dom_id(interrupt_id: str) -> str:

@@ -17,8 +17,9 @@ from .runs import ID_LENGTH
 
 class AgentRequestQuerySet(models.QuerySet["AgentRequest"]):
     def visible_to(self, user: object, agent: str) -> AgentRequestQuerySet:
-        """An agent sees its own requests only; people with a forge role see all."""
-        return self.filter(owner=user) if agent else self
+        """An agent sees the requests it made only (not its user's, nor those of the user's
+        other agents); people with a forge role see all."""
+        return self.filter(owner=user, token_agent=agent[:200]) if agent else self
 
 
 class AgentRequest(models.Model):

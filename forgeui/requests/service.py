@@ -213,10 +213,8 @@ def _start(row: AgentRequest, caller: Caller, run_input: dict[str, Any]) -> RunR
 def find(caller: Caller, request_id: str) -> AgentRequest:
     """The request, if the caller may read it; ``NotFound`` otherwise (agents see only
     their own, and may not learn that others' exist)."""
-    found = AgentRequest.objects.visible_to(caller.user, caller.agent)
-    if caller.agent:  # not its user's requests, nor those of the user's other agents
-        found = found.filter(token_agent=caller.agent[:200])
-    row = found.filter(pk=request_id).first()
+    row = AgentRequest.objects.visible_to(caller.user, caller.agent).filter(
+        pk=request_id).first()
     if row is None:
         raise NotFound(f"no request {request_id!r}")
     return row

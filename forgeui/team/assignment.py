@@ -26,7 +26,9 @@ from django.db.models import Q
 from forgeui.models.assignees import decode, token
 from forgeui.team.roles import PERMISSIONS, Action, Role, allowed, groups_of
 
-Mode = Literal["answer", "mine", "read"]  # how a row is shown to one viewer
+# How a row is shown to one viewer; "refused": readable, but its policy would not count
+# this viewer's answer (chosen above this layer, where policies are known).
+Mode = Literal["answer", "mine", "read", "refused"]
 
 
 @dataclass(frozen=True, slots=True)

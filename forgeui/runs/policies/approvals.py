@@ -15,7 +15,7 @@ from django.utils import timezone
 from forgeui.models import AgentRequest, Approval, Interrupt, Run, Vote
 from forgeui.runs.policies.config import Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
-from forgeui.team.roles import groups_of, roles_of
+from forgeui.team.roles import ROLE_NAMES, groups_of
 
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
@@ -40,36 +40,63 @@ def policy_for(interrupt: Interrupt) -> Policy | None:
 def starter_ids(interrupt: Interrupt) -> set[int]:
     """Who may not approve: the person who started the tree (a fork keeps its original's
     starter), who forked it, or owns the asking token (a request's run's starter)."""
-    run = interrupt.run
-    roots = [run] if run.parent_run_id is None else list(  # the root: loaded already
-        Run.objects.filter(thread_id=interrupt.root_thread_id, parent_run_id=None))
-    return {pk for root in roots for pk in (root.started_by_id, root.forked_by_id)
-            if pk is not None}
+    return starters_of([interrupt])[interrupt.pk]
 
 
-def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
-    """Why ``user``'s approval cannot count, or None when it can."""
-    if user.pk in starter_ids(interrupt):
+def starters_of(interrupts: list[Interrupt]) -> dict[str, set[int]]:
+    """``starter_ids`` of each interrupt, in at most one query for a page of rows."""
+    roots: dict[str, list[Run]] = {}
+    for interrupt in interrupts:  # a root run's own interrupt: its run is loaded already
+        if interrupt.run.parent_run_id is None:
+            roots.setdefault(interrupt.root_thread_id, []).append(interrupt.run)
+    missing = {i.root_thread_id for i in interrupts} - set(roots)
+    for root in Run.objects.filter(thread_id__in=missing, parent_run_id=None):
+        roots.setdefault(root.thread_id, []).append(root)
+    return {i.pk: {pk for root in roots.get(i.root_thread_id, [])
+                   for pk in (root.started_by_id, root.forked_by_id) if pk is not None}
+            for i in interrupts}
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    """What the policy's rules read of whoever answers."""
+
+    pk: int | None
+    username: str
+    groups: frozenset[str]
+    is_superuser: bool
+
+    @classmethod
+    def of(cls, user: Any) -> Person:
+        return cls(user.pk, user.get_username(), groups_of(user), bool(user.is_superuser))
+
+
+def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt,
+                    starters: set[int] | None = None) -> str | None:
+    """Why ``user``'s approval cannot count, or None when it can (``starters``: the
+    interrupt's ``starter_ids`` when already known)."""
+    person = user if isinstance(user, Person) else Person.of(user)
+    if person.pk in (starter_ids(interrupt) if starters is None else starters):
         return (f"policy {policy.name!r}: you started this run (or forked it, or own the "
                 f"token that asked), and nobody approves their own")
     for part in policy.parts:  # every part's say: a name an agent chose only narrows
-        if (reason := _outside(part, user, interrupt)) is not None:
+        if (reason := _outside(part, person, interrupt)) is not None:
             return reason
     return None
 
 
-def _outside(policy: Policy, user: Any, interrupt: Interrupt) -> str | None:
+def _outside(policy: Policy, person: Person, interrupt: Interrupt) -> str | None:
     escalated = bool(interrupt.escalated_at and policy.escalate_to)
     if not policy.restricted and not escalated:
         return None
-    groups = groups_of(user)
+    groups = person.groups
     if escalated and policy.escalate_to in groups:
         return None
     if not policy.restricted:  # escalated: the group it went to decides now
         return f"policy {policy.name!r}: escalated to group {policy.escalate_to}"
-    roles = {str(r) for r in roles_of(user)}
-    if (user.get_username() in policy.users or groups & policy.groups
-            or roles & policy.roles or (user.is_superuser and policy.roles)):
+    roles = groups & ROLE_NAMES
+    if (person.username in policy.users or groups & policy.groups
+            or roles & policy.roles or (person.is_superuser and policy.roles)):
         return None
     return f"policy {policy.name!r}: only {_who(policy, interrupt)} may approve"
 

@@ -5,7 +5,9 @@ start, Agent Inbox and LangChain use, and every call it decides is approved; it 
 when every call is rejected. A policy's ``answers`` says it its own way for its
 interrupts: a rule (the ``auto_approve`` language) on ``{"answer": value}`` for each side
 it names. An answer that both approves and rejects, or does neither, is neither: it
-never counts as an approval.
+never counts as an approval. Where one person's vote decides (one approval), an edit is
+that person's approval of the edited call and a response their rejection of it; where
+more are needed, the others would be approving something else, so those are neither.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from forgeui.runs.policies.config import Policy
 
 APPROVING_TYPES = frozenset({"accept", "approve"})
 REJECTING_TYPES = frozenset({"reject", "ignore"})
+# What one deciding person's edit or response amounts to.
+DECIDING_TYPES = {"edit": "accept", "response": "reject", "respond": "reject"}
 FLAGS = ("approved", "ok")  # {"approved": true}, the quick start's {"ok": true}
 
 
@@ -26,7 +30,8 @@ def vote_of(policy: Policy, interrupt: Interrupt, value: Any) -> Vote | None:
     """APPROVE, REJECT, or None when the answer is neither (or claims to be both)."""
     if interrupt.is_breakpoint:  # its answer only lets the node run; cancelling is its "no"
         return Vote.APPROVE
-    default, answers = default_vote(value), policy.answers or {}
+    decides_alone = policy.approvals == 1
+    default, answers = default_vote(value, decides_alone), policy.answers or {}
     approves = _says(answers.get("approve"), value, default == Vote.APPROVE)
     rejects = _says(answers.get("reject"), value, default == Vote.REJECT)
     if approves == rejects:
@@ -38,31 +43,35 @@ def _says(rule: dict[str, Any] | None, value: Any, default: bool) -> bool:
     return default if rule is None else rules.matches(rule, {"answer": value})
 
 
-def default_vote(value: Any) -> Vote | None:
-    """What forge reads an answer as when its policy does not say."""
+def default_vote(value: Any, decides_alone: bool = False) -> Vote | None:
+    """What forge reads an answer as when its policy does not say (``decides_alone``:
+    one person's vote decides, so their edit approves and their response rejects)."""
     if isinstance(value, bool):
         return Vote.APPROVE if value else Vote.REJECT
     if isinstance(value, list):  # Agent Inbox: one HumanResponse per request
-        return _calls(value)
+        return _calls(value, decides_alone)
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("decisions"), list):  # an agent's request, LangChain's HITL
-        return _calls(value["decisions"])
+        return _calls(value["decisions"], decides_alone)
     said: set[Vote | None] = {Vote.APPROVE if value[f] else Vote.REJECT for f in FLAGS
                               if isinstance(value.get(f), bool)}
     kind = value.get("type", value.get("decision"))
-    if kind is not None:  # an edit or a response is neither, whatever flag rides along
-        said.add(_kind(kind))
+    if kind is not None:
+        said.add(_kind(kind, decides_alone))
     return said.pop() if len(said) == 1 else None
 
 
-def _calls(responses: list[Any]) -> Vote | None:
+def _calls(responses: list[Any], decides_alone: bool) -> Vote | None:
     """Approve when every call is approved, reject when every call is rejected."""
-    kinds = {_kind(r.get("type")) if isinstance(r, dict) else None for r in responses}
+    kinds = {_kind(r.get("type"), decides_alone) if isinstance(r, dict) else None
+             for r in responses}
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def _kind(kind: Any) -> Vote | None:
+def _kind(kind: Any, decides_alone: bool) -> Vote | None:
+    if decides_alone and isinstance(kind, str):
+        kind = DECIDING_TYPES.get(kind, kind)
     if kind in APPROVING_TYPES:
         return Vote.APPROVE
     return Vote.REJECT if kind in REJECTING_TYPES else None

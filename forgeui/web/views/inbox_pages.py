@@ -12,7 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from forgeui.inbox.rows import PAGE_SIZE, InboxFilters, RowFacts, row_context, tab_links
+from forgeui.inbox.rows import (
+    PAGE_SIZE,
+    InboxFilters,
+    RowFacts,
+    row_context,
+    row_mode,
+    tab_links,
+)
 from forgeui.models import Answer, Approval, Event, Interrupt, Vote
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, forks, registry, services, storable
@@ -39,7 +46,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
     facts = RowFacts.of(current)
     context = {
         "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
-        "rows": [row_context(i, assignment.mode(viewer, i), facts) for i in current],
+        "rows": [row_context(i, row_mode(viewer, i, facts), facts) for i in current],
         "graphs": registry.graph_names(), "sub_agents": sub_agents(),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -227,7 +234,9 @@ def claim(request: HttpRequest, interrupt_id: str) -> HttpResponse:
         return refusal(request, exc)
     if not is_htmx(request):
         return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
-    row = row_context(interrupt, assignment.mode(assignment.Viewer.of(request.user), interrupt))
+    facts = RowFacts.of([interrupt])
+    viewer = assignment.Viewer.of(request.user)
+    row = row_context(interrupt, row_mode(viewer, interrupt, facts), facts)
     return render(request, "forgeui/inbox.html#row", {"row": row})
 
 
@@ -263,7 +272,8 @@ def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int
     if bound is not None:
         panel["edit_form" if bound.prefix == "edit" else "schema_form"] = bound
     if where == "row":
-        row = row_context(interrupt, assignment.mode(viewer, interrupt))
+        facts = RowFacts.of([interrupt])
+        row = row_context(interrupt, row_mode(viewer, interrupt, facts), facts)
         if "error" in extra:  # the row itself again, with the message and the note kept
             row.update(error=extra["error"], note=panel["typed"].get("steering", ""))
             name = "forgeui/inbox.html#row"

@@ -1,4 +1,4 @@
-"""The README's LangChain recipe (``create_agent`` + ``HumanInTheLoopMiddleware``) as
+"""docs/langgraph.md's LangChain recipe (``create_agent`` + ``HumanInTheLoopMiddleware``) as
 registered graphs, on a fake chat model: ``FORGE_GRAPHS`` names ``per_call`` and
 ``batched``. The model asks to mail the report to the agent's own address, then reports
 what the tool said."""
@@ -13,8 +13,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from tests.forgeui.recipes.readme import block, replaced
+from tests.docblocks import block, replaced
 
+PAGE = "docs/langgraph.md"
 PROPOSED = {"to": "agent@example.com", "body": "the report"}
 
 
@@ -47,13 +48,13 @@ class Outbox:
 
 
 def recipe(mode: str) -> Any:
-    """The README's recipe run as its module would be, in ``mode``: its ``graph``."""
-    code = block("from langchain.agents import create_agent")
+    """The recipe run as its module would be, in ``mode``: its ``graph``."""
+    code = block(PAGE, "from langchain.agents import create_agent")
     if mode != "per_call":
         code = replaced(code, 'interrupt_mode="per_call"', f'interrupt_mode="{mode}"')
     namespace: dict[str, Any] = {"model": MailingModel(), "outbox": Outbox(),
                                  "__name__": "myagent.graph"}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, PAGE, "exec"), namespace)
     return namespace["graph"]
 
 

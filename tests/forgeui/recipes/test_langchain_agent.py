@@ -1,4 +1,4 @@
-"""The README's ``create_agent`` + ``HumanInTheLoopMiddleware`` recipe, in both of the
+"""docs/langgraph.md's ``create_agent`` + ``HumanInTheLoopMiddleware`` recipe, in both of the
 middleware's modes, answered through the API (Django's test client, the real executor on
 the ORM): each mode gets its answer in the shape it asks for, and a call the graph asks
 again becomes pending again."""

@@ -1,5 +1,6 @@
-"""The README's agent recipes, run as it shows them against one live forge (daphne on a
-copy of the seeded database), with a person answering through the API as a reviewer:
+"""The agent recipes of docs/agents.md and docs/langgraph.md, run as they show them
+against one live forge (daphne on a copy of the seeded database), with a person answering
+through the API as a reviewer:
 
 - the OpenAI Agents SDK tool, on the SDK's own scripted (fake) ``Model``;
 - LangChain's ``create_agent`` + ``HumanInTheLoopMiddleware``, batched and per call, on a
@@ -27,12 +28,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.docblocks import block, replaced
 from tests.e2e.conftest import ROOT, Seed, server_env
-from tests.forgeui.recipes.readme import block, replaced
 from tests.forgeui.requests.live import Forge, forge, with_agents
 
 pytestmark = pytest.mark.slow
 
+AGENTS = "docs/agents.md"
 GRAPHS = {"lc_per_call": "tests.forgeui.recipes.agent_graphs:per_call",
           "lc_batched": "tests.forgeui.recipes.agent_graphs:batched"}
 EDITED = {"to": "dana@example.com", "body": "the report"}
@@ -114,12 +116,12 @@ async def test_the_agents_sdk_recipe_sends_what_the_reviewer_edited(
     monkeypatch.setattr(MultiProvider, "get_model", lambda self, name: model)
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
     monkeypatch.setenv("FORGE_AGENT_TOKEN", live.tokens["bot"])
-    code = replaced(block("from agents import"), "https://forge.example.com", live.url)
+    code = replaced(block(AGENTS, "from agents import"), "https://forge.example.com", live.url)
     outbox = Outbox()
     namespace: dict[str, Any] = {"outbox": outbox}
     decider = reviewer_decides(live, "send_email", proposed,
                                {"type": "edit", "args": EDITED})
-    ran = eval(compile(code, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT),
+    ran = eval(compile(code, AGENTS, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT),
                namespace)
     await asyncio.wait_for(ran, 120)
     namespace["forge"].close()

@@ -17,7 +17,7 @@ from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# The README's own example policy.
+# docs/policies.md's own example policy.
 PAYMENTS = {"payments": {"agents": ["billing-bot"], "approvals": 2, "groups": ["finance"],
                          "auto_approve": {"field": "amount", "lt": 1000}}}
 LAX = {"lax": {"agents": ["lax-bot"], "approvals": 1,

@@ -74,7 +74,7 @@ def outcome(interrupt_id: str) -> dict[str, Any]:
 @override_settings(FORGE_POLICIES={"one": {"nodes": ["signoff/sign"], "approvals": 1}})
 def test_an_answer_that_is_neither_never_counts_as_approved(api: Api) -> None:
     interrupt_id = start(api)
-    for value in ("NO - reject this", {"ok": "yes"}, {"type": "edit", "ok": True}, None, 1,
+    for value in ("NO - reject this", {"ok": "yes"}, {"type": "edit", "ok": False}, None, 1,
                   {"type": "accept", "ok": False}):
         refused = resume(api, "alice", interrupt_id, value)
         assert refused.status_code == 422, (value, refused.content)
@@ -110,6 +110,25 @@ def test_agent_inbox_list_answers_count(api: Api) -> None:
     assert resume(api, "alice", ignored, [{"type": "ignore", "args": None}]).json()[
         "status"] == "accepted"
     assert outcome(ignored)["meta"]["decision"] == "rejected"
+
+
+@override_settings(FORGE_POLICIES={"one": {"nodes": ["inbox_list/ask"], "approvals": 1,
+                                           "groups": ["finance"]}}, FORGE_GRAPHS=GRAPHS)
+def test_where_one_vote_decides_an_edit_approves_and_a_response_rejects(api: Api) -> None:
+    edited = start(api, "inbox_list")
+    edit = [{"type": "edit", "args": {"action": "wire", "args": {"amount": 4}}}]
+    assert resume(api, "dave", edited, edit).status_code == 403  # who first, still
+    assert resume(api, "alice", edited, edit).json()["status"] == "accepted"
+    assert outcome(edited)["answer"] == edit  # the edited call is what runs
+    assert outcome(edited)["meta"]["decision"] == "approved"
+    assert [a["user"] for a in outcome(edited)["meta"]["approvals"]] == ["alice"]
+    responded = start(api, "inbox_list")
+    response = [{"type": "response", "args": "Wire 4 instead"}]
+    assert resume(api, "alice", responded, response).json()["status"] == "accepted"
+    assert outcome(responded)["meta"]["decision"] == "rejected"
+    mixed = start(api, "inbox_list")
+    both = [{"type": "edit", "args": {}}, {"type": "response", "args": "no"}]
+    assert resume(api, "alice", mixed, both).status_code == 422
 
 
 YES_NO = {"answers": {"approve": {"field": "answer.decision", "eq": "yes"},

@@ -16,6 +16,7 @@ from django.test import override_settings
 from forgeui.demo import graphs as examples
 from forgeui.runs import registry
 from forgeui.runs.exceptions import GraphUnavailable, UnknownGraph
+from forgeui.runs.policies.checks import check_policies
 from forgeui.settings import DEFAULT_GRAPHS
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
@@ -129,6 +130,15 @@ def test_manage_check_names_forge_graphs_that_is_not_json() -> None:
     assert done.returncode != 0
     assert "forgeui.E002" in done.stderr and "FORGE_GRAPHS is not valid JSON" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_policies_are_not_checked_against_graphs_that_cannot_be_read() -> None:
+    policies = {"p": {"nodes": ["payments/approve"], "approvals": 2}}
+    with override_settings(FORGE_GRAPHS='{"payments": "myapp.graphs:pay",}',
+                           FORGE_POLICIES=policies):
+        assert check_policies() == []  # E002 says what is wrong; no W010 per character
+    with override_settings(FORGE_GRAPHS={}, FORGE_POLICIES=policies):
+        assert [w.id for w in check_policies()] == ["forgeui.W010"]
 
 
 def test_commands_run_often_check_the_settings_but_load_no_graph(tmp_path: Path) -> None:

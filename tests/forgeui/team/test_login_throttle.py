@@ -135,7 +135,7 @@ def test_an_admin_lifts_a_lockout_and_the_audit_log_says_who(users: dict[str, Us
 
 
 def production_trusted_proxies() -> int:
-    """``FORGE_TRUSTED_PROXIES`` as the README's production settings leave it."""
+    """``FORGE_TRUSTED_PROXIES`` as docs/production.md's settings leave it."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DEBUG": "0",
            "SECRET_KEY": "s" * 50, "ALLOWED_HOSTS": "forge.example.com"}
     done = subprocess.run(
@@ -145,7 +145,7 @@ def production_trusted_proxies() -> int:
 
 
 def via_the_proxy(username: str, password: str, client_ip: str, written: str = "") -> int:
-    """A login through the README's production layout: one TLS proxy appends the client's
+    """A login through docs/production.md's layout: one TLS proxy appends the client's
     address to ``X-Forwarded-For``, and ``daphne --proxy-headers`` puts the header's first
     entry in ``REMOTE_ADDR``. ``written`` is a header the client sent itself."""
     forwarded = f"{written}, {client_ip}" if written else client_ip
