@@ -9,8 +9,8 @@ Limits (documented in the OpenAPI description, enforced before any handler runs)
   deeper than ``MAX_DEPTH`` and strings holding NUL or lone surrogates (PostgreSQL's
   ``jsonb`` and UTF-8 cannot store them) are 422.
 
-The errors raised here reach ``forgeui.api.routes``'s exception handlers (ninja wraps them in a
-400 ``HttpError``; the handler unwraps the cause).
+The errors raised here reach the handlers of ``forgeui.api.errors`` (ninja wraps them in
+a 400 ``HttpError``; the handler unwraps the cause).
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
         "assignees": [*interrupt.assigned_users,
                       *(f"group {g}" for g in interrupt.assigned_groups)],
-        "note_to": interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})",
+        "note_to": note_to(interrupt),
         "note": "", "error": "",  # given back when an answer from the row is refused
         "approvals": facts.tallies.get(interrupt.pk),
     }
@@ -218,6 +218,11 @@ def decision_words(interrupt: Interrupt, decision: Answer | None) -> str:
     if decision is None:
         return ""
     return wording.decision_words(decision)
+
+
+def note_to(interrupt: Interrupt) -> str:
+    """Who reads a note given with this answer: the sub-agent, else the root run."""
+    return interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})"
 
 
 def path_of(interrupt: Interrupt) -> str:

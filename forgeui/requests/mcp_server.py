@@ -24,6 +24,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -41,16 +42,67 @@ from forgeui.runs.exceptions import InvalidRequest
 logger = logging.getLogger(__name__)
 
 
+APPROVAL_TOOL = ("Ask a person whether to run a tool call (Claude Code's permission-prompt "
+                 "input: tool_name, input, tool_use_id). Returns {\"behavior\": \"allow\", "
+                 "\"updatedInput\": {...}} or {\"behavior\": \"deny\", \"message\": \"...\"}.")
+QUESTION_TOOL = "Ask a person a question and return their answer in words."
+
+
 def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPServer:
     """The server; ``fixed`` is stdio's agent, else each call's bearer token is.
     ``recheck_s``: how often a waiting call reads its request without being woken."""
-    recheck_s = recheck_s or settings.FORGE_MCP_PROGRESS_SECONDS
+    calls = Calls(fixed, recheck_s or settings.FORGE_MCP_PROGRESS_SECONDS,
+                  uuid.uuid4().hex if fixed is not None else None)  # one process, one session
     server = MCPServer("forge", instructions="Ask forge's reviewers before acting.")
-    stdio_session = uuid.uuid4().hex if fixed is not None else None  # one process, one session
 
-    async def caller_of(ctx: Context) -> Caller:
-        if fixed is not None:
-            return fixed
+    # The SDK reads each tool's input schema from its signature: these spell it out.
+    @server.tool(description=APPROVAL_TOOL)
+    async def request_approval(tool_name: str, input: dict[str, Any], ctx: Context,
+                               tool_use_id: str | None = None) -> str:
+        return await calls.request_approval(tool_name, input, ctx, tool_use_id)
+
+    @server.tool(description=QUESTION_TOOL)
+    async def ask_human(question: str, ctx: Context, choices: list[str] | None = None) -> str:
+        return await calls.ask_human(question, ctx, choices)
+
+    return server
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The tools' work for one server: who calls, and what names a call asked again."""
+
+    fixed: Caller | None
+    recheck_s: float
+    stdio_session: str | None
+
+    async def request_approval(self, tool_name: str, input: dict[str, Any], ctx: Context,
+                               tool_use_id: str | None) -> str:
+        caller = await self.caller_of(ctx)
+        if tool_use_id is not None and not 1 <= len(tool_use_id) <= limits.MAX_NAME:
+            raise ToolError(f"tool_use_id has 1 to {limits.MAX_NAME} characters")
+        body = {"actions": [{"name": tool_name, "args": input}],
+                "agent": {"name": caller.agent or caller.user.get_username()}}
+        found = await ask_and_wait(caller, body, ctx, self.recheck_s,
+                                   self.same_call(ctx, tool_use_id))
+        return json.dumps(permission(found, input))
+
+    async def ask_human(self, question: str, ctx: Context, choices: list[str] | None) -> str:
+        caller = await self.caller_of(ctx)
+        args: dict[str, Any] = {"question": question, **({"choices": choices} if choices
+                                                        else {})}
+        body = {"title": question[:300], "actions": [
+            {"name": "ask_human", "args": args, "decisions": ["respond"]}],
+            "agent": {"name": caller.agent or caller.user.get_username()}}
+        if choices:
+            body["description"] = "Answer with one of: " + ", ".join(choices)
+        found = await ask_and_wait(caller, body, ctx, self.recheck_s, self.same_call(ctx, None))
+        first = (found.get("decisions") or [{}])[0]
+        return str(first.get("message") or f"(no answer: the request is {found['status']})")
+
+    async def caller_of(self, ctx: Context) -> Caller:
+        if self.fixed is not None:
+            return self.fixed
         header = (ctx.headers or {}).get("authorization", "")
         scheme, _, token = header.partition(" ")
         try:
@@ -59,45 +111,15 @@ def build(fixed: Caller | None = None, recheck_s: float | None = None) -> MCPSer
         except NotAllowed as exc:
             raise ToolError(str(exc)) from None
 
-    def same_call(ctx: Context, tool_use_id: str | None) -> list[Any] | None:
+    def same_call(self, ctx: Context, tool_use_id: str | None) -> list[Any] | None:
         """What names this call should its client ask it again, if anything does."""
         if tool_use_id:
             return ["tool_use_id", tool_use_id]
-        session = stdio_session or (ctx.headers or {}).get("mcp-session-id")
+        session = self.stdio_session or (ctx.headers or {}).get("mcp-session-id")
         if not session:  # stateless HTTP: request ids repeat in every session
             return None
         meta = ctx.request_context.meta or {}
         return ["mcp", session, ctx.request_id, meta.get("progress_token")]
-
-    @server.tool(description="Ask a person whether to run a tool call (Claude Code's "
-                             "permission-prompt input: tool_name, input, tool_use_id). "
-                             "Returns {\"behavior\": \"allow\", \"updatedInput\": {...}} or "
-                             "{\"behavior\": \"deny\", \"message\": \"...\"}.")
-    async def request_approval(tool_name: str, input: dict[str, Any], ctx: Context,
-                               tool_use_id: str | None = None) -> str:
-        caller = await caller_of(ctx)
-        if tool_use_id is not None and not 1 <= len(tool_use_id) <= limits.MAX_NAME:
-            raise ToolError(f"tool_use_id has 1 to {limits.MAX_NAME} characters")
-        body = {"actions": [{"name": tool_name, "args": input}],
-                "agent": {"name": caller.agent or caller.user.get_username()}}
-        found = await ask_and_wait(caller, body, ctx, recheck_s, same_call(ctx, tool_use_id))
-        return json.dumps(permission(found, input))
-
-    @server.tool(description="Ask a person a question and return their answer in words.")
-    async def ask_human(question: str, ctx: Context, choices: list[str] | None = None) -> str:
-        caller = await caller_of(ctx)
-        args: dict[str, Any] = {"question": question, **({"choices": choices} if choices
-                                                        else {})}
-        body = {"title": question[:300], "actions": [
-            {"name": "ask_human", "args": args, "decisions": ["respond"]}],
-            "agent": {"name": caller.agent or caller.user.get_username()}}
-        if choices:
-            body["description"] = "Answer with one of: " + ", ".join(choices)
-        found = await ask_and_wait(caller, body, ctx, recheck_s, same_call(ctx, None))
-        first = (found.get("decisions") or [{}])[0]
-        return str(first.get("message") or f"(no answer: the request is {found['status']})")
-
-    return server
 
 
 def permission(found: dict[str, Any], asked: dict[str, Any]) -> dict[str, Any]:

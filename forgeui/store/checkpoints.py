@@ -63,6 +63,29 @@ def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
     return sync_to_async(fn, thread_sensitive=True)
 
 
+def _checkpoint_writes(using: str, cp: Draft, step: Step, seq: int) -> list[queries.Write]:
+    """The thread row's compare-and-set (or its first row) and the checkpoint's row; where
+    this checkpoint keeps a large head, the one kept before is cleared."""
+    whole = step.head_is_due(seq)
+    head = step.head if whole else ""
+    kept_here = whole and not step.small_head
+    if cp.parent_id is None:
+        writes = [queries.thread_insert(using, cp.thread_id, cp.id,
+                                        _in_thread_row(step, head), 1 if head else 0)]
+    else:
+        writes = [queries.thread_move(cp.thread_id, cp.parent_id, cp.id, seq,
+                                      _in_thread_row(step, head) if whole else None)]
+    if kept_here:  # the thread keeps one head: the one it kept before goes
+        writes.append(queries.kept_heads_clear(cp.thread_id))
+    writes.append(queries.checkpoint_insert(using, {
+        "id": cp.id, "thread_id": cp.thread_id, "seq": seq, "run_id": cp.run_id,
+        "parent_id": cp.parent_id or "", "base_id": step.base_id or "",
+        "node": cp.node or "", "status": cp.status, "step": cp.step,
+        "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
+        "record": step.record, "head": head if kept_here else ""}))
+    return writes
+
+
 class DjangoCheckpointStore(RecordStore):
     """Checkpoints in ``forgeui.models``; ``using`` names the database alias."""
 
@@ -112,40 +135,7 @@ class DjangoCheckpointStore(RecordStore):
         try:
             with nullcontext() if alone else transaction.atomic(using=self.using):
                 seq = self._position(cp)
-                whole = step.head_is_due(seq)
-                head = step.head if whole else ""
-                kept_here = whole and not step.small_head
-                if cp.parent_id is None:
-                    writes = [queries.thread_insert(self.using, cp.thread_id, cp.id,
-                                                    _in_thread_row(step, head), 1 if head else 0)]
-                else:
-                    writes = [queries.thread_move(cp.thread_id, cp.parent_id, cp.id, seq,
-                                                  _in_thread_row(step, head) if whole else None)]
-                if kept_here:  # the thread keeps one head: the one it kept before goes
-                    writes.append(queries.kept_heads_clear(cp.thread_id))
-                writes.append(queries.checkpoint_insert(self.using, {
-                    "id": cp.id, "thread_id": cp.thread_id, "seq": seq, "run_id": cp.run_id,
-                    "parent_id": cp.parent_id or "", "base_id": step.base_id or "",
-                    "node": cp.node or "", "status": cp.status, "step": cp.step,
-                    "created_at": datetime.fromtimestamp(cp.created_at / 1000, UTC),
-                    "record": step.record, "head": head if kept_here else ""}))
-                rows = mirror(cp, self.using, step.ended, step.was_pending,
-                              run_exists=step.base_run_id == cp.run_id)
-                if one:  # a lost compare-and-set writes nothing, events included
-                    made = event_rows([e.draft for e in rows.events])
-                    events = [(row, [len(writes) + i for i in e.when])
-                              for row, e in zip(made, rows.events, strict=True)]
-                    touched, ids = queries.save_all(self.using, writes + rows.writes, events)
-                else:
-                    touched, ids = queries.write_all(self.using, writes + rows.writes), []
-                if not touched[0]:
-                    raise CheckpointConflict(cp.thread_id, cp.parent_id,
-                                             self._latest_id(cp.thread_id))
-                if not one:  # last: the event ordering lock waits for other writers
-                    ids = write_events(rows.finish(self.using, touched[len(writes):]),
-                                       self.using)
-                if ids:  # at once when the statement was its own transaction
-                    transaction.on_commit(partial(announce, ids), using=self.using)
+                self._write(cp, step, seq, one)
         except IntegrityError as exc:
             conflict = self._conflict_behind(cp)
             if conflict is None:
@@ -156,6 +146,26 @@ class DjangoCheckpointStore(RecordStore):
                 connections[self.using].close_if_unusable_or_obsolete()
             raise
         cp.stored_at = (cp.id, seq)
+
+    def _write(self, cp: Draft, step: Step, seq: int, one: bool) -> None:
+        """The save's rows and the events they cause; ``one``: all in one statement."""
+        writes = _checkpoint_writes(self.using, cp, step, seq)
+        rows = mirror(cp, self.using, step.ended, step.was_pending,
+                      run_exists=step.base_run_id == cp.run_id)
+        if one:  # a lost compare-and-set writes nothing, events included
+            made = event_rows([e.draft for e in rows.events])
+            events = [(row, [len(writes) + i for i in e.when])
+                      for row, e in zip(made, rows.events, strict=True)]
+            touched, ids = queries.save_all(self.using, writes + rows.writes, events)
+        else:
+            touched, ids = queries.write_all(self.using, writes + rows.writes), []
+        if not touched[0]:
+            raise CheckpointConflict(cp.thread_id, cp.parent_id,
+                                     self._latest_id(cp.thread_id))
+        if not one:  # last: the event ordering lock waits for other writers
+            ids = write_events(rows.finish(self.using, touched[len(writes):]), self.using)
+        if ids:  # at once when the statement was its own transaction
+            transaction.on_commit(partial(announce, ids), using=self.using)
 
     def _position(self, cp: Draft) -> int:
         """Where ``cp`` goes in its thread: after its parent, whose position the executor

@@ -115,12 +115,7 @@ def interrupt_writes(cp: Head, using: str, closing: Sequence[dict[str, Any]] = (
     if not pending and not closing:
         return Mirror([], [])
     rows = Interrupt.objects.using(using)
-    if was_pending is None:
-        ids = pending + [r["id"] for r in closing]
-        statuses = dict(rows.filter(pk__in=ids).values_list("id", "status"))
-        known: frozenset[str] = frozenset(statuses)
-    else:
-        statuses, known = {}, was_pending
+    statuses, known = _existing(rows, pending + [r["id"] for r in closing], was_pending)
     writes: list[queries.Write] = []
     new = [i for i in cp.interrupts if i["id"] not in known]
     if new:
@@ -138,20 +133,38 @@ def interrupt_writes(cp: Head, using: str, closing: Sequence[dict[str, Any]] = (
     for data in closing:
         if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:
             continue
-        status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
-                  else InterruptStatus.ANSWERED)
-        answered_at = from_ms(data.get("answered_at"), timezone.now())
-        if data["id"] in known or rows.filter(pk=data["id"]).exists():
-            writes.append(queries.interrupt_close(using, data["id"], status, answered_at))
-        else:
-            row = interrupt_row(cp, data, status)
-            row.answered_at = answered_at
-            writes.append(queries.interrupts_insert(using, [row]))
-        kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
-                else EventKind.INTERRUPT_ANSWERED)
+        write, kind = _closed(cp, using, data, data["id"] in known
+                              or rows.filter(pk=data["id"]).exists())
+        writes.append(write)
         events.append(Deserved(EventDraft(kind, cp.run_id, root_of(cp), data["id"]),
                                (len(writes) - 1,)))
     return Mirror(writes, events)
+
+
+def _existing(rows: Any, ids: list[str], was_pending: frozenset[str] | None
+              ) -> tuple[dict[str, str], frozenset[str]]:
+    """Which of ``ids`` have rows, and their statuses when they had to be read."""
+    if was_pending is not None:
+        return {}, was_pending
+    statuses = dict(rows.filter(pk__in=ids).values_list("id", "status"))
+    return statuses, frozenset(statuses)
+
+
+def _closed(cp: Head, using: str, data: dict[str, Any],
+            has_row: bool) -> tuple[queries.Write, EventKind]:
+    """The write that closes one interrupt's row (or makes it closed), and its event."""
+    status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
+              else InterruptStatus.ANSWERED)
+    answered_at = from_ms(data.get("answered_at"), timezone.now())
+    if has_row:
+        write = queries.interrupt_close(using, data["id"], status, answered_at)
+    else:
+        row = interrupt_row(cp, data, status)
+        row.answered_at = answered_at
+        write = queries.interrupts_insert(using, [row])
+    kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
+            else EventKind.INTERRUPT_ANSWERED)
+    return write, kind
 
 
 def interrupt_row(cp: Head, data: dict[str, Any], status: str) -> Interrupt:

@@ -2,63 +2,36 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import parse_qs
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from forgeui.inbox.payloads import present
 from forgeui.inbox.rows import (
     PAGE_SIZE,
     InboxFilters,
     RowFacts,
-    answer_schema,
-    asks_yes_no,
     row_context,
     row_mode,
     tab_links,
 )
-from forgeui.models import Answer, Event, Interrupt, InterruptStatus, Vote
-from forgeui.requests.present import facts_of as request_facts
-from forgeui.requests.present import form_for as request_form
+from forgeui.models import Event, Interrupt, Vote
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, registry, services, storable
-from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
-from forgeui.runs.exceptions import (
-    ForgeUIError,
-    InvalidRequest,
-    StaleAnswer,
-)
-from forgeui.runs.policies import approvals
+from forgeui.runs.exceptions import ForgeUIError, InvalidRequest, StaleAnswer
 from forgeui.runs.services.forking import links as forks
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import Action, allowed
+from forgeui.team.roles import Action
 from forgeui.web import bulk_report
-from forgeui.web.forms import (
-    MAX_JSON_CHARS,
-    MAX_NOTE_CHARS,
-    AnswerRejected,
-    edit_form,
-    read_answer,
-    schema_form_class,
-    with_edit_forms,
-)
-from forgeui.web.views.common import (
-    go_to,
-    is_htmx,
-    page,
-    permissions,
-    refusal,
-    requires,
-)
+from forgeui.web.answer_panel import assign_choices, panel_context
+from forgeui.web.forms import MAX_NOTE_CHARS, AnswerRejected, read_answer
+from forgeui.web.views.common import go_to, is_htmx, page, permissions, refusal, requires
 from runtime.errors import ForgeError
 
 
@@ -101,98 +74,8 @@ def interrupt_detail(request: HttpRequest, interrupt_id: str) -> HttpResponse:
                  "fork": forks.origin(interrupt.root_thread_id), "cursor": cursor})
 
 
-def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
-                   groups: list[str] | None = None, error: str = "") -> dict[str, Any] | None:
-    """The assignment picker: users who may answer and every group, the chosen ticked."""
-    if not allowed(request.user, Action.ASSIGN):
-        return None
-    users = interrupt.assigned_users if users is None else users
-    groups = interrupt.assigned_groups if groups is None else groups
-    return {"users": [{"name": name, "roles": roles, "checked": name in users}
-                      for name, roles in assignment.answerers()],
-            "groups": [{"name": name, "checked": name in groups}
-                       for name in assignment.group_names()],
-            "error": error}
-
-
 # What a person typed into an answer form, given back whenever it is shown again.
 TYPED_FIELDS = ("steering", "text", "edit_json", "json_value", "reason")
-
-
-def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
-                  **extra: Any) -> dict[str, Any]:
-    """The answer panel: the form while pending, else who answered and where things stand.
-
-    With a ``viewer``, the form shows only if they may answer it (assignment, claim).
-    ``where`` says which form posts: ``page`` (the interrupt page, which then moves on
-    to the next item), ``panel`` (the run tree) or ``row``.
-    """
-    payload = interrupt.payload
-    schema = answer_schema(payload)
-    actions = declared_actions(payload)
-    form_class = None if actions else schema_form_class(schema)
-    context = {
-        "interrupt": interrupt, "payload_json": pretty(payload),
-        "presented": present(payload, interrupt.node, interrupt.kind),
-        "summary": interrupt_summary(interrupt), "where": "panel",
-        "path": "/".join(interrupt.namespace), "actions": actions,
-        "schema": schema, "schema_form": form_class(prefix="answer") if form_class else None,
-        "edit_form": edit_form(payload),
-        "plain": asks_yes_no(payload) and not interrupt.is_breakpoint,
-        "breakpoint": interrupt.is_breakpoint,
-        "schema_problem": (None if schema is not None or declared_schema(payload)
-                           is None else schema_problem(declared_schema(payload))),
-        "edit_json": pretty(edit_start(payload)),
-        "note_to": note_to(interrupt),
-        "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
-        "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
-                         .order_by("created_at"),
-        "pending": interrupt.status == InterruptStatus.PENDING,
-        "answerable": viewer is None or assignment.may_answer(viewer, interrupt),
-        "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
-        "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
-        "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
-        "request": with_edit_forms(request_form(interrupt), interrupt),
-        "request_facts": request_facts(interrupt),
-        "approvals": (tally := approvals.tallies([interrupt]).get(interrupt.pk)),
-        "voted": next((a for a in (*tally.approvals, *tally.rejections)
-                       if viewer is not None and a.user_id == viewer.user_id), None)
-                 if tally is not None else None,
-        "refused": policy_refusal(tally, viewer, interrupt),
-    }
-    if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
-        context["stale"] = services.stale_answer(interrupt.pk, None)
-    return {**context, **extra}
-
-
-def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | None,
-                   interrupt: Interrupt) -> str:
-    """Why the policy would refuse ``viewer``'s answer, so no form offers it; "" if not."""
-    if (tally is None or viewer is None or viewer.user_id is None
-            or interrupt.status != InterruptStatus.PENDING):
-        return ""
-    person = get_user_model().objects.get(pk=viewer.user_id)
-    return approvals.why_not_counted(tally.policy, person, interrupt) or ""
-
-
-def note_to(interrupt: Interrupt) -> str:
-    """Who reads a note given with this answer: the sub-agent, else the root run."""
-    return interrupt.sub_agent_id or f"this run ({'/'.join(interrupt.namespace)})"
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def edit_start(payload: Any) -> Any:
-    """What a JSON ``edit`` starts from: the proposal's args, else the payload without
-    the answer instructions."""
-    if not isinstance(payload, dict):
-        return payload
-    if payload.get("args") is not None:
-        return payload["args"]
-    return {k: v for k, v in payload.items()
-            if k not in ("question", "title", "description", "actions", "answer_schema")}
 
 
 @require_POST
@@ -212,21 +95,35 @@ def answer(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     except AnswerRejected as exc:
         return answered(request, interrupt, where, 422, error=str(exc), bound=exc.form,
                         typed=typed)
-    except StaleAnswer as stale:
-        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
-    except InvalidRequest as exc:
-        return answered(request, interrupt, where, 422, error=str(exc), typed=typed)
     except ForgeUIError as exc:
-        return refusal(request, exc)
+        return refused(request, interrupt, where, exc, typed)
     counted = counted_words(made)
+    return moved_on(request, interrupt, where,
+                    counted and f"Your {counted} on “{interrupt_summary(interrupt)}”.",
+                    **({"counted": counted} if counted else {"mine": True}))
+
+
+def refused(request: HttpRequest, interrupt: Interrupt, where: str, exc: ForgeUIError,
+            typed: dict[str, str], shown_as: str = "error") -> HttpResponse:
+    """An answer or cancel refused: stale (409) or invalid (422, its message as
+    ``shown_as``) in the row or panel, what was typed given back; else a notice."""
+    if isinstance(exc, StaleAnswer):
+        return answered(request, interrupt, where, 409, stale=exc, typed=typed)
+    if isinstance(exc, InvalidRequest):
+        return answered(request, interrupt, where, 422, typed=typed, **{shown_as: str(exc)})
+    return refusal(request, exc)
+
+
+def moved_on(request: HttpRequest, interrupt: Interrupt, where: str, note: str,
+             **shown: Any) -> HttpResponse:
+    """After an answer or a cancel: from the page, on to the next item (``note`` says what
+    was done); from a row or panel, that fragment again, or the page without htmx."""
     if where == "page":
-        return next_item(request, interrupt, counted and (
-            f"Your {counted} on “{interrupt_summary(interrupt)}”."))
+        return next_item(request, interrupt, note)
     if not is_htmx(request):
         return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
     interrupt.refresh_from_db()
-    return answered(request, interrupt, where, 200, **(
-        {"counted": counted} if counted else {"mine": True}))
+    return answered(request, interrupt, where, 200, **shown)
 
 
 def counted_words(made: services.Decided) -> str:
@@ -268,19 +165,11 @@ def cancel_at_breakpoint(request: HttpRequest, interrupt_id: str) -> HttpRespons
     typed = {name: request.POST.get(name, "") for name in ("reason", "steering")}
     try:
         services.cancel_at_breakpoint(request.user, interrupt.pk, typed["reason"])
-    except StaleAnswer as stale:
-        return answered(request, interrupt, where, 409, stale=stale, typed=typed)
-    except InvalidRequest as exc:
-        return answered(request, interrupt, where, 422, cancel_error=str(exc), typed=typed)
     except ForgeUIError as exc:
-        return refusal(request, exc)
-    if where == "page":
-        return next_item(request, interrupt,
-                         f"You cancelled the run at “{interrupt_summary(interrupt)}”.")
-    if not is_htmx(request):
-        return redirect("forgeui:interrupt", interrupt_id=interrupt.pk)
-    interrupt.refresh_from_db()
-    return answered(request, interrupt, where, 200, mine=True, cancelled=True)
+        return refused(request, interrupt, where, exc, typed, shown_as="cancel_error")
+    return moved_on(request, interrupt, where,
+                    f"You cancelled the run at “{interrupt_summary(interrupt)}”.",
+                    mine=True, cancelled=True)
 
 
 @require_POST

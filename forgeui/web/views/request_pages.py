@@ -13,9 +13,10 @@ from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action
+from forgeui.web.answer_panel import panel_context
 from forgeui.web.forms import read_request
 from forgeui.web.views.common import page, refusal, requires
-from forgeui.web.views.inbox_pages import next_item, panel_context
+from forgeui.web.views.inbox_pages import next_item
 
 
 @require_POST

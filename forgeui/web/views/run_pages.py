@@ -26,6 +26,7 @@ from forgeui.runs.services.forking import links as forks
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
 from forgeui.web import runtree
+from forgeui.web.answer_panel import panel_context, pretty
 from forgeui.web.forms import (
     MAX_NOTE_CHARS,
     AnswerRejected,
@@ -41,7 +42,6 @@ from forgeui.web.views.common import (
     refusal,
     requires,
 )
-from forgeui.web.views.inbox_pages import panel_context, pretty
 from runtime.errors import ForgeError
 
 

@@ -1,0 +1,129 @@
+"""One interrupt's answer panel, shown on its page, in a run tree and after an answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest
+
+from forgeui.inbox.payloads import present
+from forgeui.inbox.rows import answer_schema, asks_yes_no, note_to
+from forgeui.models import Answer, Interrupt, InterruptStatus
+from forgeui.requests.present import facts_of as request_facts
+from forgeui.requests.present import form_for as request_form
+from forgeui.runs import services
+from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_problem
+from forgeui.runs.policies import approvals
+from forgeui.runs.wording import interrupt_summary
+from forgeui.team import assignment
+from forgeui.team.roles import Action, allowed
+from forgeui.web.forms import (
+    MAX_JSON_CHARS,
+    MAX_NOTE_CHARS,
+    edit_form,
+    schema_form_class,
+    with_edit_forms,
+)
+
+
+def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
+                  **extra: Any) -> dict[str, Any]:
+    """The answer panel: the form while pending, else who answered and where things stand.
+
+    With a ``viewer``, the form shows only if they may answer it (assignment, claim).
+    ``where`` says which form posts: ``page`` (the interrupt page, which then moves on
+    to the next item), ``panel`` (the run tree) or ``row``.
+    """
+    context = {
+        "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
+        "presented": present(interrupt.payload, interrupt.node, interrupt.kind),
+        "summary": interrupt_summary(interrupt), "where": "panel",
+        "path": "/".join(interrupt.namespace), "note_to": note_to(interrupt),
+        "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
+        "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
+                         .order_by("created_at"),
+        "pending": interrupt.status == InterruptStatus.PENDING,
+        "request": with_edit_forms(request_form(interrupt), interrupt),
+        "request_facts": request_facts(interrupt),
+        **_forms(interrupt), **_people(interrupt, viewer),
+    }
+    if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
+        context["stale"] = services.stale_answer(interrupt.pk, None)
+    return {**context, **extra}
+
+
+def _forms(interrupt: Interrupt) -> dict[str, Any]:
+    """How the payload asks to be answered: actions, a schema's form, yes/no, JSON."""
+    payload = interrupt.payload
+    schema = answer_schema(payload)
+    actions = declared_actions(payload)
+    form_class = None if actions else schema_form_class(schema)
+    declared = declared_schema(payload)
+    return {
+        "actions": actions, "schema": schema,
+        "schema_form": form_class(prefix="answer") if form_class else None,
+        "edit_form": edit_form(payload),
+        "plain": asks_yes_no(payload) and not interrupt.is_breakpoint,
+        "breakpoint": interrupt.is_breakpoint,
+        "schema_problem": (None if schema is not None or declared is None
+                           else schema_problem(declared)),
+        "edit_json": pretty(edit_start(payload)),
+    }
+
+
+def _people(interrupt: Interrupt, viewer: assignment.Viewer | None) -> dict[str, Any]:
+    """Who may answer, who holds it, and the votes a policy has counted so far."""
+    tally = approvals.tallies([interrupt]).get(interrupt.pk)
+    voted = None
+    if tally is not None and viewer is not None:
+        voted = next((a for a in (*tally.approvals, *tally.rejections)
+                      if a.user_id == viewer.user_id), None)
+    return {
+        "answerable": viewer is None or assignment.may_answer(viewer, interrupt),
+        "mode": assignment.mode(viewer, interrupt) if viewer else "answer",
+        "claimed_by": interrupt.claimed_by.get_username() if interrupt.claimed_by_id else "",
+        "assigned_users": interrupt.assigned_users, "assigned_groups": interrupt.assigned_groups,
+        "approvals": tally, "voted": voted,
+        "refused": policy_refusal(tally, viewer, interrupt),
+    }
+
+
+def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | None,
+                   interrupt: Interrupt) -> str:
+    """Why the policy would refuse ``viewer``'s answer, so no form offers it; "" if not."""
+    if (tally is None or viewer is None or viewer.user_id is None
+            or interrupt.status != InterruptStatus.PENDING):
+        return ""
+    person = get_user_model().objects.get(pk=viewer.user_id)
+    return approvals.why_not_counted(tally.policy, person, interrupt) or ""
+
+
+def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
+                   groups: list[str] | None = None, error: str = "") -> dict[str, Any] | None:
+    """The assignment picker: users who may answer and every group, the chosen ticked."""
+    if not allowed(request.user, Action.ASSIGN):
+        return None
+    users = interrupt.assigned_users if users is None else users
+    groups = interrupt.assigned_groups if groups is None else groups
+    return {"users": [{"name": name, "roles": roles, "checked": name in users}
+                      for name, roles in assignment.answerers()],
+            "groups": [{"name": name, "checked": name in groups}
+                       for name in assignment.group_names()],
+            "error": error}
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def edit_start(payload: Any) -> Any:
+    """What a JSON ``edit`` starts from: the proposal's args, else the payload without
+    the answer instructions."""
+    if not isinstance(payload, dict):
+        return payload
+    if payload.get("args") is not None:
+        return payload["args"]
+    return {k: v for k, v in payload.items()
+            if k not in ("question", "title", "description", "actions", "answer_schema")}
