@@ -610,18 +610,23 @@ def test_refusal_codes_are_ones_daphne_can_send() -> None:
         assert 4000 <= code <= 4999
 
 
+def joined(layer: Any) -> set[tuple[str, str]]:
+    """Every (group, channel) membership of the in-memory layer."""
+    return {(group, channel) for group, members in layer.groups.items() for channel in members}
+
+
 async def test_a_refused_socket_leaves_its_groups_before_it_closes(
         connect: Connect, cookies: dict[str, str]) -> None:
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
+    before = joined(layer)  # the in-memory layer is the process's: other tests' members
     socket, _, _ = await connect(cookies["reviewer"])
-    assert layer.groups.get(broadcast.INBOX_GROUP)
+    assert joined(layer) > before and layer.groups.get(broadcast.INBOX_GROUP)
     await socket.send_to(bytes_data=b"\x00")
     await close_code(socket)
     # No disconnect has reached the consumer yet: the refusal itself left the groups.
-    assert not layer.groups.get(broadcast.INBOX_GROUP)
-    assert not [g for g, members in layer.groups.items() if members]
+    assert joined(layer) == before
 
 
 async def test_a_user_holds_at_most_a_few_sockets_at_once(
@@ -649,13 +654,15 @@ async def test_a_socket_whose_handler_fails_still_leaves_its_groups(
         raise RuntimeError("injected: the catch-up fails")
 
     monkeypatch.setattr(consumers, "catch_up", broken)
+    before = joined(get_channel_layer())
     socket = WebsocketCommunicator(application, "/ws/inbox/",
                                    headers=headers(cookies["reviewer"]))
     assert (await socket.connect(timeout=5))[0]
+    assert joined(get_channel_layer()) > before
     await socket.send_json_to({"after": 0})
     with pytest.raises(RuntimeError, match="injected"):
         await socket.wait(timeout=5)  # raises the application's error as soon as it ends
-    assert not [g for g, members in get_channel_layer().groups.items() if members]
+    assert joined(get_channel_layer()) == before
     assert users["reviewer"].pk not in frames.sockets.open
 
 
