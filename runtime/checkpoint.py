@@ -199,7 +199,7 @@ FIELD_NAMES: tuple[str, ...] = (
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where checkpoints live. Every backend passes ``tests/runtime/test_store_conformance``."""
+    """Where checkpoints live. Every backend passes ``tests/runtime/store_conformance.py``."""
 
     async def save(self, cp: Checkpoint) -> None:
         """Append ``cp`` to its thread.
@@ -293,17 +293,22 @@ def run_from_sync(store: object, coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-_blocking_types: dict[type, bool] = {}
+_implements: dict[tuple[type, type], bool] = {}
+
+
+def implements(store: object, protocol: type) -> bool:
+    """``isinstance(store, protocol)``, decided once per type: a protocol ``isinstance``
+    checks every member, and the executor asks on every save."""
+    key = (type(store), protocol)
+    found = _implements.get(key)
+    if found is None:
+        found = _implements[key] = isinstance(store, protocol)
+    return found
 
 
 def as_blocking(store: object) -> BlockingStore | None:
-    """``store`` if it is a ``BlockingStore``, else None (decided once per type: a
-    protocol ``isinstance`` checks every member, and this runs on every save)."""
-    kind = type(store)
-    blocking = _blocking_types.get(kind)
-    if blocking is None:
-        blocking = _blocking_types[kind] = isinstance(store, BlockingStore)
-    return store if blocking else None  # type: ignore[return-value]
+    """``store`` if it is a ``BlockingStore``, else None."""
+    return store if implements(store, BlockingStore) else None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

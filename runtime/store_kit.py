@@ -28,7 +28,7 @@ rebuilt by replaying records (never on a run's hot path). So are the executor's
 ``save_head``), which read a recent head and the few records after it, and write one
 record. The async methods call the blocking ones through ``call_blocking``, directly by
 default; a backend whose calls block on I/O overrides it to run them elsewhere. Every
-backend passes ``tests/runtime/store_conformance``.
+backend passes ``tests/runtime/store_conformance.py``.
 """
 
 from __future__ import annotations
