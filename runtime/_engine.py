@@ -168,9 +168,6 @@ class RunExecution(InboxHandling):
                 case _:
                     return False
 
-    def _runnable(self) -> list[dict[str, Any]]:
-        return [t for t in self.cp.engine.tasks if t["status"] == "pending"]
-
     def _fits_store_thread(self, runnable: list[dict[str, Any]]) -> bool:
         """One sync task, nothing else of the tree running: it may run on the store's
         thread, which, like a worker thread, may block and may use Django's ORM."""

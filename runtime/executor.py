@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from . import _tree
-from ._accept import accept_answers, accept_cancel, accept_note
+from ._accept import accept_answers, accept_cancel, accept_note, checked_metadata
 from ._engine import FINISHED, RunExecution, TreeState, new_task
 from ._fork import fork_tree
 from ._graph import Graph
@@ -163,7 +163,8 @@ class DurableExecutor:
             id="", thread_id=thread_id, node=None, interrupt_payload=None,
             pending_input=None, created_at=now_ms(), run_id=run_id,
             namespace=[self.name], graph=self.name, root_thread_id=thread_id,
-            once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
+            once=dict(existing.once) if existing else {},
+            metadata=checked_metadata(metadata, "run metadata") or {},
             engine=RunBookkeeping(tasks=[new_task(run_id, 0, self._graph.first, input)],
                                   lease=new_id()),
             additions=Additions(reset=True),
@@ -451,19 +452,6 @@ def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
 def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Request:
     """``resume`` was given a sub-agent's thread: answer that run through its root."""
     return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
-
-
-def _run_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """A copy of a run's metadata, proven JSON like everything else a checkpoint holds."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ResumeError(f"run metadata must be a dict, not {type(metadata).__name__}")
-    try:
-        copied: dict[str, Any] = json_copy(metadata)
-    except NotJSON as exc:
-        raise ResumeError(f"run metadata: {exc}") from None
-    return copied
 
 
 def _unknown_run(run_id: str) -> StaleResumeTarget:
