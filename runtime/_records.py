@@ -31,7 +31,7 @@ from typing import Any
 
 from . import _patch, _tree
 from ._jsonvalue import SMALL_TEXT, dumps_proven, json_clone, loads
-from ._whole_stores import draft_of, grown
+from ._whole_stores import grown
 from .checkpoint import (
     BOOKKEEPING,
     FIELD_NAMES,
@@ -399,42 +399,3 @@ def loaded(head_text: str, checkpoint_id: str, after: Iterable[str] = ()) -> Dra
     for raw in after:
         current = _step(current, loads(raw), in_place=True)
     return current.draft(checkpoint_id)
-
-
-def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, Encoded]]:
-    """Records for one thread kept the old way, as whole checkpoints (``to_dict``),
-    oldest first, each with its head: each keeps only what it added to its parent where
-    that holds."""
-    prev: tuple[Checkpoint, Draft] | None = None
-    for doc in docs:
-        cp = Checkpoint.from_dict(doc)
-        draft = draft_of(cp)
-        additions = _added_since(prev[0], cp) if prev is not None else None
-        if additions is not None:
-            assert prev is not None
-            draft.additions, draft.saved = additions, prev[1].saved
-            encoded = encode(draft)
-        elif not (cp.history or cp.state or cp.resolved):
-            draft.additions = Additions(reset=True)
-            encoded = encode(draft)
-        else:
-            encoded = encode(draft, (cp.history, cp.state, cp.resolved))
-        yield draft, encoded
-        prev = cp, draft
-
-
-def _added_since(prev: Checkpoint, cp: Checkpoint) -> Additions | None:
-    """What ``cp`` added to ``prev``'s growing fields, if it only added."""
-    if cp.parent_id != prev.id:
-        return None
-    old_h, old_r = prev.history, prev.resolved
-    new_h, new_r = cp.history, cp.resolved
-    if not (_patch.same(old_h, new_h[:len(old_h)]) and _patch.same(old_r, new_r[:len(old_r)])):
-        return None
-    state = dict(prev.state)
-    for entry in new_h[len(old_h):]:
-        if not entry.get("cancelled"):
-            state[entry["node"]] = entry["output"]
-    if not _patch.same(state, cp.state):
-        return None
-    return Additions(history=new_h[len(old_h):], resolved=new_r[len(old_r):])
