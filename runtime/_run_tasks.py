@@ -4,6 +4,9 @@ checked and kept, or its pause recorded; a sub-agent's task runs its child run."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ._graph import NodeSpec
@@ -17,6 +20,15 @@ from .errors import NodeError
 from .signal import InterruptSignal
 
 
+@dataclass(slots=True)
+class NodeCall:
+    """One call of a task's node: what it is given, and what it returned."""
+
+    given: Any
+    ctx: NodeContext
+    output: Any = None
+
+
 class TaskRunning(RunChildren):
     """One task of the step, from its call to its completion or pause."""
 
@@ -27,28 +39,25 @@ class TaskRunning(RunChildren):
         if spec.child is not None:
             await self._run_child(task, spec)
             return
-        ctx = NodeContext(self, task)
-        lent = self._lend(task)
-        try:
-            output = await self._call(spec, self._given(task, lent), ctx)
-        except InterruptSignal as signal:
-            self._take_back(lent)
-            self._pause(task, signal.payload, signal.order, "node", signal)
-            return
-        except BaseException:
-            self._take_back(lent)
-            raise
-        self._settle(task, output, lent)
+        with self._calling(task) as call:
+            call.output = await self._call(spec, call.given, call.ctx)
 
     def _run_sync_task(self, task: dict[str, Any]) -> None:
         """``_run_task`` for a sync node, called in the thread it is in."""
         spec = self.graph.nodes[task["node"]]
         if self._pauses_before(task):
             return
-        ctx = NodeContext(self, task)
+        with self._calling(task) as call:
+            call.output = spec.fn(*node_args(spec, call.given, call.ctx))
+
+    @contextmanager
+    def _calling(self, task: dict[str, Any]) -> Iterator[NodeCall]:
+        """Around one call of the task's node, sync or async: its input lent (or copied),
+        taken back if the call pauses or fails; a pause recorded, an output settled."""
         lent = self._lend(task)
+        call = NodeCall(self._given(task, lent), NodeContext(self, task))
         try:
-            output = spec.fn(*node_args(spec, self._given(task, lent), ctx))
+            yield call
         except InterruptSignal as signal:
             self._take_back(lent)
             self._pause(task, signal.payload, signal.order, "node", signal)
@@ -56,7 +65,7 @@ class TaskRunning(RunChildren):
         except BaseException:
             self._take_back(lent)
             raise
-        self._settle(task, output, lent)
+        self._settle(task, call.output, lent)
 
     def _pauses_before(self, task: dict[str, Any]) -> bool:
         """Pause at an ``interrupt_before`` breakpoint not yet answered."""
