@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _patch, _tree
-from ._jsonvalue import SMALL_TEXT, dumps_proven, json_clone, loads
+from ._jsonvalue import SMALL_TEXT, at_most, dumps_proven, json_clone, loads
 from ._whole_stores import grown
 from .checkpoint import (
     BOOKKEEPING,
@@ -171,7 +171,7 @@ def _saved(checkpoint_id: str, doc: dict[str, Any], values: dict[str, Any],
 
 
 def _size(value: Any) -> int:
-    left = _at_most(SMALL_TEXT, value)
+    left = at_most(SMALL_TEXT, value)
     return -1 if left < 0 else SMALL_TEXT - left
 
 
@@ -219,28 +219,6 @@ def whole_head(saved: Saved) -> str:
     if not saved.values:
         return saved.doc_text
     return dumps_proven({**saved.doc, VALUES: saved.values})
-
-
-def _at_most(budget: int, *values: Any) -> int:
-    """``budget`` less the JSON length of ``values`` (roughly), or -1 once past it: the
-    walk stops there, so telling a large value costs no more than a small one."""
-    return _left(budget, values)
-
-
-def _left(budget: int, values: Iterable[Any]) -> int:
-    for value in values:
-        if isinstance(value, dict):
-            budget = _left(budget - 2 - 4 * len(value), value)  # its keys
-            budget = _left(budget, value.values())
-        elif isinstance(value, list):
-            budget = _left(budget - 2 - len(value), value)
-        elif isinstance(value, str):
-            budget -= len(value) + 2
-        else:
-            budget -= 8
-        if budget < 0:
-            return -1
-    return budget
 
 
 def _inputs(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -11,14 +11,8 @@ from typing import Any, TypeVar
 from . import _tree
 from ._ids import new_id, now_ms
 from ._run_state import RunState
-from .checkpoint import (
-    Draft,
-    LoadLatest,
-    SaveNext,
-    StoreDialogue,
-    converse,
-    converse_blocking,
-)
+from ._store_calls import LoadLatest, SaveNext, StoreDialogue, converse, converse_blocking
+from .checkpoint import Draft
 from .errors import CheckpointConflict, ForgeError, ResumeError
 from .types import RunStatus
 

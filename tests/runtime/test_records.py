@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime._jsonvalue import SMALL_TEXT
-from runtime._records import _at_most, replay
+from runtime._jsonvalue import SMALL_TEXT, at_most
+from runtime._records import replay
 from runtime.store_kit import HEAD_EVERY
 from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
@@ -102,7 +102,7 @@ async def test_a_head_kept_whole_and_the_records_after_it_load_what_a_replay_giv
 
 
 def test_telling_a_small_value_stops_at_its_budget() -> None:
-    assert _at_most(100, {"a": "x" * 10}) > 0
-    assert _at_most(100, {"a": "x" * 200}) == -1
+    assert at_most(100, {"a": "x" * 10}) > 0
+    assert at_most(100, {"a": "x" * 200}) == -1
     huge = [{"text": "y" * 100}] * 100_000
-    assert _at_most(SMALL_TEXT, huge) == -1  # without walking all of it
+    assert at_most(SMALL_TEXT, huge) == -1  # without walking all of it
