@@ -1,4 +1,5 @@
-"""Fixtures for forgeui tests: users in roles, a ledger file, subprocess environments."""
+"""Fixtures and helpers for forgeui tests: users in roles, the API and a logged-in
+browser as them, a ledger file, subprocess environments."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.test import Client
 
 from forgeui.store import DjangoCheckpointStore
+from tests.forgeui.apiclient import Api
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +36,19 @@ def users(transactional_db: None) -> dict[str, User]:
             user.groups.add(Group.objects.get_or_create(name=name)[0])
         made[name] = user
     return made
+
+
+@pytest.fixture
+def api(users: dict[str, User]) -> Api:
+    """The JSON API, called as any of ``users`` (or ``admin``) with a real bearer token."""
+    return Api(users)
+
+
+def logged_in(user: User) -> Client:
+    """A browser-like client with ``user``'s session."""
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 @pytest.fixture
