@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
@@ -78,15 +76,6 @@ def django_env(database: str, redis_url: str = "", **extra: str) -> dict[str, st
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
-
-
-def manage(*args: str, env: dict[str, str], timeout: float = 120,
-           **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py`` in a subprocess and insist it succeeds."""
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr}"
-    return done
 
 
 @pytest.fixture
