@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-BOTH_STORES = False  # reads files; no store involved
 ROOT = Path(__file__).resolve().parents[2]
 # A repository path as the runtime's text names one: ``tests/runtime/store_conformance.py``.
 NAMED = re.compile(r"\b((?:tests|bench|docs|runtime|forgeui)/[\w./]*\w)")
