@@ -318,18 +318,7 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
     if added["h"]:
         if not in_place:
             history, state = list(history), dict(state)
-        inputs = _inputs(prev_head, values)
-        for entry in added["h"]:
-            if "p" in entry:
-                output = _patch.apply(inputs[entry["from"]], entry["p"])
-                values[entry["from"]] = output
-                entry = {"node": entry["node"], "output": output}
-            elif "t" in entry:
-                values[entry["t"]] = entry["output"]
-                entry = {k: v for k, v in entry.items() if k != "t"}
-            history.append(entry)
-            if not entry.get("cancelled"):
-                state[entry["node"]] = entry["output"]
+        _add_history(added["h"], _inputs(prev_head, values), values, history, state)
     if added["r"]:
         pending = {i["id"]: i for i in prev_head.get("interrupts", ())}
         ended = [_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
@@ -339,6 +328,24 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
         else:
             resolved_ = [*resolved_, *ended]
     return Replayed(head, history, state, resolved_, values)
+
+
+def _add_history(entries: list[dict[str, Any]], inputs: dict[str, Any],
+                 values: dict[str, Any], history: list[dict[str, Any]],
+                 state: dict[str, Any]) -> None:
+    """Grow ``history`` and ``state`` by a record's entries, each output rebuilt from the
+    input of the task that made it; ``values`` learns each output by task id."""
+    for entry in entries:
+        if "p" in entry:
+            output = _patch.apply(inputs[entry["from"]], entry["p"])
+            values[entry["from"]] = output
+            entry = {"node": entry["node"], "output": output}
+        elif "t" in entry:
+            values[entry["t"]] = entry["output"]
+            entry = {k: v for k, v in entry.items() if k != "t"}
+        history.append(entry)
+        if not entry.get("cancelled"):
+            state[entry["node"]] = entry["output"]
 
 
 def _fields(doc: dict[str, Any]) -> dict[str, Any]:
