@@ -79,7 +79,7 @@ class TaskRunning(RunChildren):
         """The task's input lent to its node, when it runs alone and each step is saved
         before the next: then nothing else holds what the node could change. Otherwise
         (None) the node gets a copy."""
-        if self._parallel or self.tree.durability != "sync":
+        if self.mode == "parallel" or self.tree.durability != "sync":
             return None
         return lend(task["input"])
 
@@ -123,15 +123,15 @@ class TaskRunning(RunChildren):
         args = node_args(spec, node_input, ctx)
         if spec.is_async:
             return await spec.fn(*args)
-        if self._parallel or self.tree.sync_nodes == "thread":
+        if self.mode == "parallel" or self.tree.sync_nodes == "thread":
             # Parallel sync tasks overlap in threads; "thread" also suits nodes that block
             # or use an ORM that refuses to run inside an event loop (Django's).
             return await asyncio.to_thread(spec.fn, *args)
-        self._inline_sync_node = True  # alone in its step: a thread hop would cost more
+        self.mode = "inline"  # alone in its step: a thread hop would cost more
         try:
             return spec.fn(*args)
         finally:
-            self._inline_sync_node = False
+            self.mode = "alone"
 
     def _pause(self, task: dict[str, Any], payload: Any, order: int, kind: str,
                signal: InterruptSignal | None = None) -> None:
