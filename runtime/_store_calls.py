@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from .checkpoint import BlockingStore, Draft, HeadStore, as_blocking
 from .errors import CheckpointConflict
@@ -30,11 +30,19 @@ class SaveNext:
 
 # Store work written once for sync and async callers: the generator yields the calls it
 # needs, gets each call's result sent back (a conflict thrown back in), and returns its
-# answer; ``converse`` and ``converse_blocking`` are the two thin drivers.
+# answer; ``converse`` carries it out, on a store's async calls or its blocking twins.
 StoreDialogue = Generator[LoadLatest | SaveNext, Draft | None, T]
 
 
-async def converse(store: HeadStore, dialogue: StoreDialogue[T]) -> T:
+class _Heads(Protocol):
+    """The two store calls a dialogue makes (``HeadStore``'s)."""
+
+    async def load_head(self, thread_id: str) -> Draft | None: ...
+
+    async def save_head(self, draft: Draft) -> None: ...
+
+
+async def converse(store: _Heads, dialogue: StoreDialogue[T]) -> T:
     """Carry out ``dialogue`` with ``store``'s async calls."""
     reply: Draft | None = None
     conflict: CheckpointConflict | None = None
@@ -53,23 +61,29 @@ async def converse(store: HeadStore, dialogue: StoreDialogue[T]) -> T:
             conflict = exc
 
 
+class _Twins:
+    """A ``BlockingStore``'s blocking twins under ``HeadStore``'s names: coroutines that
+    never suspend, so ``converse`` over them finishes at its first step, with no loop."""
+
+    def __init__(self, store: BlockingStore) -> None:
+        self.store = store
+
+    async def load_head(self, thread_id: str) -> Draft | None:
+        return self.store.load_head_sync(thread_id)
+
+    async def save_head(self, draft: Draft) -> None:
+        self.store.save_head_sync(draft)
+
+
 def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
     """Carry out ``dialogue`` with ``store``'s blocking twins, on a thread that may."""
-    reply: Draft | None = None
-    conflict: CheckpointConflict | None = None
-    while True:
-        try:
-            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        reply, conflict = None, None
-        try:
-            if isinstance(call, LoadLatest):
-                reply = store.load_head_sync(call.thread_id)
-            else:
-                store.save_head_sync(call.draft)
-        except CheckpointConflict as exc:
-            conflict = exc
+    running = converse(_Twins(store), dialogue)
+    try:
+        running.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    running.close()
+    raise RuntimeError("a blocking store call suspended")
 
 
 Change = Callable[[Draft | None], Draft]
