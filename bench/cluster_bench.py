@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.forgeui.cluster import Cluster, running, wait_until
+from tests.forgeui.cluster import Cluster, running
+from tests.processes import wait_until
 
 Sent = tuple[float, float]  # (POST sent at, epoch s; its round-trip, s)
 

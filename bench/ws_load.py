@@ -31,7 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.forgeui.cluster import Cluster, running, wait_until
+from tests.forgeui.cluster import Cluster, running
+from tests.processes import wait_until
 
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 P95_LIMIT_MS = 200.0

@@ -59,15 +59,17 @@ def _checked_value(value: Any) -> Any:
         raise ResumeError(f"resume value: {exc}") from None
 
 
-def _checked_metadata(metadata: Any) -> dict[str, Any] | None:
+def checked_metadata(metadata: Any, what: str) -> dict[str, Any] | None:
+    """A copy of a run's or an answer's metadata (``what`` names which), proven JSON like
+    everything else a checkpoint holds; None when there is none."""
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        raise ResumeError(f"answer metadata must be a dict, not {type(metadata).__name__}")
+        raise ResumeError(f"{what} must be a dict, not {type(metadata).__name__}")
     try:
         copied: dict[str, Any] = json_copy(metadata)
     except NotJSON as exc:
-        raise ResumeError(f"answer metadata: {exc}") from None
+        raise ResumeError(f"{what}: {exc}") from None
     return copied
 
 
@@ -95,7 +97,7 @@ def accept_answers(root: Head, target: ResumeTarget | None, command: Command) ->
     else:
         chosen = [(candidates[0], command.resume)]
     at = now_ms()
-    recorded = _checked_metadata(command.metadata)
+    recorded = checked_metadata(command.metadata, "answer metadata")
     for interrupt, value in chosen:
         entry: dict[str, Any] = {"value": _checked_value(value), "at": at,
                                  "run_id": interrupt["run_id"],

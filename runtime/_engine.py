@@ -168,22 +168,21 @@ class RunExecution(InboxHandling):
                 case _:
                     return False
 
-    def _runnable(self) -> list[dict[str, Any]]:
-        return [t for t in self.cp.engine.tasks if t["status"] == "pending"]
-
     def _fits_store_thread(self, runnable: list[dict[str, Any]]) -> bool:
         """One sync task, nothing else of the tree running: it may run on the store's
         thread, which, like a worker thread, may block and may use Django's ORM."""
         if self._blocking is None or len(runnable) != 1:
             return False
-        if self.parent is not None and self.parent._parallel:
+        if self.parent is not None and self.parent.mode == "parallel":
             return False
         spec = self.graph.nodes[runnable[0]["node"]]
         return spec.child is None and not spec.is_async
 
     async def _run_step_tasks(self, runnable: list[dict[str, Any]]) -> None:
         # Inside a parallel step of an ancestor, sync nodes must not block the shared loop.
-        self._parallel = len(runnable) > 1 or (self.parent is not None and self.parent._parallel)
+        parallel = len(runnable) > 1 or (self.parent is not None
+                                         and self.parent.mode == "parallel")
+        self.mode = "parallel" if parallel else "alone"
         if len(runnable) == 1:
             outcomes: list[Any] = [await self._guarded(runnable[0])]
         else:
@@ -206,14 +205,13 @@ class RunExecution(InboxHandling):
 
     def _run_here(self, task: dict[str, Any]) -> NodeError | None:
         """``_guarded`` for one sync task on the store's thread."""
-        self._parallel = False
-        self._on_store_thread = True
+        self.mode = "store-thread"
         try:
             self._run_sync_task(task)
         except Exception as exc:
             return node_error(task, exc)
         finally:
-            self._on_store_thread = False
+            self.mode = "alone"
         return None
 
     async def _fail(self, error: NodeError) -> NoReturn:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Iterable
 from typing import Any
 
 try:  # several times faster than the standard library at writing JSON
@@ -118,3 +119,25 @@ def dumps_proven(value: Any) -> str:
         except TypeError:  # orjson.JSONEncodeError
             pass
     return json.dumps(value, separators=(",", ":"))
+
+
+def at_most(budget: int, *values: Any) -> int:
+    """``budget`` less the JSON length of ``values`` (roughly), or -1 once past it: the
+    walk stops there, so telling a large value costs no more than a small one."""
+    return _left(budget, values)
+
+
+def _left(budget: int, values: Iterable[Any]) -> int:
+    for value in values:
+        if isinstance(value, dict):
+            budget = _left(budget - 2 - 4 * len(value), value)  # its keys
+            budget = _left(budget, value.values())
+        elif isinstance(value, list):
+            budget = _left(budget - 2 - len(value), value)
+        elif isinstance(value, str):
+            budget -= len(value) + 2
+        else:
+            budget -= 8
+        if budget < 0:
+            return -1
+    return budget

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _patch, _tree
-from ._jsonvalue import SMALL_TEXT, dumps_proven, json_clone, loads
-from ._whole_stores import draft_of, grown
+from ._jsonvalue import SMALL_TEXT, at_most, dumps_proven, json_clone, loads
+from ._whole_stores import grown
 from .checkpoint import (
     BOOKKEEPING,
     FIELD_NAMES,
@@ -171,7 +171,7 @@ def _saved(checkpoint_id: str, doc: dict[str, Any], values: dict[str, Any],
 
 
 def _size(value: Any) -> int:
-    left = _at_most(SMALL_TEXT, value)
+    left = at_most(SMALL_TEXT, value)
     return -1 if left < 0 else SMALL_TEXT - left
 
 
@@ -219,28 +219,6 @@ def whole_head(saved: Saved) -> str:
     if not saved.values:
         return saved.doc_text
     return dumps_proven({**saved.doc, VALUES: saved.values})
-
-
-def _at_most(budget: int, *values: Any) -> int:
-    """``budget`` less the JSON length of ``values`` (roughly), or -1 once past it: the
-    walk stops there, so telling a large value costs no more than a small one."""
-    return _left(budget, values)
-
-
-def _left(budget: int, values: Iterable[Any]) -> int:
-    for value in values:
-        if isinstance(value, dict):
-            budget = _left(budget - 2 - 4 * len(value), value)  # its keys
-            budget = _left(budget, value.values())
-        elif isinstance(value, list):
-            budget = _left(budget - 2 - len(value), value)
-        elif isinstance(value, str):
-            budget -= len(value) + 2
-        else:
-            budget -= 8
-        if budget < 0:
-            return -1
-    return budget
 
 
 def _inputs(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -340,18 +318,7 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
     if added["h"]:
         if not in_place:
             history, state = list(history), dict(state)
-        inputs = _inputs(prev_head, values)
-        for entry in added["h"]:
-            if "p" in entry:
-                output = _patch.apply(inputs[entry["from"]], entry["p"])
-                values[entry["from"]] = output
-                entry = {"node": entry["node"], "output": output}
-            elif "t" in entry:
-                values[entry["t"]] = entry["output"]
-                entry = {k: v for k, v in entry.items() if k != "t"}
-            history.append(entry)
-            if not entry.get("cancelled"):
-                state[entry["node"]] = entry["output"]
+        _add_history(added["h"], _inputs(prev_head, values), values, history, state)
     if added["r"]:
         pending = {i["id"]: i for i in prev_head.get("interrupts", ())}
         ended = [_patch.apply(pending[r["from"]], r["p"]) if "from" in r else r
@@ -361,6 +328,24 @@ def _step(prev: Replayed | None, record: dict[str, Any], in_place: bool = False)
         else:
             resolved_ = [*resolved_, *ended]
     return Replayed(head, history, state, resolved_, values)
+
+
+def _add_history(entries: list[dict[str, Any]], inputs: dict[str, Any],
+                 values: dict[str, Any], history: list[dict[str, Any]],
+                 state: dict[str, Any]) -> None:
+    """Grow ``history`` and ``state`` by a record's entries, each output rebuilt from the
+    input of the task that made it; ``values`` learns each output by task id."""
+    for entry in entries:
+        if "p" in entry:
+            output = _patch.apply(inputs[entry["from"]], entry["p"])
+            values[entry["from"]] = output
+            entry = {"node": entry["node"], "output": output}
+        elif "t" in entry:
+            values[entry["t"]] = entry["output"]
+            entry = {k: v for k, v in entry.items() if k != "t"}
+        history.append(entry)
+        if not entry.get("cancelled"):
+            state[entry["node"]] = entry["output"]
 
 
 def _fields(doc: dict[str, Any]) -> dict[str, Any]:
@@ -399,42 +384,3 @@ def loaded(head_text: str, checkpoint_id: str, after: Iterable[str] = ()) -> Dra
     for raw in after:
         current = _step(current, loads(raw), in_place=True)
     return current.draft(checkpoint_id)
-
-
-def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, Encoded]]:
-    """Records for one thread kept the old way, as whole checkpoints (``to_dict``),
-    oldest first, each with its head: each keeps only what it added to its parent where
-    that holds."""
-    prev: tuple[Checkpoint, Draft] | None = None
-    for doc in docs:
-        cp = Checkpoint.from_dict(doc)
-        draft = draft_of(cp)
-        additions = _added_since(prev[0], cp) if prev is not None else None
-        if additions is not None:
-            assert prev is not None
-            draft.additions, draft.saved = additions, prev[1].saved
-            encoded = encode(draft)
-        elif not (cp.history or cp.state or cp.resolved):
-            draft.additions = Additions(reset=True)
-            encoded = encode(draft)
-        else:
-            encoded = encode(draft, (cp.history, cp.state, cp.resolved))
-        yield draft, encoded
-        prev = cp, draft
-
-
-def _added_since(prev: Checkpoint, cp: Checkpoint) -> Additions | None:
-    """What ``cp`` added to ``prev``'s growing fields, if it only added."""
-    if cp.parent_id != prev.id:
-        return None
-    old_h, old_r = prev.history, prev.resolved
-    new_h, new_r = cp.history, cp.resolved
-    if not (_patch.same(old_h, new_h[:len(old_h)]) and _patch.same(old_r, new_r[:len(old_r)])):
-        return None
-    state = dict(prev.state)
-    for entry in new_h[len(old_h):]:
-        if not entry.get("cancelled"):
-            state[entry["node"]] = entry["output"]
-    if not _patch.same(state, cp.state):
-        return None
-    return Additions(history=new_h[len(old_h):], resolved=new_r[len(old_r):])

@@ -11,14 +11,8 @@ from typing import Any, TypeVar
 from . import _tree
 from ._ids import new_id, now_ms
 from ._run_state import RunState
-from .checkpoint import (
-    Draft,
-    LoadLatest,
-    SaveNext,
-    StoreDialogue,
-    converse,
-    converse_blocking,
-)
+from ._store_calls import LoadLatest, SaveNext, StoreDialogue, converse, converse_blocking
+from .checkpoint import Draft
 from .errors import CheckpointConflict, ForgeError, ResumeError
 from .types import RunStatus
 
@@ -35,7 +29,7 @@ class RunSaving(RunState):
 
     def record_once_blocking(self, key: str, result: Any) -> None:
         """``record_once`` for a sync node, in whichever thread it runs: saved on return."""
-        if self._on_store_thread:
+        if self.mode == "store-thread":
             self.cp.once[key] = result
             self._save_here("running")
             return
@@ -47,7 +41,7 @@ class RunSaving(RunState):
             running = asyncio.get_running_loop()
         except RuntimeError:
             return
-        if running is self.tree.loop and not self._inline_sync_node:
+        if running is self.tree.loop and self.mode != "inline":
             raise ForgeError("ctx.once is for sync nodes; async nodes use await ctx.once_async")
 
     def run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:

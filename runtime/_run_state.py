@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ._graph import Graph, NodeSpec
 from ._ids import new_id, task_id
@@ -21,6 +21,10 @@ from .errors import CheckpointConflict, ForgeError, NodeError, ResumeError
 from .types import Durability, SyncNodes
 
 FINISHED: frozenset[str] = frozenset({"completed", "cancelled"})
+# How a run's current step runs its nodes: several at once (sync ones in threads, and so
+# do its sub-agents'), one alone, one sync node inline on the tree's loop, or one sync
+# node on a blocking store's thread (``drive_on_store_thread``).
+StepMode = Literal["parallel", "alone", "inline", "store-thread"]
 
 
 @dataclass
@@ -90,9 +94,7 @@ class RunState(ABC):
         # the request that started it may wait for that save to reach the disk.
         self.dirty = True
         self._lock = asyncio.Lock()
-        self._parallel = False  # several tasks in this step: sync nodes go to threads
-        self._inline_sync_node = False
-        self._on_store_thread = False  # a node is running in drive_on_store_thread
+        self.mode: StepMode = "alone"
         self._blocking: BlockingStore | None = as_blocking(tree.store)
 
     @property

@@ -4,6 +4,9 @@ checked and kept, or its pause recorded; a sub-agent's task runs its child run."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ._graph import NodeSpec
@@ -17,6 +20,15 @@ from .errors import NodeError
 from .signal import InterruptSignal
 
 
+@dataclass(slots=True)
+class NodeCall:
+    """One call of a task's node: what it is given, and what it returned."""
+
+    given: Any
+    ctx: NodeContext
+    output: Any = None
+
+
 class TaskRunning(RunChildren):
     """One task of the step, from its call to its completion or pause."""
 
@@ -27,28 +39,25 @@ class TaskRunning(RunChildren):
         if spec.child is not None:
             await self._run_child(task, spec)
             return
-        ctx = NodeContext(self, task)
-        lent = self._lend(task)
-        try:
-            output = await self._call(spec, self._given(task, lent), ctx)
-        except InterruptSignal as signal:
-            self._take_back(lent)
-            self._pause(task, signal.payload, signal.order, "node", signal)
-            return
-        except BaseException:
-            self._take_back(lent)
-            raise
-        self._settle(task, output, lent)
+        with self._calling(task) as call:
+            call.output = await self._call(spec, call.given, call.ctx)
 
     def _run_sync_task(self, task: dict[str, Any]) -> None:
         """``_run_task`` for a sync node, called in the thread it is in."""
         spec = self.graph.nodes[task["node"]]
         if self._pauses_before(task):
             return
-        ctx = NodeContext(self, task)
+        with self._calling(task) as call:
+            call.output = spec.fn(*node_args(spec, call.given, call.ctx))
+
+    @contextmanager
+    def _calling(self, task: dict[str, Any]) -> Iterator[NodeCall]:
+        """Around one call of the task's node, sync or async: its input lent (or copied),
+        taken back if the call pauses or fails; a pause recorded, an output settled."""
         lent = self._lend(task)
+        call = NodeCall(self._given(task, lent), NodeContext(self, task))
         try:
-            output = spec.fn(*node_args(spec, self._given(task, lent), ctx))
+            yield call
         except InterruptSignal as signal:
             self._take_back(lent)
             self._pause(task, signal.payload, signal.order, "node", signal)
@@ -56,7 +65,7 @@ class TaskRunning(RunChildren):
         except BaseException:
             self._take_back(lent)
             raise
-        self._settle(task, output, lent)
+        self._settle(task, call.output, lent)
 
     def _pauses_before(self, task: dict[str, Any]) -> bool:
         """Pause at an ``interrupt_before`` breakpoint not yet answered."""
@@ -70,7 +79,7 @@ class TaskRunning(RunChildren):
         """The task's input lent to its node, when it runs alone and each step is saved
         before the next: then nothing else holds what the node could change. Otherwise
         (None) the node gets a copy."""
-        if self._parallel or self.tree.durability != "sync":
+        if self.mode == "parallel" or self.tree.durability != "sync":
             return None
         return lend(task["input"])
 
@@ -114,15 +123,15 @@ class TaskRunning(RunChildren):
         args = node_args(spec, node_input, ctx)
         if spec.is_async:
             return await spec.fn(*args)
-        if self._parallel or self.tree.sync_nodes == "thread":
+        if self.mode == "parallel" or self.tree.sync_nodes == "thread":
             # Parallel sync tasks overlap in threads; "thread" also suits nodes that block
             # or use an ORM that refuses to run inside an event loop (Django's).
             return await asyncio.to_thread(spec.fn, *args)
-        self._inline_sync_node = True  # alone in its step: a thread hop would cost more
+        self.mode = "inline"  # alone in its step: a thread hop would cost more
         try:
             return spec.fn(*args)
         finally:
-            self._inline_sync_node = False
+            self.mode = "alone"
 
     def _pause(self, task: dict[str, Any], payload: Any, order: int, kind: str,
                signal: InterruptSignal | None = None) -> None:

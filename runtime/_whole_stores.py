@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checkpoint import Additions, Checkpoint, CheckpointStore, Draft, Growing, HeadStore
-
-_speaks_heads: dict[type, bool] = {}
+from .checkpoint import (
+    Additions,
+    Checkpoint,
+    CheckpointStore,
+    Draft,
+    Growing,
+    HeadStore,
+    implements,
+)
 
 
 def heads_of(store: CheckpointStore) -> HeadStore:
-    """``store`` itself if it speaks heads, else ``store`` adapted (decided once per type:
-    a protocol ``isinstance`` checks every member, and this runs on every call)."""
-    kind = type(store)
-    speaks = _speaks_heads.get(kind)
-    if speaks is None:
-        speaks = _speaks_heads[kind] = isinstance(store, HeadStore)
-    return store if speaks else WholeCheckpoints(store)  # type: ignore[return-value]
+    """``store`` itself if it speaks heads, else ``store`` adapted."""
+    if implements(store, HeadStore):
+        return store  # type: ignore[return-value]
+    return WholeCheckpoints(store)
 
 
 def draft_of(cp: Checkpoint) -> Draft:

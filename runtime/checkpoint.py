@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, fields
-from functools import partial
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ._jsonvalue import dumps_proven
-from .errors import CheckpointConflict
 from .types import RunStatus
 
 T = TypeVar("T")
@@ -199,7 +197,7 @@ FIELD_NAMES: tuple[str, ...] = (
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where checkpoints live. Every backend passes ``tests/runtime/test_store_conformance``."""
+    """Where checkpoints live. Every backend passes ``tests/runtime/store_conformance.py``."""
 
     async def save(self, cp: Checkpoint) -> None:
         """Append ``cp`` to its thread.
@@ -293,108 +291,19 @@ def run_from_sync(store: object, coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-_blocking_types: dict[type, bool] = {}
+_implements: dict[tuple[type, type], bool] = {}
+
+
+def implements(store: object, protocol: type) -> bool:
+    """``isinstance(store, protocol)``, decided once per type: a protocol ``isinstance``
+    checks every member, and the executor asks on every save."""
+    key = (type(store), protocol)
+    found = _implements.get(key)
+    if found is None:
+        found = _implements[key] = isinstance(store, protocol)
+    return found
 
 
 def as_blocking(store: object) -> BlockingStore | None:
-    """``store`` if it is a ``BlockingStore``, else None (decided once per type: a
-    protocol ``isinstance`` checks every member, and this runs on every save)."""
-    kind = type(store)
-    blocking = _blocking_types.get(kind)
-    if blocking is None:
-        blocking = _blocking_types[kind] = isinstance(store, BlockingStore)
-    return store if blocking else None  # type: ignore[return-value]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadLatest:
-    """A store call a dialogue asks for: ``load_head(thread_id)``."""
-
-    thread_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class SaveNext:
-    """A store call a dialogue asks for: ``save_head(draft)``."""
-
-    draft: Draft
-
-
-# Store work written once for sync and async callers: the generator yields the calls it
-# needs, gets each call's result sent back (a conflict thrown back in), and returns its
-# answer; ``converse`` and ``converse_blocking`` are the two thin drivers.
-StoreDialogue = Generator[LoadLatest | SaveNext, Draft | None, T]
-
-
-async def converse(store: HeadStore, dialogue: StoreDialogue[T]) -> T:
-    """Carry out ``dialogue`` with ``store``'s async calls."""
-    reply: Draft | None = None
-    conflict: CheckpointConflict | None = None
-    while True:
-        try:
-            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        reply, conflict = None, None
-        try:
-            if isinstance(call, LoadLatest):
-                reply = await store.load_head(call.thread_id)
-            else:
-                await store.save_head(call.draft)
-        except CheckpointConflict as exc:
-            conflict = exc
-
-
-def converse_blocking(store: BlockingStore, dialogue: StoreDialogue[T]) -> T:
-    """Carry out ``dialogue`` with ``store``'s blocking twins, on a thread that may."""
-    reply: Draft | None = None
-    conflict: CheckpointConflict | None = None
-    while True:
-        try:
-            call = dialogue.send(reply) if conflict is None else dialogue.throw(conflict)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        reply, conflict = None, None
-        try:
-            if isinstance(call, LoadLatest):
-                reply = store.load_head_sync(call.thread_id)
-            else:
-                store.save_head_sync(call.draft)
-        except CheckpointConflict as exc:
-            conflict = exc
-
-
-Change = Callable[[Draft | None], Draft]
-
-
-def _latest_changed(thread_id: str, change: Change) -> StoreDialogue[Draft]:
-    """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new
-    latest on ``CheckpointConflict``; the checkpoint saved."""
-    while True:
-        cp = change((yield LoadLatest(thread_id)))
-        try:
-            yield SaveNext(cp)
-        except CheckpointConflict:
-            continue
-        return cp
-
-
-async def update_latest(store: HeadStore, thread_id: str, change: Change) -> Draft:
-    """Save ``change(latest)`` as the thread's next checkpoint, retrying from the new latest
-    on ``CheckpointConflict``; the checkpoint saved.
-
-    ``change`` is plain, fast code (it runs on the store's own thread when the store is a
-    ``BlockingStore``: then the whole loop is one trip there) and gets a fresh checkpoint
-    each try.
-    """
-    blocking = as_blocking(store)
-    if blocking is not None:
-        return await blocking.call_in_store_thread(
-            partial(update_latest_blocking, blocking, thread_id, change))
-    return await converse(store, _latest_changed(thread_id, change))
-
-
-def update_latest_blocking(store: BlockingStore, thread_id: str,
-                           change: Change) -> Draft:
-    """``update_latest`` with a ``BlockingStore``'s blocking twins, on its thread."""
-    return converse_blocking(store, _latest_changed(thread_id, change))
+    """``store`` if it is a ``BlockingStore``, else None."""
+    return store if implements(store, BlockingStore) else None  # type: ignore[return-value]

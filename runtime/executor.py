@@ -4,36 +4,44 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 from . import _tree
-from ._accept import accept_answers, accept_cancel, accept_note
-from ._engine import FINISHED, RunExecution, TreeState, new_task
+from ._accept import accept_cancel, accept_note
+from ._engine import RunExecution, TreeState
 from ._fork import fork_tree
 from ._graph import Graph
-from ._ids import new_id, now_ms
+from ._ids import new_id
 from ._jsonvalue import NotJSON, json_copy
+from ._requests import (
+    NothingToDo,
+    Request,
+    SubAgentThread,
+    answer,
+    answer_sub_agent,
+    as_command,
+    first_head,
+    no_checkpoint,
+    take_over,
+    unknown_run,
+)
+from ._store_calls import update_latest, update_latest_blocking
 from ._whole_stores import heads_of
 from .checkpoint import (
-    Additions,
     BlockingStore,
     CheckpointStore,
     Draft,
     Head,
     HeadStore,
-    RunBookkeeping,
     as_blocking,
     run_from_sync,
-    update_latest,
-    update_latest_blocking,
 )
 from .errors import ForgeError, NodeError, ResumeError, StaleResumeTarget
 from .stores.memory import InMemoryCheckpointStore
 from .types import (
-    Command,
     Durability,
     ResumeTarget,
     Route,
@@ -53,10 +61,6 @@ class GraphShape:
     nodes: tuple[str, ...]  # in the order given, which is also the default flow
     routed: tuple[str, ...]  # nodes whose successors a route chooses, as given
     sub_agents: Mapping[str, DurableExecutor]  # nodes that run as child runs
-
-
-def _as_command(value: Any) -> Command:
-    return value if isinstance(value, Command) else Command(resume=value)
 
 
 class DurableExecutor:
@@ -150,26 +154,8 @@ class DurableExecutor:
                  loop: asyncio.AbstractEventLoop | None) -> RunExecution:
         """The execution of a new run, once the thread's latest checkpoint (``existing``)
         and whether ``run_id`` is ``taken`` are known."""
-        thread_id = thread_id or new_id()
-        if existing is not None and existing.status not in FINISHED:
-            raise ResumeError(f"thread {thread_id!r} has a {existing.status} run; resume, "
-                              f"recover or cancel it before starting another")
-        if existing is not None and existing.parent_run_id is not None:
-            raise ResumeError(f"thread {thread_id!r} belongs to a sub-agent")
-        if taken:
-            raise ResumeError(f"run id {run_id!r} is already taken")
-        run_id = run_id or new_id()
-        cp = Draft(
-            id="", thread_id=thread_id, node=None, interrupt_payload=None,
-            pending_input=None, created_at=now_ms(), run_id=run_id,
-            namespace=[self.name], graph=self.name, root_thread_id=thread_id,
-            once=dict(existing.once) if existing else {}, metadata=_run_metadata(metadata),
-            engine=RunBookkeeping(tasks=[new_task(run_id, 0, self._graph.first, input)],
-                                  lease=new_id()),
-            additions=Additions(reset=True),
-            # The new run's first save is a patch against the old head.
-            saved=existing.saved if existing is not None else None,
-        )
+        cp = first_head(self.name, self._graph.first, input, thread_id or new_id(),
+                        existing, run_id, taken, metadata)
         return RunExecution(self._graph, cp, self._tree_state(cp, loop),
                             existing.id if existing else None)
 
@@ -177,23 +163,23 @@ class DurableExecutor:
 
     async def resume(self, thread_id: str, value_or_command: Any) -> RunResult:
         """Answer the thread's one pending interrupt (or several with ``resume_map``)."""
-        command = _as_command(value_or_command)
+        command = as_command(value_or_command)
         try:
             # A root thread (the usual case): read, accept and take the lease in one update.
-            return await self._submit(_answer(thread_id, None, command, root_only=True))
-        except _SubAgentThread as sub:
-            return await self._submit(_answer_sub_agent(sub, command))
+            return await self._submit(answer(thread_id, None, command, root_only=True))
+        except SubAgentThread as sub:
+            return await self._submit(answer_sub_agent(sub, command))
 
     async def resume_targeted(self, target: ResumeTarget, command: Any = None) -> RunResult:
         """Answer one pending interrupt anywhere in the tree, leaving its siblings paused."""
-        command = _as_command(command)
+        command = as_command(command)
         root_thread = await self._root_thread_of_run(target.run_id)
-        return await self._submit(_answer(root_thread, target, command))
+        return await self._submit(answer(root_thread, target, command))
 
     async def steer(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Record a steering note for one run; nodes read it as ``ctx.steering``."""
         root_thread = await self._root_thread_of_run(target.run_id)
-        request = _Request(root_thread, lambda root: accept_note(root, target, text), drive=False)
+        request = Request(root_thread, lambda root: accept_note(root, target, text), drive=False)
         await self._submit(request)
         return request.accepted  # type: ignore[no-any-return]
 
@@ -206,24 +192,16 @@ class DurableExecutor:
         else:
             run_target, root_thread = target, await self._root_thread_of_run(target.run_id)
         return await self._submit(
-            _Request(root_thread, lambda root: accept_cancel(root, run_target)))
+            Request(root_thread, lambda root: accept_cancel(root, run_target)))
 
     async def recover(self, thread_id: str) -> RunResult:
         """Go on with a run whose executor died (``running``) or whose node failed."""
-        def take_over(root: Draft) -> None:
-            if root.status in ("running", "failed"):
-                root.error = None
-                root.engine.lease = None  # the old holder is gone: _submit takes a new lease
-            elif root.status == "interrupted" and not (root.engine.answers
-                                                       or root.engine.cancels):
-                raise _NothingToDo
-
         try:
-            return await self._submit(_Request(thread_id, take_over))
-        except _NothingToDo:
+            return await self._submit(Request(thread_id, take_over))
+        except NothingToDo:
             return await self.get_state(thread_id)
 
-    async def _submit(self, request: _Request) -> RunResult:
+    async def _submit(self, request: Request) -> RunResult:
         """Record a request on the root with a compare-and-set; apply it if nobody is."""
         store = self._require_store()
         blocking = as_blocking(store)
@@ -238,7 +216,7 @@ class DurableExecutor:
         await execution.drive(begun=begun)
         return self._result(execution.cp)
 
-    def _submit_here(self, blocking: BlockingStore, request: _Request) -> RunResult:
+    def _submit_here(self, blocking: BlockingStore, request: Request) -> RunResult:
         """``_submit`` for a sync caller that may block on the store (``_blocking_here``):
         record, then drive right here (``RunExecution.drive_here``)."""
         root = update_latest_blocking(blocking, request.root_thread, request)
@@ -248,7 +226,7 @@ class DurableExecutor:
         execution.drive_here()
         return self._result(execution.cp)
 
-    def _record_and_begin(self, blocking: BlockingStore, request: _Request,
+    def _record_and_begin(self, blocking: BlockingStore, request: Request,
                           loop: asyncio.AbstractEventLoop,
                           ) -> tuple[Draft, RunExecution | None, NodeError | bool]:
         """On the store's thread: record the request, then go on as far as lone sync steps
@@ -257,7 +235,7 @@ class DurableExecutor:
         execution = self._execution(root, request, loop)
         return root, execution, execution is not None and execution.drive_on_store_thread()
 
-    def _execution(self, root: Draft, request: _Request,
+    def _execution(self, root: Draft, request: Request,
                    loop: asyncio.AbstractEventLoop | None) -> RunExecution | None:
         """The execution that applies the tree, if ``request`` took its lease (else someone
         else is applying it, or the request was only a note)."""
@@ -340,11 +318,11 @@ class DurableExecutor:
         blocking = self._blocking_here()
         if blocking is None:
             return self._run_to_end(self.resume(thread_id, value_or_command))
-        command = _as_command(value_or_command)
+        command = as_command(value_or_command)
         try:
-            return self._submit_here(blocking, _answer(thread_id, None, command, root_only=True))
-        except _SubAgentThread as sub:
-            return self._submit_here(blocking, _answer_sub_agent(sub, command))
+            return self._submit_here(blocking, answer(thread_id, None, command, root_only=True))
+        except SubAgentThread as sub:
+            return self._submit_here(blocking, answer_sub_agent(sub, command))
 
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         blocking = self._blocking_here()
@@ -352,9 +330,9 @@ class DurableExecutor:
             return self._run_to_end(self.resume_targeted(target, command))
         root = blocking.load_run_head_sync(target.run_id)
         if root is None:
-            raise _unknown_run(target.run_id)
-        return self._submit_here(blocking, _answer(root.root_thread_id, target,
-                                                   _as_command(command)))
+            raise unknown_run(target.run_id)
+        return self._submit_here(blocking, answer(root.root_thread_id, target,
+                                                   as_command(command)))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: Mapping[str, Any] | None = None) -> str:
@@ -388,15 +366,13 @@ class DurableExecutor:
     async def _load_thread(self, thread_id: str) -> Draft:
         cp = await self._require_store().load_head(thread_id)
         if cp is None:
-            raise StaleResumeTarget(f"thread {thread_id!r} has no checkpoint",
-                                    {"thread_id": thread_id, "run_id": None,
-                                     "checkpoint_id": None, "status": None, "interrupts": []})
+            raise no_checkpoint(thread_id)
         return cp
 
     async def _root_thread_of_run(self, run_id: str) -> str:
         cp = await self._require_store().load_run_head(run_id)
         if cp is None:
-            raise _unknown_run(run_id)
+            raise unknown_run(run_id)
         return cp.root_thread_id
 
     @staticmethod
@@ -411,82 +387,9 @@ class DurableExecutor:
         )
 
 
-class _Request:
-    """A request's change to the root's latest checkpoint (``update_latest``'s ``change``):
-    accept it, take the tree's lease if nobody holds it, and become the next checkpoint.
-
-    ``drive``: apply the tree afterwards (False for a note); ``root_only``: raise
-    ``_SubAgentThread`` if ``root_thread`` is a sub-agent's. ``accepted`` is what
-    ``accept`` returned, ``take_lease`` whether this request is to apply the tree.
-    """
-
-    def __init__(self, root_thread: str, accept: Callable[[Draft], Any],
-                 drive: bool = True, root_only: bool = False) -> None:
-        self.root_thread, self.accept = root_thread, accept
-        self.drive, self.root_only = drive, root_only
-        self.accepted: Any = None
-        self.take_lease = False
-
-    def __call__(self, root: Draft | None) -> Draft:
-        if root is None:
-            raise StaleResumeTarget(f"thread {self.root_thread!r} has no checkpoint",
-                                    {"thread_id": self.root_thread, "run_id": None,
-                                     "checkpoint_id": None, "status": None, "interrupts": []})
-        if self.root_only and root.parent_run_id is not None:
-            raise _SubAgentThread(root)
-        self.accepted = self.accept(root)
-        self.take_lease = self.drive and (root.status != "running" or root.engine.lease is None)
-        if self.take_lease:
-            root.status, root.engine.lease = "running", new_id()
-        root.parent_id, root.id, root.created_at = root.id, new_id(), now_ms()
-        return root
-
-
-def _answer(root_thread: str, target: ResumeTarget | None, command: Command,
-            root_only: bool = False) -> _Request:
-    return _Request(root_thread, lambda root: accept_answers(root, target, command),
-                  root_only=root_only)
-
-
-def _answer_sub_agent(sub: _SubAgentThread, command: Command) -> _Request:
-    """``resume`` was given a sub-agent's thread: answer that run through its root."""
-    return _answer(sub.checkpoint.root_thread_id, ResumeTarget(sub.checkpoint.run_id), command)
-
-
-def _run_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """A copy of a run's metadata, proven JSON like everything else a checkpoint holds."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ResumeError(f"run metadata must be a dict, not {type(metadata).__name__}")
-    try:
-        copied: dict[str, Any] = json_copy(metadata)
-    except NotJSON as exc:
-        raise ResumeError(f"run metadata: {exc}") from None
-    return copied
-
-
-def _unknown_run(run_id: str) -> StaleResumeTarget:
-    return StaleResumeTarget(f"run {run_id!r} is unknown",
-                             {"thread_id": None, "run_id": run_id, "checkpoint_id": None,
-                              "status": None, "interrupts": []})
-
-
 def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return False
     return True
-
-
-class _SubAgentThread(Exception):
-    """resume() was given a sub-agent's thread: answer through its root instead."""
-
-    def __init__(self, checkpoint: Draft) -> None:
-        super().__init__(checkpoint.thread_id)
-        self.checkpoint = checkpoint
-
-
-class _NothingToDo(Exception):
-    """recover() found a run that is simply waiting for people."""

@@ -28,14 +28,14 @@ rebuilt by replaying records (never on a run's hot path). So are the executor's
 ``save_head``), which read a recent head and the few records after it, and write one
 record. The async methods call the blocking ones through ``call_blocking``, directly by
 default; a backend whose calls block on I/O overrides it to run them elsewhere. Every
-backend passes ``tests/runtime/store_conformance``.
+backend passes ``tests/runtime/store_conformance.py``.
 """
 
 from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -47,8 +47,7 @@ from ._whole_stores import draft_of
 from .checkpoint import Additions, Checkpoint, Draft
 
 __all__ = [
-    "HEAD_EVERY", "SMALL_HEAD", "Lineage", "RecordStore", "Step", "StoredHead",
-    "from_full_copies", "json_text", "patch_of",
+    "HEAD_EVERY", "Lineage", "RecordStore", "Step", "StoredHead", "json_text", "patch_of",
 ]
 
 T = TypeVar("T")
@@ -56,8 +55,7 @@ T = TypeVar("T")
 
 # A large head is kept whole at every HEAD_EVERY-th position of its thread (and at its
 # first two), so a save writes what its step changed and a load reads at most
-# HEAD_EVERY - 1 records after the head; a small one (at most SMALL_HEAD) at every save.
-SMALL_HEAD = 4096
+# HEAD_EVERY - 1 records after the head; a small one (``Step.small_head``) at every save.
 HEAD_EVERY = 32
 
 
@@ -74,7 +72,7 @@ class Step:
     head_text: Callable[[], str]
     base_id: str | None
     keeps_head: bool = True
-    # Is the head, written whole, at most SMALL_HEAD long?
+    # Is the head, written whole, short enough to write again at every save?
     small_head: bool = True
     # For a backend mirroring rows, so it need not read them back: the interrupts pending
     # in the head the record patches (None: written whole) and that head's run id.
@@ -138,14 +136,6 @@ def _step_of(cp: Draft, encoded: Encoded, ended: Iterable[dict[str, Any]]) -> St
     return Step(encoded.record, encoded.head_text, base,
                 not _records.is_fork_start(cp, encoded), encoded.small, encoded.was_pending,
                 encoded.base_run_id, tuple(ended))
-
-
-def from_full_copies(docs: Iterable[dict[str, Any]]) -> Iterator[tuple[Draft, Step]]:
-    """The steps of one thread kept the old way, as whole checkpoints (``to_dict``),
-    oldest first, each with its head: what a store migrating such a thread writes (the
-    last one's head is the thread's latest)."""
-    for draft, encoded in _records.from_full_copies(docs):
-        yield draft, Step(encoded.record, encoded.head_text, None, small_head=encoded.small)
 
 
 class RecordStore(ABC):

@@ -26,8 +26,8 @@ import psycopg
 import pytest
 
 from tests.conftest import deep, missing
-from tests.e2e.conftest import free_port
 from tests.forgeui.cluster import cluster, describe
+from tests.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"

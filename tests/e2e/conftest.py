@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import pytest
 
 from forgeui.demo.graphs import GRAPHS
 from tests.conftest import missing
+from tests.processes import free_port, manage
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -48,12 +48,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.path).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -91,13 +85,6 @@ class LiveServer:
             time.sleep(0.05)
 
 
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stderr}"
-    return done.stdout
-
-
 def manage_all(env: dict[str, str], *commands: tuple[str, ...]) -> list[str]:
     """Several ``manage.py`` commands in one process, so Django starts once; each one's
     output, in order."""
@@ -109,7 +96,8 @@ def manage_all(env: dict[str, str], *commands: tuple[str, ...]) -> list[str]:
               "    call_command(*args, stdout=out)\n"
               "    outs.append(out.getvalue())\n"
               "print(json.dumps(outs))\n")
-    found: list[str] = json.loads(manage(env, "shell", "-c", script).strip().splitlines()[-1])
+    done = manage("shell", "-c", script, env=env)
+    found: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
 
 

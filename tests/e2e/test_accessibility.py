@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import PASSWORDS, SIZES, LiveServer, manage
+from tests.processes import manage
+
+from .conftest import PASSWORDS, SIZES, LiveServer
 
 AXE = Path(__file__).parent / "vendor" / "axe-4.14.1.min.js"
 RUN_AXE = """async () => {
@@ -101,7 +103,7 @@ def expired(forge: LiveServer) -> tuple[dict[str, Any], dict[str, Any]]:
                                        "options": {"deadline_s": 1, "default": False}})[0]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        manage(forge.env, "expire_interrupts")
+        manage("expire_interrupts", env=forge.env)
         if forge.api("GET", f"/api/interrupts/{defaulted['id']}")["status"] == "answered":
             return overdue, defaulted
     raise AssertionError("the deadline sweep never answered the interrupt with its default")
@@ -188,9 +190,9 @@ def test_error_states_have_no_serious_violation(forge: LiveServer, pages: dict[s
 def someone_elses_link(forge: LiveServer, interrupt_page: str) -> str:
     """The path of a decision link e-mailed to the supervisor."""
     interrupt_id = interrupt_page.strip("/").split("/")[-1]
-    made = manage(forge.env, "shell", "-c", (
+    made = manage("shell", "-c", (
         "from django.contrib.auth.models import User; "
         "from forgeui.team import decision_links; "
         f"print(decision_links.url_for(User.objects.get(username='supervisor'), "
-        f"{interrupt_id!r}))"))
+        f"{interrupt_id!r}))"), env=forge.env).stdout
     return "/links/" + made.strip().split("/links/")[1]

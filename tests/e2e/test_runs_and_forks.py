@@ -11,13 +11,14 @@ import csv
 import io
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+
+from tests.processes import wait_until
 
 from .conftest import LiveServer, Login, Seed, serve
 
@@ -30,15 +31,6 @@ def forge(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator[Li
     with serve(tmp_path_factory.mktemp("live"), seeded, FORGE_GRAPHS=graphs,
                FORGE_EXAMPLES="1") as server:
         yield server
-
-
-def wait_for(check: Any, timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
 
 
 def run_of(forge: LiveServer, thread_id: str) -> dict[str, Any] | None:
@@ -93,13 +85,14 @@ def test_fork_with_an_edited_input_reaches_the_node_with_it(
     page.wait_for_url(re.compile(r"/runs/(?!" + asked["run_id"] + ")"))
     expect(page.locator(".tree-node .tag-fork")).to_contain_text("edited")
     new_root = page.locator(".tree-node").first.get_attribute("data-run")
-    (copy,) = wait_for(lambda: [i for i in forge.api(
+    (copy,) = wait_until(lambda: [i for i in forge.api(
         "GET", "/api/interrupts?status=pending&limit=200")["items"]
-        if i["run_id"] == new_root])
+        if i["run_id"] == new_root], 10, "the fork to pause")
     panel = page.locator(f"#panel-{copy['id']}")
     panel.get_by_role("button", name="Approve").click()
-    done = wait_for(lambda: (forge.api("GET", f"/api/runs/{new_root}")["status"]
-                             == "completed") and forge.api("GET", f"/api/runs/{new_root}"))
+    done = wait_until(lambda: (forge.api("GET", f"/api/runs/{new_root}")["status"]
+                               == "completed") and forge.api("GET", f"/api/runs/{new_root}"),
+                      10, "the fork to complete")
     assert done["output"]["input"] == {"amount": 900} and done["output"]["approved"] is True
 
 
@@ -144,8 +137,8 @@ def test_a_failed_run_shows_its_error_and_a_supervisor_recovers_it(
     outage.touch()
     started = forge.api("POST", "/api/runs", {"graph": "flaky",
                                               "input": {"fail_while": str(outage)}})
-    assert wait_for(lambda: (run_of(forge, started["thread_id"]) or {}).get("status")
-                    == "failed")
+    wait_until(lambda: (run_of(forge, started["thread_id"]) or {}).get("status") == "failed",
+               10, "the run to fail")
     reviewer = login("reviewer", f"/runs/{started['run_id']}/")
     expect(reviewer.locator(".run-error")).to_contain_text("upstream unavailable")
     expect(reviewer.get_by_role("button", name="Recover")).to_have_count(0)
@@ -279,8 +272,8 @@ def test_a_reviewers_fork_is_visible_where_people_decide_and_audit(
         page.get_by_role("button", name="Approve").focus()
         page.keyboard.press("Enter")
         expect(page.locator("#notices")).to_contain_text("was recorded")
-        assert wait_for(lambda: (run_of(forge, fork_thread) or {}).get("status")
-                        == "completed")
+        wait_until(lambda: (run_of(forge, fork_thread) or {}).get("status") == "completed",
+                   10, "the fork to complete")
 
         page.goto(f"{forge.url}/audit/decisions/")
         row = page.locator(f'tr.decision[data-interrupt="{copy["id"]}"]')

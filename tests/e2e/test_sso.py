@@ -25,13 +25,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import expect
 
+from tests.processes import free_port
+
 from .conftest import (
     PASSWORDS,
     ROOT,
     SIZES,
     LiveServer,
     Seed,
-    free_port,
     serve,
     stop_process,
     wait_until_up,

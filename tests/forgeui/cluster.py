@@ -35,6 +35,8 @@ from urllib.parse import urlsplit
 
 import psycopg
 
+from tests.processes import free_port, manage, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 GRAPHS = {
@@ -44,20 +46,6 @@ GRAPHS = {
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
 RELOAD = 4409  # forgeui.inbox.frames.RELOAD (this module imports no Django)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_until(predicate: Any, timeout: float, what: str, pause: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(pause)
 
 
 def children(pid: int) -> list[int]:
@@ -209,10 +197,7 @@ class Cluster:
         return [f"http://127.0.0.1:{port}" for port in self.ports]
 
     def manage(self, *args: str, env: dict[str, str] | None = None) -> str:
-        done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT,
-                              env=env or self.env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, f"manage.py {' '.join(args)}:\n{done.stderr[-3000:]}"
-        return done.stdout
+        return manage(*args, env=env or self.env).stdout
 
     def api(self, url: str, method: str, path: str, body: Any = None,
             who: str = "supervisor") -> tuple[int, Any]:

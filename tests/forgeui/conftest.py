@@ -1,11 +1,10 @@
-"""Fixtures for forgeui tests: users in roles, a ledger file, subprocess environments."""
+"""Fixtures and helpers for forgeui tests: users in roles, the API and a logged-in
+browser as them, a ledger file, subprocess environments."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
@@ -14,8 +13,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.test import Client
 
 from forgeui.store import DjangoCheckpointStore
+from tests.forgeui.apiclient import Api
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +34,19 @@ def users(transactional_db: None) -> dict[str, User]:
             user.groups.add(Group.objects.get_or_create(name=name)[0])
         made[name] = user
     return made
+
+
+@pytest.fixture
+def api(users: dict[str, User]) -> Api:
+    """The JSON API, called as any of ``users`` (or ``admin``) with a real bearer token."""
+    return Api(users)
+
+
+def logged_in(user: User) -> Client:
+    """A browser-like client with ``user``'s session."""
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 @pytest.fixture
@@ -62,15 +76,6 @@ def django_env(database: str, redis_url: str = "", **extra: str) -> dict[str, st
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
-
-
-def manage(*args: str, env: dict[str, str], timeout: float = 120,
-           **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """Run ``manage.py`` in a subprocess and insist it succeeds."""
-    done = subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr}"
-    return done
 
 
 @pytest.fixture

@@ -1,43 +1,47 @@
-"""Every runtime test that builds its own in-memory store runs three times: with the plain
-store (steps on the event loop), with ``StoreThreadMemoryStore`` (lone sync steps on the
-store's thread) and with ``WholeCopyStore`` (a store of whole checkpoints that knows only
-the ``CheckpointStore`` protocol). All must behave the same."""
+"""The runtime tests' stores. A test that takes ``store`` (a new, empty store) runs three
+times: on the plain in-memory store (steps on the event loop), on
+``StoreThreadMemoryStore`` (lone sync steps on the store's thread) and on
+``WholeCopyStore`` (a store of whole checkpoints that knows only the ``CheckpointStore``
+protocol). All three must behave the same. A module may run its tests on fewer kinds
+(``STORE_KINDS``)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
-from runtime import DurableExecutor
+from runtime import CheckpointStore, InMemoryCheckpointStore
 from tests.runtime.store_thread import StoreThreadMemoryStore
 from tests.runtime.whole_store import WholeCopyStore
 
 KINDS = ("memory", "store-thread", "whole")
-STORES = {"store-thread": StoreThreadMemoryStore, "whole": WholeCopyStore}
+STORES: dict[str, Callable[[], CheckpointStore]] = {
+    "memory": InMemoryCheckpointStore,
+    "store-thread": StoreThreadMemoryStore,
+    "whole": WholeCopyStore,
+}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A module may run on fewer kinds: ``STORE_KINDS`` (the record store's own tests run
-    on the two built on the store kit), or none (``BOTH_STORES = False``)."""
-    if "store_kind" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_STORES", True):
+    if "store_kind" in metafunc.fixturenames:
         metafunc.parametrize("store_kind", getattr(metafunc.module, "STORE_KINDS", KINDS),
                              indirect=True)
 
 
-@pytest.fixture(autouse=True)
-def store_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-               ) -> Iterator[str]:
-    kind = getattr(request, "param", "memory")  # hypothesis' TestCase: not parametrized
-    if kind in STORES:
-        for name, module in list(sys.modules.items()):
-            if (name == "runtime.executor" or name.startswith("tests.runtime.")) and \
-                    getattr(module, "InMemoryCheckpointStore", None) is not None and \
-                    name != "tests.runtime.store_thread":
-                monkeypatch.setattr(module, "InMemoryCheckpointStore", STORES[kind])
-        # Else this variant would quietly repeat the plain one.
-        assert isinstance(DurableExecutor([("a", lambda data: data)]).store, STORES[kind])
-    StoreThreadMemoryStore.made.clear()
-    yield kind
-    StoreThreadMemoryStore.made.clear()
+@pytest.fixture
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store this run of the test is on: one of ``KINDS``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store(store_kind: str) -> Callable[[], CheckpointStore]:
+    """Makes new, empty stores of this run's kind (for a test that needs several)."""
+    return STORES[store_kind]
+
+
+@pytest.fixture
+def store(new_store: Callable[[], CheckpointStore]) -> CheckpointStore:
+    """A new, empty store of this run's kind, for the executor under test."""
+    return new_store()

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from runtime import Checkpoint, CheckpointStore, InMemoryCheckpointStore, RunResult
+from runtime import Checkpoint, CheckpointStore, RunResult
 
 
 class Calls:
@@ -59,7 +59,3 @@ def pending_by_node(result: RunResult) -> dict[str, Any]:
 
 
 LATEST_KEYS = {"thread_id", "run_id", "checkpoint_id", "status", "interrupts"}
-
-
-def new_store() -> InMemoryCheckpointStore:
-    return InMemoryCheckpointStore()

@@ -21,7 +21,8 @@ from runtime import (
     DurableExecutor,
     HeadStore,
 )
-from runtime.checkpoint import Additions, BlockingStore, update_latest
+from runtime._store_calls import update_latest
+from runtime.checkpoint import Additions, BlockingStore
 
 
 def make_checkpoint(thread_id: str, parent_id: str | None, **changes: Any) -> Checkpoint:

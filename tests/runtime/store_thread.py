@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 from runtime import InMemoryCheckpointStore
 from runtime.checkpoint import Draft
@@ -21,17 +21,13 @@ STORE_THREAD = "memory-store"
 
 class StoreThreadMemoryStore(InMemoryCheckpointStore):
     """Counts its trips to the store thread (``trips``) and its reads (``loads``).
-    ``blocks_here``: sync callers may call the blocking twins on their own thread.
-    Every store made during a test is in ``made``."""
-
-    made: ClassVar[list[StoreThreadMemoryStore]] = []
+    ``blocks_here``: sync callers may call the blocking twins on their own thread."""
 
     def __init__(self, blocks_here: bool = True) -> None:
         super().__init__()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=STORE_THREAD)
         self.trips = self.loads = 0
         self.blocks_here = blocks_here
-        self.made.append(self)
 
     def can_block_here(self) -> bool:
         return self.blocks_here

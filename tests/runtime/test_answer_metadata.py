@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtime import Command, DurableExecutor, NodeContext, ResumeTarget
+from runtime import CheckpointStore, Command, DurableExecutor, NodeContext, ResumeTarget
 from runtime.errors import ResumeError
 
 
@@ -20,8 +20,8 @@ def ask_twice(input: Any, ctx: NodeContext) -> dict[str, Any]:
             "out_of_range": ctx.answer_metadata(5)}
 
 
-def test_the_node_reads_each_answers_metadata_by_order() -> None:
-    executor = DurableExecutor(nodes=[("ask", ask_twice)], name="meta")
+def test_the_node_reads_each_answers_metadata_by_order(store: CheckpointStore) -> None:
+    executor = DurableExecutor(nodes=[("ask", ask_twice)], name="meta", store=store)
     paused = executor.run_sync({})
     meta = {"approved_by": ["alice", "bob"], "policy": "four-eyes"}
     again = executor.resume_sync(paused.thread_id, Command(resume=True, metadata=meta))
@@ -35,8 +35,8 @@ def test_the_node_reads_each_answers_metadata_by_order() -> None:
     assert answered[0]["answer_meta"] == meta and "answer_meta" not in answered[1]
 
 
-def test_metadata_must_be_a_json_dict() -> None:
-    executor = DurableExecutor(nodes=[("ask", ask_twice)], name="meta")
+def test_metadata_must_be_a_json_dict(store: CheckpointStore) -> None:
+    executor = DurableExecutor(nodes=[("ask", ask_twice)], name="meta", store=store)
     paused = executor.run_sync({})
     target = ResumeTarget(run_id=paused.run_id)
     with pytest.raises(ResumeError, match="must be a dict"):

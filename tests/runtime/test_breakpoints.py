@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
+from runtime import CheckpointStore, DurableExecutor, NodeContext
 
 from .helpers import Calls, latest
 
 
-def pipeline(calls: Calls, **breakpoints: Any) -> DurableExecutor:
+def pipeline(store: CheckpointStore, calls: Calls, **breakpoints: Any) -> DurableExecutor:
     def step(name: str) -> Any:
         def node(x: list[str]) -> list[str]:
             calls.hit(name)
@@ -18,12 +18,12 @@ def pipeline(calls: Calls, **breakpoints: Any) -> DurableExecutor:
 
     return DurableExecutor(nodes=[("build", step("build")), ("deploy", step("deploy")),
                                   ("verify", step("verify"))],
-                           store=InMemoryCheckpointStore(), **breakpoints)
+                           store=store, **breakpoints)
 
 
-async def test_interrupt_before_pauses_with_the_input() -> None:
+async def test_interrupt_before_pauses_with_the_input(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_before=["deploy"])
+    ex = pipeline(store, calls, interrupt_before=["deploy"])
     paused = await ex.run([])
     assert paused.interrupted
     assert paused.interrupt_payload == {"kind": "before", "node": "deploy", "input": ["build"]}
@@ -32,9 +32,10 @@ async def test_interrupt_before_pauses_with_the_input() -> None:
     assert (calls["build"], calls["deploy"]) == (1, 0)
 
 
-async def test_interrupt_before_resume_runs_the_node_and_records_the_answer() -> None:
+async def test_interrupt_before_resume_runs_the_node_and_records_the_answer(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_before=["deploy"])
+    ex = pipeline(store, calls, interrupt_before=["deploy"])
     paused = await ex.run([])
     done = await ex.resume(paused.thread_id, {"approved_by": "ann"})
     assert done.output == ["build", "deploy", "verify"]
@@ -45,17 +46,18 @@ async def test_interrupt_before_resume_runs_the_node_and_records_the_answer() ->
     assert record["answer"] == {"approved_by": "ann"}
 
 
-async def test_interrupt_after_pauses_with_the_output() -> None:
+async def test_interrupt_after_pauses_with_the_output(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_after=["build"])
+    ex = pipeline(store, calls, interrupt_after=["build"])
     paused = await ex.run([])
     assert paused.interrupt_payload == {"kind": "after", "node": "build", "output": ["build"]}
     assert (calls["build"], calls["deploy"]) == (1, 0)
 
 
-async def test_interrupt_after_resume_continues_without_rerunning_the_node() -> None:
+async def test_interrupt_after_resume_continues_without_rerunning_the_node(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_after=["build"])
+    ex = pipeline(store, calls, interrupt_after=["build"])
     paused = await ex.run([])
     done = await ex.resume(paused.thread_id, "looks good")
     assert done.output == ["build", "deploy", "verify"]
@@ -64,9 +66,9 @@ async def test_interrupt_after_resume_continues_without_rerunning_the_node() -> 
     assert [r["answer"] for r in cp.resolved] == ["looks good"]
 
 
-async def test_before_and_after_on_several_nodes_pause_in_turn() -> None:
+async def test_before_and_after_on_several_nodes_pause_in_turn(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_before=["deploy", "verify"], interrupt_after=["deploy"])
+    ex = pipeline(store, calls, interrupt_before=["deploy", "verify"], interrupt_after=["deploy"])
     result = await ex.run([])
     kinds: list[tuple[str, str]] = []
     while result.interrupted:
@@ -80,9 +82,9 @@ async def test_before_and_after_on_several_nodes_pause_in_turn() -> None:
     assert calls["deploy"] == 1
 
 
-async def test_breakpoint_on_the_first_node() -> None:
+async def test_breakpoint_on_the_first_node(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = pipeline(calls, interrupt_before=["build"])
+    ex = pipeline(store, calls, interrupt_before=["build"])
     paused = await ex.run(["seed"])
     assert paused.interrupt_payload == {"kind": "before", "node": "build", "input": ["seed"]}
     assert calls["build"] == 0
@@ -90,7 +92,7 @@ async def test_breakpoint_on_the_first_node() -> None:
     assert done.output == ["seed", "build", "deploy", "verify"]
 
 
-def with_sub_agent(calls: Calls, **breakpoints: Any) -> DurableExecutor:
+def with_sub_agent(store: CheckpointStore, calls: Calls, **breakpoints: Any) -> DurableExecutor:
     """prepare → reviewer (a sub-agent that asks) → publish."""
     def review(x: Any, ctx: NodeContext) -> Any:
         calls.hit("review")
@@ -100,13 +102,13 @@ def with_sub_agent(calls: Calls, **breakpoints: Any) -> DurableExecutor:
     return DurableExecutor(
         nodes=[("prepare", lambda x: {"p": x}), ("reviewer", reviewer),
                ("publish", lambda x: {**x, "published": True})],
-        store=InMemoryCheckpointStore(), name="root", **breakpoints)
+        store=store, name="root", **breakpoints)
 
 
-async def test_interrupt_before_a_sub_agent_node() -> None:
+async def test_interrupt_before_a_sub_agent_node(store: CheckpointStore) -> None:
     """A node may be a DurableExecutor; breakpoints name nodes of either kind."""
     calls = Calls()
-    ex = with_sub_agent(calls, interrupt_before=["reviewer"])
+    ex = with_sub_agent(store, calls, interrupt_before=["reviewer"])
     paused = await ex.run(1)
     assert paused.interrupt_payload == {"kind": "before", "node": "reviewer", "input": {"p": 1}}
     assert [i.sub_agent_id for i in paused.interrupts] == [None]
@@ -117,9 +119,9 @@ async def test_interrupt_before_a_sub_agent_node() -> None:
     assert done.output == {"p": 1, "review": "fine", "published": True}
 
 
-async def test_interrupt_after_a_sub_agent_node() -> None:
+async def test_interrupt_after_a_sub_agent_node(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = with_sub_agent(calls, interrupt_after=["reviewer"])
+    ex = with_sub_agent(store, calls, interrupt_after=["reviewer"])
     inside = await ex.run(1)
     assert [i.sub_agent_id for i in inside.interrupts] == ["reviewer"]
     after = await ex.resume(inside.thread_id, "fine")

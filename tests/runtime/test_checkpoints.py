@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from runtime import (
     Checkpoint,
+    CheckpointStore,
     Draft,
     DurableExecutor,
     InMemoryCheckpointStore,
@@ -27,8 +29,7 @@ from runtime.checkpoint import BOOKKEEPING, FIELD_NAMES
 from .helpers import checkpoint_ids, checkpoints, latest
 
 
-def chain(durability: Any = "sync", store: InMemoryCheckpointStore | None = None,
-          ) -> DurableExecutor:
+def chain(store: CheckpointStore, durability: Any = "sync") -> DurableExecutor:
     """prepare → ask (pauses) → a → b → c."""
     def ask(x: Any, ctx: NodeContext) -> Any:
         return {**x, "answer": ctx.interrupt("?")}
@@ -39,16 +40,16 @@ def chain(durability: Any = "sync", store: InMemoryCheckpointStore | None = None
     return DurableExecutor(
         nodes=[("prepare", lambda x: {"n": x}), ("ask", ask), ("a", tag("a")),
                ("b", tag("b")), ("c", tag("c"))],
-        store=store or InMemoryCheckpointStore(), durability=durability)
+        store=store, durability=durability)
 
 
 def assert_prefix(older: list[Any], newer: list[Any]) -> None:
     assert newer[: len(older)] == older
 
 
-async def test_a_checkpoint_after_every_step_by_default() -> None:
+async def test_a_checkpoint_after_every_step_by_default(store: CheckpointStore) -> None:
     """Each step's outputs are saved before the next step starts: a crash never repeats it."""
-    ex = chain()
+    ex = chain(store)
     paused = await ex.run(1)
     done = await ex.resume(paused.thread_id, "y")
     saved = await checkpoints(ex.store, paused.thread_id)
@@ -61,8 +62,9 @@ async def test_a_checkpoint_after_every_step_by_default() -> None:
     assert saved[-1].id == done.checkpoint_id
 
 
-async def test_durability_exit_saves_fewer_checkpoints() -> None:
-    every_step, at_exit = chain("sync"), chain("exit")
+async def test_durability_exit_saves_fewer_checkpoints(
+        new_store: Callable[[], CheckpointStore]) -> None:
+    every_step, at_exit = chain(new_store(), "sync"), chain(new_store(), "exit")
     results = []
     for ex in (every_step, at_exit):
         paused = await ex.run(1)
@@ -72,16 +74,16 @@ async def test_durability_exit_saves_fewer_checkpoints() -> None:
     assert results[1] < results[0]
 
 
-async def test_durability_exit_still_saves_pauses() -> None:
-    ex = chain("exit")
+async def test_durability_exit_still_saves_pauses(store: CheckpointStore) -> None:
+    ex = chain(store, "exit")
     paused = await ex.run(1)
     cp = await latest(ex.store, paused.thread_id)
     assert cp.status == "interrupted"
     assert cp.state == {"prepare": {"n": 1}}
 
 
-async def test_history_and_checkpoint_list_are_append_only() -> None:
-    ex = chain()
+async def test_history_and_checkpoint_list_are_append_only(store: CheckpointStore) -> None:
+    ex = chain(store)
     paused = await ex.run(1)
     before = await checkpoints(ex.store, paused.thread_id)
     await ex.resume(paused.thread_id, "y")
@@ -94,8 +96,8 @@ async def test_history_and_checkpoint_list_are_append_only() -> None:
     assert after[-1].history[1] == {"node": "ask", "output": {"n": 1, "answer": "y"}}
 
 
-async def test_checkpoint_fields() -> None:
-    ex = chain()
+async def test_checkpoint_fields(store: CheckpointStore) -> None:
+    ex = chain(store)
     paused = await ex.run(1, thread_id="t-fields")
     cp = await latest(ex.store, "t-fields")
     assert isinstance(cp, Checkpoint)
@@ -117,8 +119,10 @@ class Weird:
 @pytest.mark.parametrize(("value", "type_name"), [
     (Weird(), "Weird"), ({1, 2}, "set"), (b"bytes", "bytes"),
 ])
-async def test_non_json_output_fails_naming_node_and_type(value: Any, type_name: str) -> None:
-    ex = DurableExecutor(nodes=[("ok", lambda x: {"fine": x}), ("bad", lambda x: value)])
+async def test_non_json_output_fails_naming_node_and_type(
+        value: Any, type_name: str, store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("ok", lambda x: {"fine": x}), ("bad", lambda x: value)],
+                         store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(1, thread_id="t-bad")
     assert info.value.node == "bad"
@@ -131,8 +135,8 @@ async def test_non_json_output_fails_naming_node_and_type(value: Any, type_name:
         assert "bad" not in saved.state
 
 
-async def test_nan_output_is_refused() -> None:
-    ex = DurableExecutor(nodes=[("nan", lambda x: {"score": math.nan})])
+async def test_nan_output_is_refused(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("nan", lambda x: {"score": math.nan})], store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(1, thread_id="t-nan")
     assert info.value.node == "nan"
@@ -144,15 +148,15 @@ async def test_nan_output_is_refused() -> None:
     {"score": math.nan}, {"when": Weird()}, {"tags": {1, 2}}, ["not", "a", "dict"],
 ])
 async def test_run_metadata_that_is_not_json_is_refused_before_anything_is_saved(
-        metadata: Any) -> None:
-    ex = DurableExecutor(nodes=[("a", lambda x: x)])
+        metadata: Any, store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x)], store=store)
     with pytest.raises(ResumeError, match="run metadata"):
         await ex.run(1, thread_id="t-meta", metadata=metadata)
     assert await checkpoints(ex.store, "t-meta") == []
 
 
-async def test_run_metadata_is_kept_as_json_would_read_it_back() -> None:
-    ex = DurableExecutor(nodes=[("a", lambda x: x)])
+async def test_run_metadata_is_kept_as_json_would_read_it_back(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x)], store=store)
     done = await ex.run(1, thread_id="t-meta", metadata={1: ("x", "y"), "who": "ann"})
     cp = await latest(ex.store, done.thread_id)
     assert cp.metadata == {"1": ["x", "y"], "who": "ann"}
@@ -181,10 +185,11 @@ def test_a_checkpoint_reads_back_exactly_whichever_writer_wrote_it(
     assert cp.to_json() == json.dumps(cp.to_dict(), separators=(",", ":"))
 
 
-async def test_the_executors_bookkeeping_is_stored_flat_beside_the_rest() -> None:
+async def test_the_executors_bookkeeping_is_stored_flat_beside_the_rest(
+        store: CheckpointStore) -> None:
     """Heads and whole copies already in databases keep reading: the bookkeeping a
     checkpoint carries in ``engine`` is stored under its old top-level names."""
-    ex = chain()
+    ex = chain(store)
     result = await ex.run({"amount": 1})
     cp = await latest(ex.store, result.thread_id)
     stored = cp.to_dict()
@@ -206,7 +211,7 @@ def test_the_fast_writer_is_installed() -> None:
     assert _jsonvalue.orjson is not None
 
 
-async def test_non_json_output_can_be_recovered_after_the_fix() -> None:
+async def test_non_json_output_can_be_recovered_after_the_fix(store: CheckpointStore) -> None:
     fixed = {"on": False}
     calls: list[str] = []
 
@@ -217,7 +222,7 @@ async def test_non_json_output_can_be_recovered_after_the_fix() -> None:
     def flaky(x: Any) -> Any:
         return {"v": x} if fixed["on"] else {"v": {x}}
 
-    ex = DurableExecutor(nodes=[("first", first), ("flaky", flaky)])
+    ex = DurableExecutor(nodes=[("first", first), ("flaky", flaky)], store=store)
     with pytest.raises(NodeError):
         await ex.run(3, thread_id="t-fix")
     ids = await checkpoint_ids(ex.store, "t-fix")
@@ -229,7 +234,7 @@ async def test_non_json_output_can_be_recovered_after_the_fix() -> None:
     assert_prefix(ids, await checkpoint_ids(ex.store, "t-fix"))
 
 
-async def test_node_exception_is_a_node_error_with_node_and_task() -> None:
+async def test_node_exception_is_a_node_error_with_node_and_task(store: CheckpointStore) -> None:
     attempts: list[str] = []
 
     def shaky(x: Any, ctx: NodeContext) -> Any:
@@ -238,7 +243,7 @@ async def test_node_exception_is_a_node_error_with_node_and_task() -> None:
             raise ValueError("upstream 503")
         return x * 2
 
-    ex = DurableExecutor(nodes=[("double", lambda x: x * 2), ("shaky", shaky)])
+    ex = DurableExecutor(nodes=[("double", lambda x: x * 2), ("shaky", shaky)], store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(5, thread_id="t-shaky")
     err = info.value
@@ -253,7 +258,8 @@ async def test_node_exception_is_a_node_error_with_node_and_task() -> None:
     assert attempts == [attempts[0], attempts[0]]
 
 
-async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint() -> None:
+async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint(
+        store: CheckpointStore) -> None:
     def boom(x: Any) -> Any:
         raise KeyError("missing")
 
@@ -262,6 +268,7 @@ async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint() -> 
                ("join", lambda parts: parts)],
         edges={"start": lambda _: ["good", "boom"], "good": lambda _: "join",
                "boom": lambda _: "join"},
+        store=store,
     )
     with pytest.raises(NodeError) as info:
         await ex.run(0, thread_id="t-par")
@@ -271,7 +278,8 @@ async def test_node_exception_in_a_parallel_step_keeps_the_good_checkpoint() -> 
     assert "start" in cp.state
 
 
-async def test_failure_inside_a_sub_agent_can_be_recovered_from_the_root() -> None:
+async def test_failure_inside_a_sub_agent_can_be_recovered_from_the_root(
+        store: CheckpointStore) -> None:
     broken = {"on": True}
     calls: list[str] = []
 
@@ -283,7 +291,7 @@ async def test_failure_inside_a_sub_agent_can_be_recovered_from_the_root() -> No
 
     child = DurableExecutor(nodes=[("flaky", flaky)], name="child")
     ex = DurableExecutor(nodes=[("pre", lambda x: x + 1), ("child", child),
-                                ("post", lambda x: {"post": x})], name="root")
+                                ("post", lambda x: {"post": x})], name="root", store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(1, thread_id="t-child")
     assert info.value.node == "flaky"
@@ -295,14 +303,14 @@ async def test_failure_inside_a_sub_agent_can_be_recovered_from_the_root() -> No
     assert calls == ["flaky", "flaky"]
 
 
-async def test_a_second_run_on_a_thread_appends_to_its_history() -> None:
+async def test_a_second_run_on_a_thread_appends_to_its_history(store: CheckpointStore) -> None:
     """A finished thread can run again; its checkpoints and once-records stay."""
     effects: list[int] = []
 
     def pay(x: int, ctx: NodeContext) -> Any:
         return ctx.once("pay", lambda: effects.append(x) or x)
 
-    ex = DurableExecutor(nodes=[("pay", pay)])
+    ex = DurableExecutor(nodes=[("pay", pay)], store=store)
     first = await ex.run(1, thread_id="t-again")
     ids = await checkpoint_ids(ex.store, "t-again")
     second = await ex.run(2, thread_id="t-again")
@@ -347,11 +355,12 @@ async def test_recover_after_a_crash_does_not_rerun_saved_steps() -> None:
     assert calls == ["a", "b", "b", "c"]  # only the step whose save was lost runs again
 
 
-async def test_recover_of_a_finished_or_waiting_thread_changes_nothing() -> None:
+async def test_recover_of_a_finished_or_waiting_thread_changes_nothing(
+        store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt("?")
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     paused = await ex.run(None)
     ids = await checkpoint_ids(ex.store, paused.thread_id)
     again = await ex.recover(paused.thread_id)

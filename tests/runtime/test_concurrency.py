@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from runtime import (
+    CheckpointStore,
     Command,
     Draft,
     DurableExecutor,
@@ -117,9 +118,8 @@ async def test_concurrent_resumes_in_separate_executors_sharing_a_store(
     assert calls["pay"] == 1
 
 
-def test_concurrent_resume_sync_from_os_threads() -> None:
+def test_concurrent_resume_sync_from_os_threads(store: CheckpointStore) -> None:
     calls = Calls()
-    store = InMemoryCheckpointStore()
     ex = transfer(calls, store)
     paused = ex.run_sync(None)
     outcomes = race_in_threads(RIVALS, lambda n: ex.resume_sync(paused.thread_id, f"thread-{n}"))
@@ -168,9 +168,8 @@ async def test_concurrent_answers_to_different_interrupts_are_both_applied(
         by_node["legal"].id: "L", by_node["finance"].id: "F"}
 
 
-def test_concurrent_answers_to_different_interrupts_from_os_threads() -> None:
+def test_concurrent_answers_to_different_interrupts_from_os_threads(store: CheckpointStore) -> None:
     calls = Calls()
-    store = InMemoryCheckpointStore()
     ex = two_approvals(calls, store)
     paused = ex.run_sync(None)
     by_node = pending_by_node(paused)
@@ -260,9 +259,8 @@ async def test_steering_note_recorded_while_a_sibling_resumes_is_kept(
     assert done.output["research_agent"]["steering"] == []
 
 
-def test_concurrent_targeted_resume_sync_of_a_child_from_os_threads() -> None:
+def test_concurrent_targeted_resume_sync_of_a_child_from_os_threads(store: CheckpointStore) -> None:
     calls = Calls()
-    store = InMemoryCheckpointStore()
     ex = sub_agents(calls, store)
     paused = ex.run_sync(None)
     research = child_interrupts(paused)["research_agent"]

@@ -8,9 +8,9 @@ import pytest
 
 from forgeui.demo import graphs as demo_graphs
 from runtime import (
+    CheckpointStore,
     Command,
     DurableExecutor,
-    InMemoryCheckpointStore,
     NodeContext,
     ResumeError,
     StaleResumeTarget,
@@ -19,7 +19,7 @@ from runtime import (
 from .helpers import Calls, checkpoints, latest
 
 
-def two_questions(calls: Calls) -> DurableExecutor:
+def two_questions(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     """prepare → first (asks) → second (asks) → done."""
     def prepare(x: Any) -> Any:
         calls.hit("prepare")
@@ -32,16 +32,17 @@ def two_questions(calls: Calls) -> DurableExecutor:
         return node
 
     return DurableExecutor(nodes=[("prepare", prepare), ("first", ask("first")),
-                                  ("second", ask("second")), ("done", lambda x: x)])
+                                  ("second", ask("second")), ("done", lambda x: x)], store=store)
 
 
 async def snapshot(ex: DurableExecutor, thread_id: str) -> list[dict[str, Any]]:
     return [cp.to_dict() for cp in await checkpoints(ex.store, thread_id)]
 
 
-async def test_fork_latest_records_forked_from_and_resumes_differently() -> None:
+async def test_fork_latest_records_forked_from_and_resumes_differently(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = two_questions(calls)
+    ex = two_questions(store, calls)
     paused = await ex.run(1)
     fork = await ex.fork(paused.thread_id)
     assert fork != paused.thread_id
@@ -61,8 +62,8 @@ async def test_fork_latest_records_forked_from_and_resumes_differently() -> None
     assert calls["prepare"] == 1
 
 
-async def test_fork_leaves_the_original_untouched() -> None:
-    ex = two_questions(Calls())
+async def test_fork_leaves_the_original_untouched(store: CheckpointStore) -> None:
+    ex = two_questions(store, Calls())
     paused = await ex.run(1)
     before = await snapshot(ex, paused.thread_id)
     fork = await ex.fork(paused.thread_id)
@@ -72,9 +73,9 @@ async def test_fork_leaves_the_original_untouched() -> None:
     assert (await ex.get_state(paused.thread_id)).interrupts == paused.interrupts
 
 
-async def test_fork_from_an_earlier_checkpoint() -> None:
+async def test_fork_from_an_earlier_checkpoint(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = two_questions(calls)
+    ex = two_questions(store, calls)
     at_first = await ex.run(1)
     at_second = await ex.resume(at_first.thread_id, "A")
     done = await ex.resume(at_first.thread_id, "A2")
@@ -93,9 +94,10 @@ async def test_fork_from_an_earlier_checkpoint() -> None:
     assert calls["prepare"] == 1
 
 
-async def test_fork_of_a_completed_checkpoint_can_be_forked_again_at_the_pause() -> None:
+async def test_fork_of_a_completed_checkpoint_can_be_forked_again_at_the_pause(
+        store: CheckpointStore) -> None:
     """Forking a finished thread at its paused point explores another answer."""
-    ex = two_questions(Calls())
+    ex = two_questions(store, Calls())
     first = await ex.run(1)
     second = await ex.resume(first.thread_id, "A")
     await ex.resume(first.thread_id, "B")
@@ -104,8 +106,8 @@ async def test_fork_of_a_completed_checkpoint_can_be_forked_again_at_the_pause()
     assert result.output == {"x": 1, "first": "A", "second": "C"}
 
 
-async def test_fork_of_a_completed_thread_is_completed() -> None:
-    ex = DurableExecutor(nodes=[("a", lambda x: x + 1)])
+async def test_fork_of_a_completed_thread_is_completed(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("a", lambda x: x + 1)], store=store)
     done = await ex.run(1)
     fork = await ex.fork(done.thread_id)
     state = await ex.get_state(fork)
@@ -113,8 +115,9 @@ async def test_fork_of_a_completed_thread_is_completed() -> None:
     assert state.output == 2
 
 
-async def test_fork_of_unknown_thread_or_foreign_checkpoint_is_stale() -> None:
-    ex = two_questions(Calls())
+async def test_fork_of_unknown_thread_or_foreign_checkpoint_is_stale(
+        store: CheckpointStore) -> None:
+    ex = two_questions(store, Calls())
     a = await ex.run(1)
     b = await ex.run(2)
     with pytest.raises(StaleResumeTarget):
@@ -123,9 +126,10 @@ async def test_fork_of_unknown_thread_or_foreign_checkpoint_is_stale() -> None:
         await ex.fork(a.thread_id, b.checkpoint_id)
 
 
-async def test_answering_the_original_interrupt_id_in_the_fork_is_stale() -> None:
+async def test_answering_the_original_interrupt_id_in_the_fork_is_stale(
+        store: CheckpointStore) -> None:
     """Fork ids are new, so an answer meant for the original cannot land in the fork."""
-    ex = two_questions(Calls())
+    ex = two_questions(store, Calls())
     paused = await ex.run(1)
     fork = await ex.fork(paused.thread_id)
     with pytest.raises(StaleResumeTarget):
@@ -135,9 +139,10 @@ async def test_answering_the_original_interrupt_id_in_the_fork_is_stale() -> Non
 # -- edit-then-fork: a paused node's input changed in the copy ---------------------------------
 
 
-async def test_a_fork_with_an_edited_input_runs_the_paused_node_again_from_it() -> None:
+async def test_a_fork_with_an_edited_input_runs_the_paused_node_again_from_it(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = two_questions(calls)
+    ex = two_questions(store, calls)
     paused = await ex.run(1)
     (asked,) = paused.interrupts
     fork = await ex.fork(paused.thread_id, inputs={asked.id: {"x": 99}})
@@ -154,8 +159,9 @@ async def test_a_fork_with_an_edited_input_runs_the_paused_node_again_from_it() 
     assert original.interrupts[0].node == "second"  # the original kept its own input
 
 
-async def test_a_fork_can_edit_the_input_of_a_node_paused_inside_a_sub_agent() -> None:
-    ex = demo_graphs.supervisor.with_store(InMemoryCheckpointStore())
+async def test_a_fork_can_edit_the_input_of_a_node_paused_inside_a_sub_agent(
+        store: CheckpointStore) -> None:
+    ex = demo_graphs.supervisor.with_store(store)
     paused = await ex.run({"topic": "q3"})
     by_agent = {i.sub_agent_id: i for i in paused.interrupts}
     fork = await ex.fork(paused.thread_id,
@@ -168,8 +174,8 @@ async def test_a_fork_can_edit_the_input_of_a_node_paused_inside_a_sub_agent() -
     assert {i.payload.get("draft") for i in original.interrupts} >= {"Draft about q3."}
 
 
-async def test_an_edit_naming_no_pending_interrupt_forks_nothing() -> None:
-    ex = two_questions(Calls())
+async def test_an_edit_naming_no_pending_interrupt_forks_nothing(store: CheckpointStore) -> None:
+    ex = two_questions(store, Calls())
     paused = await ex.run(1)
     with pytest.raises(ResumeError, match="not pending at the checkpoint forked"):
         await ex.fork(paused.thread_id, inputs={"nope": 1})

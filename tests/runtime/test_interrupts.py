@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime import (
+    CheckpointStore,
     Command,
     Draft,
     DurableExecutor,
@@ -68,7 +69,7 @@ def test_interrupt_signal_is_not_an_exception() -> None:
     assert not issubclass(InterruptSignal, Exception)
 
 
-async def test_except_exception_in_node_cannot_swallow_a_pause() -> None:
+async def test_except_exception_in_node_cannot_swallow_a_pause(store: CheckpointStore) -> None:
     swallowed: list[BaseException] = []
 
     def careless(x: Any, ctx: NodeContext) -> Any:
@@ -78,7 +79,7 @@ async def test_except_exception_in_node_cannot_swallow_a_pause() -> None:
             swallowed.append(exc)
             return "swallowed"
 
-    ex = DurableExecutor(nodes=[("careless", careless)])
+    ex = DurableExecutor(nodes=[("careless", careless)], store=store)
     result = await ex.run(None)
     assert result.interrupted
     assert result.interrupt_payload == "stop here"
@@ -137,7 +138,8 @@ async def test_store_none_interrupt_raises_resume_error() -> None:
         await ex.run(1)
 
 
-async def test_interrupted_node_reruns_from_start_completed_nodes_do_not() -> None:
+async def test_interrupted_node_reruns_from_start_completed_nodes_do_not(
+        store: CheckpointStore) -> None:
     calls = Calls()
 
     def prepare(x: int) -> int:
@@ -149,7 +151,7 @@ async def test_interrupted_node_reruns_from_start_completed_nodes_do_not() -> No
         return x
 
     ex = DurableExecutor(nodes=[("prepare", prepare), ("ask", asker(calls)),
-                                ("finish", finish)])
+                                ("finish", finish)], store=store)
     paused = await ex.run(1)
     assert (calls["prepare"], calls["ask"], calls["finish"]) == (1, 1, 0)
     done = await ex.resume(paused.thread_id, "yes")
@@ -157,14 +159,14 @@ async def test_interrupted_node_reruns_from_start_completed_nodes_do_not() -> No
     assert (calls["prepare"], calls["ask"], calls["finish"]) == (1, 2, 1)
 
 
-async def test_rerun_gets_its_original_pending_input() -> None:
+async def test_rerun_gets_its_original_pending_input(store: CheckpointStore) -> None:
     inputs: list[Any] = []
 
     def ask(x: Any, ctx: NodeContext) -> Any:
         inputs.append(x)
         return ctx.interrupt("?")
 
-    ex = DurableExecutor(nodes=[("make", lambda x: {"made": x}), ("ask", ask)])
+    ex = DurableExecutor(nodes=[("make", lambda x: {"made": x}), ("ask", ask)], store=store)
     paused = await ex.run(5)
     cp = await latest(ex.store, paused.thread_id)
     assert cp.pending_input == {"made": 5}
@@ -172,14 +174,14 @@ async def test_rerun_gets_its_original_pending_input() -> None:
     assert inputs == [{"made": 5}, {"made": 5}]
 
 
-async def test_several_interrupts_in_one_task_are_matched_by_order() -> None:
+async def test_several_interrupts_in_one_task_are_matched_by_order(store: CheckpointStore) -> None:
     calls = Calls()
 
     def form(x: Any, ctx: NodeContext) -> list[Any]:
         calls.hit("form")
         return [ctx.interrupt("name?"), ctx.interrupt("age?"), ctx.interrupt("city?")]
 
-    ex = DurableExecutor(nodes=[("form", form)])
+    ex = DurableExecutor(nodes=[("form", form)], store=store)
     result = await ex.run(None)
     first = result.interrupts[0]
     assert (first.payload, first.order) == ("name?", 0)
@@ -196,8 +198,8 @@ async def test_several_interrupts_in_one_task_are_matched_by_order() -> None:
     assert calls["form"] == 4
 
 
-async def test_interrupt_fields() -> None:
-    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], name="transfer")
+async def test_interrupt_fields(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], name="transfer", store=store)
     result = await ex.run({"amount": 1})
     (i,) = result.interrupts
     assert i.node == "ask"
@@ -210,7 +212,7 @@ async def test_interrupt_fields() -> None:
     assert i.task_id and i.id
 
 
-async def test_interrupt_ids_unique_per_task() -> None:
+async def test_interrupt_ids_unique_per_task(store: CheckpointStore) -> None:
     """Two parallel tasks pausing at order 0 never share an id."""
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt("?")
@@ -218,6 +220,7 @@ async def test_interrupt_ids_unique_per_task() -> None:
     ex = DurableExecutor(
         nodes=[("start", lambda x: x), ("a", ask), ("b", ask)],
         edges={"start": lambda _: ["a", "b"], "a": lambda _: None, "b": lambda _: None},
+        store=store,
     )
     result = await ex.run(None)
     pending = pending_by_node(result)
@@ -242,11 +245,12 @@ async def test_interrupt_id_is_stable_across_reruns() -> None:
     assert again.task_id == lost["task_id"]
 
 
-async def test_answered_interrupt_keeps_its_id_when_the_node_pauses_again() -> None:
+async def test_answered_interrupt_keeps_its_id_when_the_node_pauses_again(
+        store: CheckpointStore) -> None:
     def twice(x: Any, ctx: NodeContext) -> Any:
         return [ctx.interrupt("one"), ctx.interrupt("two")]
 
-    ex = DurableExecutor(nodes=[("twice", twice)])
+    ex = DurableExecutor(nodes=[("twice", twice)], store=store)
     paused = await ex.run(None)
     first = paused.interrupts[0]
     again = await ex.resume(paused.thread_id, "1")
@@ -257,8 +261,8 @@ async def test_answered_interrupt_keeps_its_id_when_the_node_pauses_again() -> N
     assert again.interrupts[0].order == 1
 
 
-async def test_interrupt_ids_are_new_in_a_fork() -> None:
-    ex = DurableExecutor(nodes=[("ask", asker(Calls()))])
+async def test_interrupt_ids_are_new_in_a_fork(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], store=store)
     original = await ex.run(1)
     fork = await ex.fork(original.thread_id)
     forked = await ex.get_state(fork)
@@ -267,8 +271,8 @@ async def test_interrupt_ids_are_new_in_a_fork() -> None:
     assert forked.interrupts[0].payload == original.interrupts[0].payload
 
 
-async def test_resume_command_and_bare_value_are_the_same() -> None:
-    ex = DurableExecutor(nodes=[("ask", asker(Calls()))])
+async def test_resume_command_and_bare_value_are_the_same(store: CheckpointStore) -> None:
+    ex = DurableExecutor(nodes=[("ask", asker(Calls()))], store=store)
     a = await ex.run(1)
     b = await ex.run(1)
     by_value = await ex.resume(a.thread_id, {"ok": 1})
@@ -276,18 +280,19 @@ async def test_resume_command_and_bare_value_are_the_same() -> None:
     assert by_value.output == by_command.output == {"x": 1, "answer": {"ok": 1}}
 
 
-async def test_interrupt_deadline_and_default_are_recorded() -> None:
+async def test_interrupt_deadline_and_default_are_recorded(store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt("late?", deadline_s=60, default="no")
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     result = await ex.run(None)
     (i,) = result.interrupts
     assert i.has_default and i.default == "no"
     assert i.deadline_at is not None and i.deadline_at - i.created_at == 60_000
 
 
-async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data() -> None:
+async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data(
+        store: CheckpointStore) -> None:
     forwarded = {"deadline_s": 0, "default": {"approved": True},
                  "assignees": {"users": ["mallory"]}}
 
@@ -295,7 +300,7 @@ async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data()
         first = ctx.interrupt(forwarded)
         return first, ctx.interrupt("who?", assignees={"groups": ["finance"]})
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     first = await ex.run(None)
     (plain,) = first.interrupts
     assert plain.payload == forwarded
@@ -305,7 +310,7 @@ async def test_interrupt_assignees_are_recorded_and_payload_keys_are_only_data()
     assert named.assignees == {"users": [], "groups": ["finance"]}
 
 
-async def test_interrupt_summary_fields_come_from_the_keyword_only() -> None:
+async def test_interrupt_summary_fields_come_from_the_keyword_only(store: CheckpointStore) -> None:
     forwarded = {"question": "Pay?", "amount": 5, "summary_fields": ["amount"]}
 
     def ask(x: Any, ctx: NodeContext) -> Any:
@@ -313,7 +318,7 @@ async def test_interrupt_summary_fields_come_from_the_keyword_only() -> None:
         return first, ctx.interrupt({"amount": 5, "payee": "ACME"},
                                     summary=("payee", "amount", "payee"))
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     first = await ex.run(None)
     (plain,) = first.interrupts
     assert plain.summary_fields is None and plain.payload == forwarded
@@ -330,21 +335,21 @@ async def test_interrupt_summary_fields_come_from_the_keyword_only() -> None:
     ({"summary": ["amount", 3]}, "summary"), ({"summary": [f"k{n}" for n in range(9)]}, "summary"),
 ])
 async def test_bad_interrupt_options_fail_the_node_naming_them(
-        options: dict[str, Any], named: str) -> None:
+        options: dict[str, Any], named: str, store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt("ok?", **options)
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(None)
     assert info.value.node == "ask" and named in str(info.value)
 
 
-async def test_non_json_interrupt_payload_fails_the_node() -> None:
+async def test_non_json_interrupt_payload_fails_the_node(store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt({"when": {1, 2}})
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(None)
     assert info.value.node == "ask"
@@ -353,11 +358,12 @@ async def test_non_json_interrupt_payload_fails_the_node() -> None:
 
 @pytest.mark.parametrize("schema", [{"maxLength": "x"}, {"type": "nothing"}, "a string",
                                     {"$schema": ["x"]}])
-async def test_a_malformed_answer_schema_fails_the_node_when_it_pauses(schema: Any) -> None:
+async def test_a_malformed_answer_schema_fails_the_node_when_it_pauses(
+        schema: Any, store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return ctx.interrupt({"question": "ok?", "answer_schema": schema})
 
-    ex = DurableExecutor(nodes=[("ask", ask)])
+    ex = DurableExecutor(nodes=[("ask", ask)], store=store)
     with pytest.raises(NodeError) as info:
         await ex.run(None)
     assert info.value.node == "ask" and "answer_schema" in str(info.value)

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime.stores import memory
+from runtime import CheckpointStore, DurableExecutor, InMemoryCheckpointStore, NodeContext
 from runtime.types import Durability
 
 from .test_records import ask, records_of
@@ -18,7 +17,7 @@ from .test_records import ask, records_of
 LARGE = {"items": [{"n": n, "text": "x" * 100} for n in range(100)]}
 
 
-async def test_a_large_input_is_lent_and_passed_on_without_a_copy() -> None:
+async def test_a_large_input_is_lent_and_passed_on_without_a_copy(store: CheckpointStore) -> None:
     seen: list[Any] = []
 
     def keep(inp: dict[str, Any]) -> dict[str, Any]:
@@ -26,13 +25,13 @@ async def test_a_large_input_is_lent_and_passed_on_without_a_copy() -> None:
         return {**inp, "kept": len(seen)}
 
     executor = DurableExecutor([("start", lambda data: LARGE), ("one", keep),
-                                ("two", keep)], name="lent")
+                                ("two", keep)], name="lent", store=store)
     assert (await executor.run({})).output == {**LARGE, "kept": 2}
     assert seen[0]["items"] is seen[1]["items"]  # no copy between the nodes
 
 
 async def test_the_save_after_a_node_changed_its_input_is_whole() -> None:
-    store = memory.InMemoryCheckpointStore()  # the record store, whatever the kind
+    store = InMemoryCheckpointStore()  # a record store, to read its records
 
     def append(inp: dict[str, Any]) -> dict[str, Any]:
         inp["items"].append(len(inp["items"]))
@@ -49,7 +48,7 @@ async def test_the_save_after_a_node_changed_its_input_is_whole() -> None:
 
 
 
-def test_nodes_of_a_parallel_step_each_get_a_copy() -> None:
+def test_nodes_of_a_parallel_step_each_get_a_copy(store: CheckpointStore) -> None:
     seen: dict[str, Any] = {}
 
     def branch(name: str) -> Any:
@@ -63,14 +62,14 @@ def test_nodes_of_a_parallel_step_each_get_a_copy() -> None:
         [("split", lambda data: {"items": []}), ("left", branch("left")),
          ("right", branch("right")), ("join", lambda parts: parts)],
         edges={"split": lambda _: ["left", "right"], "left": lambda _: "join",
-               "right": lambda _: "join"}, name="fan-out")
+               "right": lambda _: "join"}, name="fan-out", store=store)
     result = executor.run_sync({})
     assert result.output == {"left": {"items": ["left"]}, "right": {"items": ["right"]}}
     assert seen["left"] is not seen["right"]
 
 
 @pytest.mark.parametrize("durability", ["sync", "exit"])
-def test_only_a_saved_step_lends(durability: Durability) -> None:
+def test_only_a_saved_step_lends(durability: Durability, store: CheckpointStore) -> None:
     seen: list[Any] = []
 
     def keep(inp: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
@@ -78,15 +77,14 @@ def test_only_a_saved_step_lends(durability: Durability) -> None:
         return {"items": inp["items"]}
 
     executor = DurableExecutor([("start", lambda data: LARGE), ("keep", keep),
-                                ("again", keep)], name="lend", durability=durability)
+                                ("again", keep)], name="lend", durability=durability, store=store)
     assert executor.run_sync({}).output == LARGE
     assert (seen[0]["items"] is seen[1]["items"]) == (durability == "sync")
 
 
 @pytest.mark.parametrize("pad", ["", "x" * 5000])  # small, and past SMALL_TEXT
-async def test_a_key_a_node_adds_to_its_input_before_pausing_is_not_kept(pad: str) -> None:
-    store = InMemoryCheckpointStore()
-
+async def test_a_key_a_node_adds_to_its_input_before_pausing_is_not_kept(
+        pad: str, store: CheckpointStore) -> None:
     def add_then_ask(inp: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
         inp["added"] = "by the node"  # in place, on a dict: put back means removed again
         return {**inp, "answer": ctx.interrupt({"question": "ok?"})}

@@ -14,9 +14,7 @@ STORE_KINDS = ("memory", "store-thread")
 
 
 class TestInMemoryStore(StoreConformance, LongThreadConformance, InPlaceConformance):
-    @pytest.fixture
-    def store(self) -> InMemoryCheckpointStore:
-        return InMemoryCheckpointStore()
+    """On ``store``: the in-memory store, and the one that works on its own thread."""
 
     async def stored_bytes(self, store: InMemoryCheckpointStore, thread_id: str) -> int:
         chain = store._threads.get(thread_id, [])

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from forgeui.demo.graphs import transfer
-from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
+from runtime import CheckpointStore, DurableExecutor, InMemoryCheckpointStore, NodeContext
 
 QUESTION = {"question": "Approve this transfer?"}
 DONE = {"input": {"amount": 500}, "approved": {"ok": True}, "done": True}
@@ -82,11 +82,11 @@ def test_sync_twins(executor: DurableExecutor) -> None:
     assert executor.resume_sync(forked, {"ok": True}).output == DONE
 
 
-async def test_a_caller_can_choose_the_run_id_once() -> None:
+async def test_a_caller_can_choose_the_run_id_once(store: CheckpointStore) -> None:
     """A queue hands out the run id before the run starts; reusing it is refused."""
     from runtime import ResumeError
 
-    ex = DurableExecutor(nodes=[("ask", ask_approval), ("execute", execute)])
+    ex = DurableExecutor(nodes=[("ask", ask_approval), ("execute", execute)], store=store)
     first = await ex.run({"amount": 1}, run_id="queued-run-1")
     assert first.run_id == "queued-run-1"
     with pytest.raises(ResumeError):

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from runtime import DurableExecutor, InMemoryCheckpointStore, NodeContext
-from runtime._jsonvalue import SMALL_TEXT
-from runtime._records import _at_most, replay
+from runtime._jsonvalue import SMALL_TEXT, at_most
+from runtime._records import replay
 from runtime.store_kit import HEAD_EVERY
 from tests.runtime.store_conformance import chat_graph, expected_messages, talk
 
@@ -26,8 +26,8 @@ def ask(inp: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("skip", [0, 1, 6, 9, 11])
-async def test_skipping_records_yields_the_same_checkpoints(skip: int) -> None:
-    store = InMemoryCheckpointStore()
+async def test_skipping_records_yields_the_same_checkpoints(
+        skip: int, store: InMemoryCheckpointStore) -> None:
     executor = DurableExecutor([("ask", ask), ("again", ask)], store=store, name="twice")
     thread = (await executor.run({"n": 0})).thread_id
     for n in range(2):
@@ -42,8 +42,8 @@ async def test_skipping_records_yields_the_same_checkpoints(skip: int) -> None:
     assert whole[-1].history[-1]["output"] == {"asked": {"n": 1}, "answer": "after the restart"}
 
 
-async def test_a_skip_leaves_the_start_it_was_given_as_it_was() -> None:
-    store = InMemoryCheckpointStore()
+async def test_a_skip_leaves_the_start_it_was_given_as_it_was(
+        store: InMemoryCheckpointStore) -> None:
     thread = await talk(chat_graph(store), 6)
     records = records_of(store, thread)
     *_, start = replay(records[:9])
@@ -53,8 +53,7 @@ async def test_a_skip_leaves_the_start_it_was_given_as_it_was() -> None:
     assert len(last.history) == 6 and len(history) < 6
 
 
-async def test_a_fork_replays_from_its_original_with_a_skip() -> None:
-    store = InMemoryCheckpointStore()
+async def test_a_fork_replays_from_its_original_with_a_skip(store: InMemoryCheckpointStore) -> None:
     executor: DurableExecutor = chat_graph(store)
     original = await talk(executor, 5)
     fork = await executor.fork(original)
@@ -66,8 +65,7 @@ async def test_a_fork_replays_from_its_original_with_a_skip() -> None:
     assert len(found.history) == 7
 
 
-async def test_a_message_is_stored_once_and_heads_name_it() -> None:
-    store = InMemoryCheckpointStore()
+async def test_a_message_is_stored_once_and_heads_name_it(store: InMemoryCheckpointStore) -> None:
     thread = await talk(chat_graph(store), 40)
     records = records_of(store, thread)
     text = "".join(records)
@@ -85,8 +83,7 @@ async def test_a_message_is_stored_once_and_heads_name_it() -> None:
 
 @pytest.mark.parametrize("turns", [HEAD_EVERY - 1, HEAD_EVERY, HEAD_EVERY + 3])
 async def test_a_head_kept_whole_and_the_records_after_it_load_what_a_replay_gives(
-        turns: int) -> None:
-    store = InMemoryCheckpointStore()
+        turns: int, store: InMemoryCheckpointStore) -> None:
     executor = chat_graph(store)
     thread = await talk(executor, turns)
     for checkpoint_id in store._threads[thread][-3:]:
@@ -102,7 +99,7 @@ async def test_a_head_kept_whole_and_the_records_after_it_load_what_a_replay_giv
 
 
 def test_telling_a_small_value_stops_at_its_budget() -> None:
-    assert _at_most(100, {"a": "x" * 10}) > 0
-    assert _at_most(100, {"a": "x" * 200}) == -1
+    assert at_most(100, {"a": "x" * 10}) > 0
+    assert at_most(100, {"a": "x" * 200}) == -1
     huge = [{"text": "y" * 100}] * 100_000
-    assert _at_most(SMALL_TEXT, huge) == -1  # without walking all of it
+    assert at_most(SMALL_TEXT, huge) == -1  # without walking all of it

@@ -8,6 +8,7 @@ import pytest
 
 from runtime import (
     AmbiguousResume,
+    CheckpointStore,
     Command,
     DurableExecutor,
     NodeContext,
@@ -18,7 +19,7 @@ from runtime import (
 from .helpers import LATEST_KEYS, Calls, checkpoint_ids, latest, pending_by_node
 
 
-def approvals(calls: Calls) -> DurableExecutor:
+def approvals(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     """start → [legal, finance, audit] in parallel → decide; legal and finance ask."""
     def ask(name: str) -> Any:
         def node(x: Any, ctx: NodeContext) -> Any:
@@ -36,15 +37,16 @@ def approvals(calls: Calls) -> DurableExecutor:
         edges={"start": lambda _: ["legal", "finance", "audit"], "legal": lambda _: "decide",
                "finance": lambda _: "decide", "audit": lambda _: "decide"},
         name="approvals",
+        store=store,
     )
 
 
-def single(calls: Calls) -> DurableExecutor:
+def single(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     def ask(x: Any, ctx: NodeContext) -> Any:
         calls.hit("ask")
         return ctx.interrupt("ok?")
 
-    return DurableExecutor(nodes=[("ask", ask), ("after", lambda x: {"got": x})])
+    return DurableExecutor(nodes=[("ask", ask), ("after", lambda x: {"got": x})], store=store)
 
 
 def assert_latest(exc: StaleResumeTarget, thread_id: str) -> None:
@@ -52,9 +54,9 @@ def assert_latest(exc: StaleResumeTarget, thread_id: str) -> None:
     assert exc.latest["thread_id"] == thread_id
 
 
-async def test_resume_map_answers_several_interrupts_by_id() -> None:
+async def test_resume_map_answers_several_interrupts_by_id(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = approvals(calls)
+    ex = approvals(store, calls)
     paused = await ex.run({"amount": 3})
     by_node = pending_by_node(paused)
     assert set(by_node) == {"legal", "finance"}
@@ -66,9 +68,9 @@ async def test_resume_map_answers_several_interrupts_by_id() -> None:
     assert calls["audit"] == 1
 
 
-async def test_resuming_one_parallel_task_reruns_only_that_task() -> None:
+async def test_resuming_one_parallel_task_reruns_only_that_task(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = approvals(calls)
+    ex = approvals(store, calls)
     paused = await ex.run(None)
     by_node = pending_by_node(paused)
     after = await ex.resume(paused.thread_id,
@@ -84,9 +86,10 @@ async def test_resuming_one_parallel_task_reruns_only_that_task() -> None:
     assert (calls["legal"], calls["finance"], calls["audit"]) == (2, 2, 1)
 
 
-async def test_bare_value_with_several_pending_is_ambiguous_and_changes_nothing() -> None:
+async def test_bare_value_with_several_pending_is_ambiguous_and_changes_nothing(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = approvals(calls)
+    ex = approvals(store, calls)
     paused = await ex.run(None)
     before = await checkpoint_ids(ex.store, paused.thread_id)
     with pytest.raises(AmbiguousResume) as info:
@@ -101,8 +104,8 @@ async def test_bare_value_with_several_pending_is_ambiguous_and_changes_nothing(
     assert (calls["legal"], calls["finance"]) == (1, 1)
 
 
-async def test_nothing_pending_is_stale() -> None:
-    ex = single(Calls())
+async def test_nothing_pending_is_stale(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     paused = await ex.run(None)
     done = await ex.resume(paused.thread_id, "yes")
     with pytest.raises(StaleResumeTarget) as info:
@@ -114,8 +117,8 @@ async def test_nothing_pending_is_stale() -> None:
     assert info.value.latest["interrupts"] == []
 
 
-async def test_unknown_interrupt_id_is_stale() -> None:
-    ex = single(Calls())
+async def test_unknown_interrupt_id_is_stale(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     paused = await ex.run(None)
     with pytest.raises(StaleResumeTarget) as info:
         await ex.resume(paused.thread_id, Command(resume_map={"no-such-id": 1}))
@@ -125,11 +128,11 @@ async def test_unknown_interrupt_id_is_stale() -> None:
     assert [i["id"] for i in info.value.latest["interrupts"]] == [paused.interrupts[0].id]
 
 
-async def test_already_answered_interrupt_id_is_stale() -> None:
+async def test_already_answered_interrupt_id_is_stale(store: CheckpointStore) -> None:
     def twice(x: Any, ctx: NodeContext) -> Any:
         return [ctx.interrupt(1), ctx.interrupt(2)]
 
-    ex = DurableExecutor(nodes=[("twice", twice)])
+    ex = DurableExecutor(nodes=[("twice", twice)], store=store)
     paused = await ex.run(None)
     answered = paused.interrupts[0].id
     again = await ex.resume(paused.thread_id, Command(resume_map={answered: "a"}))
@@ -141,11 +144,11 @@ async def test_already_answered_interrupt_id_is_stale() -> None:
     assert (await ex.resume(paused.thread_id, "c")).output == ["a", "c"]
 
 
-async def test_expected_checkpoint_id_must_be_the_latest() -> None:
+async def test_expected_checkpoint_id_must_be_the_latest(store: CheckpointStore) -> None:
     def twice(x: Any, ctx: NodeContext) -> Any:
         return [ctx.interrupt(1), ctx.interrupt(2)]
 
-    ex = DurableExecutor(nodes=[("twice", twice)])
+    ex = DurableExecutor(nodes=[("twice", twice)], store=store)
     first = await ex.run(None)
     second = await ex.resume(first.thread_id,
                              Command(resume="a", expected_checkpoint_id=first.checkpoint_id))
@@ -162,14 +165,14 @@ async def test_expected_checkpoint_id_must_be_the_latest() -> None:
     assert done.output == ["a", "b"]
 
 
-async def test_unknown_thread_is_stale() -> None:
-    ex = single(Calls())
+async def test_unknown_thread_is_stale(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     with pytest.raises(StaleResumeTarget) as info:
         await ex.resume("never-started", "yes")
     assert_latest(info.value, "never-started")
 
 
-async def test_an_answer_is_consumed_once() -> None:
+async def test_an_answer_is_consumed_once(store: CheckpointStore) -> None:
     """The answer to order 0 is never handed to the order 1 call as well."""
     calls = Calls()
 
@@ -177,7 +180,7 @@ async def test_an_answer_is_consumed_once() -> None:
         calls.hit("twice")
         return [ctx.interrupt("first"), ctx.interrupt("second")]
 
-    ex = DurableExecutor(nodes=[("twice", twice)])
+    ex = DurableExecutor(nodes=[("twice", twice)], store=store)
     paused = await ex.run(None)
     again = await ex.resume(paused.thread_id, "only once")
     assert again.interrupted
@@ -186,9 +189,9 @@ async def test_an_answer_is_consumed_once() -> None:
     assert (await ex.resume(paused.thread_id, "two")).output == ["only once", "two"]
 
 
-async def test_resume_map_with_a_key_not_pending_is_refused_whole() -> None:
+async def test_resume_map_with_a_key_not_pending_is_refused_whole(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = approvals(calls)
+    ex = approvals(store, calls)
     paused = await ex.run(None)
     legal = pending_by_node(paused)["legal"]
     before = await checkpoint_ids(ex.store, paused.thread_id)
@@ -202,8 +205,8 @@ async def test_resume_map_with_a_key_not_pending_is_refused_whole() -> None:
     assert {i.id for i in state.interrupts} == {i.id for i in paused.interrupts}
 
 
-async def test_answers_are_recorded_in_the_checkpoint() -> None:
-    ex = single(Calls())
+async def test_answers_are_recorded_in_the_checkpoint(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     paused = await ex.run(None)
     await ex.resume(paused.thread_id, {"ok": True})
     cp = await latest(ex.store, paused.thread_id)
@@ -213,8 +216,8 @@ async def test_answers_are_recorded_in_the_checkpoint() -> None:
     assert record["answer"] == {"ok": True}
 
 
-async def test_non_json_answer_is_refused_and_changes_nothing() -> None:
-    ex = single(Calls())
+async def test_non_json_answer_is_refused_and_changes_nothing(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     paused = await ex.run(None)
     with pytest.raises(ResumeError):
         await ex.resume(paused.thread_id, {1, 2})
@@ -228,7 +231,7 @@ async def test_resume_with_store_none_is_a_resume_error() -> None:
         await ex.resume("t", "yes")
 
 
-async def test_none_is_a_valid_answer() -> None:
-    ex = single(Calls())
+async def test_none_is_a_valid_answer(store: CheckpointStore) -> None:
+    ex = single(store, Calls())
     paused = await ex.run(None)
     assert (await ex.resume(paused.thread_id, None)).output == {"got": None}

@@ -18,8 +18,6 @@ from runtime import (
 from tests.runtime.helpers import Calls, checkpoints
 from tests.runtime.store_thread import STORE_THREAD, StoreThreadMemoryStore
 
-BOTH_STORES = False  # each test here picks its stores (see conftest)
-
 
 def where() -> str:
     return threading.current_thread().name

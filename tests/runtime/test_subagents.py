@@ -11,6 +11,7 @@ import pytest
 from forgeui.demo import graphs as demo_graphs
 from runtime import (
     AmbiguousResume,
+    CheckpointStore,
     Command,
     Draft,
     DurableExecutor,
@@ -42,7 +43,7 @@ def agent(name: str, node: str, calls: Calls) -> DurableExecutor:
     return DurableExecutor(nodes=[(node, work)], name=name)
 
 
-def supervisor(calls: Calls) -> DurableExecutor:
+def supervisor(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     """plan → [research_agent, writer_agent] (children, in parallel) → summarize."""
     def plan(topic: Any) -> Any:
         calls.hit("plan")
@@ -58,11 +59,11 @@ def supervisor(calls: Calls) -> DurableExecutor:
                ("summarize", summarize)],
         edges={"plan": lambda _: ["research_agent", "writer_agent"],
                "research_agent": lambda _: "summarize", "writer_agent": lambda _: "summarize"},
-        store=InMemoryCheckpointStore(), name="supervisor",
+        store=store, name="supervisor",
     )
 
 
-def gated(calls: Calls) -> DurableExecutor:
+def gated(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     """start → [gate (the parent's own question), research_agent (a child)] → join."""
     def gate(x: Any, ctx: NodeContext) -> Any:
         calls.hit("gate")
@@ -77,18 +78,18 @@ def gated(calls: Calls) -> DurableExecutor:
                ("research_agent", agent("research_agent", "find", calls)), ("join", join)],
         edges={"start": lambda _: ["gate", "research_agent"], "gate": lambda _: "join",
                "research_agent": lambda _: "join"},
-        store=InMemoryCheckpointStore(), name="supervisor",
+        store=store, name="supervisor",
     )
 
 
-def three_levels(calls: Calls) -> DurableExecutor:
+def three_levels(store: CheckpointStore, calls: Calls) -> DurableExecutor:
     """top → mid (child) → leaf (grandchild), which asks."""
     leaf = agent("leaf", "investigate", calls)
     mid = DurableExecutor(nodes=[("triage", lambda x: {"triaged": x}), ("leaf", leaf)],
                           name="mid")
     return DurableExecutor(nodes=[("intake", lambda x: x), ("mid", mid),
                                   ("report", lambda x: {"report": x})],
-                           store=InMemoryCheckpointStore(), name="top")
+                           store=store, name="top")
 
 
 def by_agent(result: RunResult) -> dict[str, Any]:
@@ -105,8 +106,8 @@ def assert_latest(exc: StaleResumeTarget) -> None:
 
 # -- child runs -------------------------------------------------------------------------
 
-async def test_child_run_has_its_own_identity_and_checkpoint_chain() -> None:
-    ex = supervisor(Calls())
+async def test_child_run_has_its_own_identity_and_checkpoint_chain(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     tree = {tuple(n.namespace): n for n in await ex.get_tree(paused.thread_id)}
     root = tree[("supervisor",)]
@@ -127,8 +128,8 @@ async def test_child_run_has_its_own_identity_and_checkpoint_chain() -> None:
     assert child.checkpoint_id not in root_chain
 
 
-async def test_children_run_in_parallel_and_surface_every_interrupt() -> None:
-    ex = supervisor(Calls())
+async def test_children_run_in_parallel_and_surface_every_interrupt(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     assert paused.interrupted
     tree = {tuple(n.namespace): n for n in await ex.get_tree(paused.thread_id)}
@@ -147,16 +148,16 @@ async def test_children_run_in_parallel_and_surface_every_interrupt() -> None:
     assert paused.interrupt_payload == paused.interrupts[0].payload
 
 
-async def test_interrupts_are_listed_in_a_stable_order() -> None:
-    ex = supervisor(Calls())
+async def test_interrupts_are_listed_in_a_stable_order(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     again = await ex.get_state(paused.thread_id)
     assert [i.id for i in again.interrupts] == [i.id for i in paused.interrupts]
 
 
-async def test_resuming_one_child_leaves_its_sibling_untouched() -> None:
+async def test_resuming_one_child_leaves_its_sibling_untouched(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = supervisor(calls)
+    ex = supervisor(store, calls)
     paused = await ex.run("q3")
     research, writer = by_agent(paused)["research_agent"], by_agent(paused)["writer_agent"]
     writer_thread = (await run_checkpoint(ex.store, writer.run_id)).thread_id
@@ -175,15 +176,15 @@ async def test_resuming_one_child_leaves_its_sibling_untouched() -> None:
                            "writer_agent": {"answer": "draft ok", "steering": []}}
 
 
-async def test_bare_resume_with_two_children_paused_is_ambiguous() -> None:
-    ex = supervisor(Calls())
+async def test_bare_resume_with_two_children_paused_is_ambiguous(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     with pytest.raises(AmbiguousResume):
         await ex.resume(paused.thread_id, "yes")
 
 
-async def test_resume_map_on_the_root_thread_answers_children_by_id() -> None:
-    ex = supervisor(Calls())
+async def test_resume_map_on_the_root_thread_answers_children_by_id(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     answers = {i.id: f"ok {i.sub_agent_id}" for i in paused.interrupts}
     done = await ex.resume(paused.thread_id, Command(resume_map=answers))
@@ -192,9 +193,10 @@ async def test_resume_map_on_the_root_thread_answers_children_by_id() -> None:
     assert done.output["research_agent"]["answer"] == "ok research_agent"
 
 
-async def test_nesting_three_levels_and_targeting_the_grandchild_by_namespace() -> None:
+async def test_nesting_three_levels_and_targeting_the_grandchild_by_namespace(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = three_levels(calls)
+    ex = three_levels(store, calls)
     paused = await ex.run({"case": 9})
     (i,) = paused.interrupts
     assert i.namespace == ["top", "mid", "leaf"]
@@ -214,8 +216,8 @@ async def test_nesting_three_levels_and_targeting_the_grandchild_by_namespace() 
     assert {n.status for n in tree.values()} == {"completed"}
 
 
-async def test_resume_on_a_child_thread_answers_that_child() -> None:
-    ex = three_levels(Calls())
+async def test_resume_on_a_child_thread_answers_that_child(store: CheckpointStore) -> None:
+    ex = three_levels(store, Calls())
     paused = await ex.run({"case": 9})
     leaf_thread = (await run_checkpoint(ex.store, paused.interrupts[0].run_id)).thread_id
     done = await ex.resume(leaf_thread, "via child thread")
@@ -225,9 +227,9 @@ async def test_resume_on_a_child_thread_answers_that_child() -> None:
 
 # -- the parent's own interrupt and child_policy ----------------------------------------
 
-async def test_parent_answer_leaves_children_pending_by_default() -> None:
+async def test_parent_answer_leaves_children_pending_by_default(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = gated(calls)
+    ex = gated(store, calls)
     paused = await ex.run(1)
     gate, child = (next(i for i in paused.interrupts if i.sub_agent_id is s)
                    for s in (None, "research_agent"))
@@ -242,9 +244,10 @@ async def test_parent_answer_leaves_children_pending_by_default() -> None:
     assert gate.id != child.id
 
 
-async def test_child_policy_cancel_cancels_pending_children_and_parent_continues() -> None:
+async def test_child_policy_cancel_cancels_pending_children_and_parent_continues(
+        store: CheckpointStore) -> None:
     calls = Calls()
-    ex = gated(calls)
+    ex = gated(store, calls)
     paused = await ex.run(1)
     child = next(i for i in paused.interrupts if i.sub_agent_id == "research_agent")
     child_thread = (await run_checkpoint(ex.store, child.run_id)).thread_id
@@ -273,8 +276,8 @@ async def test_child_policy_cancel_cancels_pending_children_and_parent_continues
 
 # -- steering ---------------------------------------------------------------------------
 
-async def test_steering_note_reaches_ctx_and_not_the_answer() -> None:
-    ex = supervisor(Calls())
+async def test_steering_note_reaches_ctx_and_not_the_answer(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     after = await ex.resume_targeted(target(research),
@@ -293,9 +296,9 @@ async def test_steering_note_reaches_ctx_and_not_the_answer() -> None:
     assert record["answer"] == "sources ok"
 
 
-async def test_steer_records_a_note_without_resuming() -> None:
+async def test_steer_records_a_note_without_resuming(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = supervisor(calls)
+    ex = supervisor(store, calls)
     paused = await ex.run("q3")
     writer = by_agent(paused)["writer_agent"]
     note = await ex.steer(ResumeTarget(writer.run_id), "shorter, please")
@@ -313,11 +316,11 @@ async def test_steer_records_a_note_without_resuming() -> None:
     assert done.output["research_agent"]["steering"] == []
 
 
-async def test_steering_on_the_root_run_reaches_root_nodes() -> None:
+async def test_steering_on_the_root_run_reaches_root_nodes(store: CheckpointStore) -> None:
     def ask(x: Any, ctx: NodeContext) -> Any:
         return {"answer": ctx.interrupt("?"), "steering": ctx.steering}
 
-    ex = DurableExecutor(nodes=[("ask", ask)], name="solo")
+    ex = DurableExecutor(nodes=[("ask", ask)], name="solo", store=store)
     paused = await ex.run(None)
     done = await ex.resume(paused.thread_id, Command(resume=42, steering="be careful"))
     assert done.output == {"answer": 42, "steering": ["be careful"]}
@@ -325,7 +328,8 @@ async def test_steering_on_the_root_run_reaches_root_nodes() -> None:
     assert [n["text"] for n in cp.steering] == ["be careful"]
 
 
-async def test_a_note_for_one_task_of_several_reaches_that_task_only() -> None:
+async def test_a_note_for_one_task_of_several_reaches_that_task_only(
+        store: CheckpointStore) -> None:
     def sign(x: Any, ctx: NodeContext) -> Any:
         return {"answer": ctx.interrupt(ctx.node), "steering": ctx.steering}
 
@@ -333,7 +337,7 @@ async def test_a_note_for_one_task_of_several_reaches_that_task_only() -> None:
         nodes=[("start", lambda x: x), ("legal", sign), ("finance", sign),
                ("record", lambda parts: parts)],
         edges={"start": lambda _: ["legal", "finance"], "legal": lambda _: "record",
-               "finance": lambda _: "record"}, name="signoffs")
+               "finance": lambda _: "record"}, name="signoffs", store=store)
     paused = await ex.run(None)
     asked = {i.node: i for i in paused.interrupts}
     legal, finance = asked["legal"], asked["finance"]
@@ -349,17 +353,17 @@ async def test_a_note_for_one_task_of_several_reaches_that_task_only() -> None:
 
 # -- stale targets ----------------------------------------------------------------------
 
-async def test_run_id_not_in_the_tree_is_stale() -> None:
-    ex = supervisor(Calls())
+async def test_run_id_not_in_the_tree_is_stale(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     await ex.run("q3")
     with pytest.raises(StaleResumeTarget) as info:
         await ex.resume_targeted(ResumeTarget(uuid.uuid4().hex), "x")
     assert_latest(info.value)
 
 
-async def test_run_of_another_tree_is_not_mixed_up() -> None:
+async def test_run_of_another_tree_is_not_mixed_up(store: CheckpointStore) -> None:
     """A target names its run; it answers that run's tree, never the caller's other tree."""
-    ex = supervisor(Calls())
+    ex = supervisor(store, Calls())
     a = await ex.run("a")
     b = await ex.run("b")
     research_b = by_agent(b)["research_agent"]
@@ -369,8 +373,8 @@ async def test_run_of_another_tree_is_not_mixed_up() -> None:
         i.id for i in a.interrupts}
 
 
-async def test_task_no_longer_pending_is_stale() -> None:
-    ex = supervisor(Calls())
+async def test_task_no_longer_pending_is_stale(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     await ex.resume_targeted(target(research), "done")
@@ -382,8 +386,8 @@ async def test_task_no_longer_pending_is_stale() -> None:
     assert info.value.latest["interrupts"] == []
 
 
-async def test_answered_interrupt_is_stale() -> None:
-    ex = supervisor(Calls())
+async def test_answered_interrupt_is_stale(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     await ex.resume_targeted(target(research, interrupt_id=research.id), "done")
@@ -392,19 +396,19 @@ async def test_answered_interrupt_is_stale() -> None:
     assert_latest(info.value)
 
 
-async def child_asking_twice() -> tuple[DurableExecutor, RunResult]:
+async def child_asking_twice(store: CheckpointStore) -> tuple[DurableExecutor, RunResult]:
     """A parent whose one sub-agent asks two questions in a row, paused at the first."""
     def twice(x: Any, ctx: NodeContext) -> Any:
         return [ctx.interrupt(1), ctx.interrupt(2)]
 
     child = DurableExecutor(nodes=[("twice", twice)], name="child")
-    ex = DurableExecutor(nodes=[("child", child)], name="parent")
+    ex = DurableExecutor(nodes=[("child", child)], name="parent", store=store)
     return ex, await ex.run(None)
 
 
-async def test_answered_interrupt_of_a_still_running_child_is_stale() -> None:
+async def test_answered_interrupt_of_a_still_running_child_is_stale(store: CheckpointStore) -> None:
     """The child asked twice; the first id is answered, the run is still paused."""
-    ex, paused = await child_asking_twice()
+    ex, paused = await child_asking_twice(store)
     first = paused.interrupts[0]
     again = await ex.resume_targeted(target(first, interrupt_id=first.id), "a")
     second = again.interrupts[0]
@@ -417,8 +421,8 @@ async def test_answered_interrupt_of_a_still_running_child_is_stale() -> None:
     assert [i["id"] for i in info.value.latest["interrupts"]] == [second.id]
 
 
-async def test_namespace_mismatch_is_stale() -> None:
-    ex = supervisor(Calls())
+async def test_namespace_mismatch_is_stale(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     with pytest.raises(StaleResumeTarget) as info:
@@ -433,8 +437,8 @@ async def test_namespace_mismatch_is_stale() -> None:
     assert len(state.interrupts) == 2
 
 
-async def test_steering_a_stale_target_is_refused() -> None:
-    ex = supervisor(Calls())
+async def test_steering_a_stale_target_is_refused(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     with pytest.raises(StaleResumeTarget):
@@ -446,8 +450,8 @@ async def test_steering_a_stale_target_is_refused() -> None:
 
 # -- the tree as a whole ----------------------------------------------------------------
 
-async def test_get_tree_reports_each_run() -> None:
-    ex = supervisor(Calls())
+async def test_get_tree_reports_each_run(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     research = by_agent(paused)["research_agent"]
     await ex.resume_targeted(target(research), "ok")
@@ -466,9 +470,9 @@ async def test_get_tree_reports_each_run() -> None:
         assert node.checkpoint_id == (await latest(ex.store, node.thread_id)).id
 
 
-async def test_cancel_a_whole_tree() -> None:
+async def test_cancel_a_whole_tree(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = three_levels(calls)
+    ex = three_levels(store, calls)
     paused = await ex.run({"case": 1})
     result = await ex.cancel(paused.thread_id)
     assert result.status == "cancelled"
@@ -485,9 +489,9 @@ async def test_cancel_a_whole_tree() -> None:
         await ex.resume(paused.thread_id, "too late")
 
 
-async def test_cancel_one_sub_agent_leaves_its_sibling() -> None:
+async def test_cancel_one_sub_agent_leaves_its_sibling(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = supervisor(calls)
+    ex = supervisor(store, calls)
     paused = await ex.run("q3")
     research, writer = by_agent(paused)["research_agent"], by_agent(paused)["writer_agent"]
     after = await ex.cancel(ResumeTarget(research.run_id))
@@ -502,7 +506,7 @@ async def test_cancel_one_sub_agent_leaves_its_sibling() -> None:
     assert (calls["find"], calls["draft"], calls["summarize"]) == (1, 2, 1)
 
 
-async def test_child_policy_cancel_reaches_grandchildren() -> None:
+async def test_child_policy_cancel_reaches_grandchildren(store: CheckpointStore) -> None:
     calls = Calls()
     mid = DurableExecutor(nodes=[("leaf", agent("leaf", "investigate", calls))], name="mid")
 
@@ -513,7 +517,7 @@ async def test_child_policy_cancel_reaches_grandchildren() -> None:
         nodes=[("start", lambda x: x), ("gate", gate), ("mid", mid), ("end", lambda p: p)],
         edges={"start": lambda _: ["gate", "mid"], "gate": lambda _: "end",
                "mid": lambda _: "end"},
-        store=InMemoryCheckpointStore(), name="top")
+        store=store, name="top")
     paused = await ex.run(1)
     leaf = next(i for i in paused.interrupts if i.sub_agent_id == "leaf")
     done = await ex.resume_targeted(ResumeTarget(paused.run_id),
@@ -527,8 +531,8 @@ async def test_child_policy_cancel_reaches_grandchildren() -> None:
     assert calls["investigate"] == 1
 
 
-async def test_steering_a_grandchild_by_namespace() -> None:
-    ex = three_levels(Calls())
+async def test_steering_a_grandchild_by_namespace(store: CheckpointStore) -> None:
+    ex = three_levels(store, Calls())
     paused = await ex.run({"case": 2})
     (i,) = paused.interrupts
     await ex.steer(ResumeTarget(i.run_id, namespace=["top", "mid", "leaf"]), "check twice")
@@ -536,8 +540,8 @@ async def test_steering_a_grandchild_by_namespace() -> None:
     assert done.output == {"report": {"answer": "yes", "steering": ["check twice"]}}
 
 
-async def test_expected_checkpoint_id_of_a_child() -> None:
-    ex, paused = await child_asking_twice()
+async def test_expected_checkpoint_id_of_a_child(store: CheckpointStore) -> None:
+    ex, paused = await child_asking_twice(store)
     first = paused.interrupts[0]
     again = await ex.resume_targeted(
         target(first), Command(resume="a", expected_checkpoint_id=first.checkpoint_id))
@@ -551,7 +555,7 @@ async def test_expected_checkpoint_id_of_a_child() -> None:
     assert done.output == ["a", "b"]
 
 
-async def test_one_child_finishes_while_its_sibling_waits() -> None:
+async def test_one_child_finishes_while_its_sibling_waits(store: CheckpointStore) -> None:
     calls = Calls()
     quick = DurableExecutor(nodes=[("quick", lambda x: "fast")], name="quick_agent")
     ex = DurableExecutor(
@@ -559,7 +563,7 @@ async def test_one_child_finishes_while_its_sibling_waits() -> None:
                ("slow_agent", agent("slow_agent", "slow", calls)), ("join", lambda p: p)],
         edges={"plan": lambda _: ["quick_agent", "slow_agent"],
                "quick_agent": lambda _: "join", "slow_agent": lambda _: "join"},
-        store=InMemoryCheckpointStore(), name="sup")
+        store=store, name="sup")
     paused = await ex.run(0)
     assert [i.sub_agent_id for i in paused.interrupts] == ["slow_agent"]
     tree = {tuple(n.namespace): n.status for n in await ex.get_tree(paused.thread_id)}
@@ -569,9 +573,9 @@ async def test_one_child_finishes_while_its_sibling_waits() -> None:
                            "slow_agent": {"answer": "slow ok", "steering": []}}
 
 
-async def test_fork_of_a_tree_copies_children_with_new_ids() -> None:
+async def test_fork_of_a_tree_copies_children_with_new_ids(store: CheckpointStore) -> None:
     calls = Calls()
-    ex = supervisor(calls)
+    ex = supervisor(store, calls)
     paused = await ex.run("q3")
     original_chains = {i.run_id: await checkpoint_ids(
         ex.store, (await run_checkpoint(ex.store, i.run_id)).thread_id)
@@ -591,8 +595,8 @@ async def test_fork_of_a_tree_copies_children_with_new_ids() -> None:
     assert calls["plan"] == 1
 
 
-async def test_sub_agents_under_exit_durability() -> None:
-    ex = supervisor(Calls())
+async def test_sub_agents_under_exit_durability(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     ex.durability = "exit"
     paused = await ex.run("q3")
     assert {i.sub_agent_id for i in paused.interrupts} == {"research_agent", "writer_agent"}
@@ -602,8 +606,8 @@ async def test_sub_agents_under_exit_durability() -> None:
     assert done.output["writer_agent"]["answer"] == "ok"
 
 
-async def test_get_state_of_a_child_thread_reports_the_root() -> None:
-    ex = supervisor(Calls())
+async def test_get_state_of_a_child_thread_reports_the_root(store: CheckpointStore) -> None:
+    ex = supervisor(store, Calls())
     paused = await ex.run("q3")
     child_thread = (await run_checkpoint(ex.store, paused.interrupts[0].run_id)).thread_id
     state = await ex.get_state(child_thread)
@@ -666,7 +670,8 @@ async def test_an_answer_survives_a_crash_between_a_root_save_and_the_childs() -
     assert done.output == {"child": "answer to ask", "sibling": "answer to sibling"}
 
 
-async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time() -> None:
+async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time(
+        store: CheckpointStore) -> None:
     """Each child has one task, but its siblings run beside it: no child blocks the loop."""
     both_in = threading.Barrier(2, timeout=5)
 
@@ -680,13 +685,14 @@ async def test_sync_nodes_of_parallel_sub_agents_run_at_the_same_time() -> None:
         nodes=[("fan", lambda x: x), ("left", left), ("right", right),
                ("join", lambda parts: parts)],
         edges={"fan": lambda _: ["left", "right"], "left": lambda _: "join",
-               "right": lambda _: "join"}, name="root")
+               "right": lambda _: "join"}, name="root", store=store)
     done = await root.run({})
     assert done.output == {"left": "met", "right": "met"}
 
 
-async def test_a_cancelled_sub_agent_hands_its_parent_an_explicit_marker() -> None:
-    ex = demo_graphs.supervisor.with_store(InMemoryCheckpointStore())
+async def test_a_cancelled_sub_agent_hands_its_parent_an_explicit_marker(
+        store: CheckpointStore) -> None:
+    ex = demo_graphs.supervisor.with_store(store)
     paused = await ex.run({"topic": "q3"})
     by_agent = {i.sub_agent_id: i for i in paused.interrupts}
     await ex.cancel(ResumeTarget(by_agent["writer_agent"].run_id))

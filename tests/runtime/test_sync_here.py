@@ -24,7 +24,6 @@ from tests.runtime.helpers import Calls
 from tests.runtime.store_thread import STORE_THREAD, StoreThreadMemoryStore
 from tests.runtime.test_store_thread import approval_graph, mixed_graph, two_approvals, where
 
-BOTH_STORES = False  # each test here picks its stores (see conftest)
 T = TypeVar("T")
 
 

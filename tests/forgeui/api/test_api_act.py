@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
 
@@ -20,11 +19,6 @@ from tests.forgeui.apiclient import Api, errors_at
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT = {"type": "accept", "args": None}  # the answer the example graphs' actions take
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def rows() -> dict[str, int]:

@@ -19,11 +19,6 @@ from tests.forgeui.apiclient import Api
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
-
-
 def bearer(secret: str) -> Client:
     return Client(headers={"Authorization": f"Bearer {secret}"})
 

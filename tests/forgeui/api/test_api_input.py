@@ -10,18 +10,12 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from forgeui.api.parser import MAX_BODY_BYTES, MAX_DEPTH
 from forgeui.models import Answer, AuditEntry, Checkpoint, Interrupt, SteeringNote
 from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.models import AuditEntry
@@ -17,11 +16,6 @@ INTERRUPT_FIELDS = {"id", "run_id", "thread_id", "root_thread_id", "node", "task
                     "namespace", "sub_agent_id", "checkpoint_id", "payload", "order",
                     "status", "created_at"}
 READ_ROUTES = ["/api/graphs", "/api/runs", "/api/interrupts", "/api/audit"]
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def test_health_is_public_and_everything_else_needs_authentication(api: Api) -> None:

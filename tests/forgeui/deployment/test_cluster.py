@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
+from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop
 from tests.forgeui.conftest import lines
+from tests.processes import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from forgeui.models import Run, Thread
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
-from tests.forgeui.conftest import ROOT, database_url, django_env, lines, manage
+from tests.forgeui.conftest import ROOT, database_url, django_env, lines
+from tests.processes import manage, wait_until
 
 pytestmark = [
     pytest.mark.postgres,
@@ -35,14 +35,6 @@ def store(close_worker_connections: None) -> Iterator[DjangoCheckpointStore]:
 
 def on_postgres(graph: str, store: DjangoCheckpointStore) -> DurableExecutor:
     return registry.get_executor(graph).with_store(store)
-
-
-def wait_for(predicate: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_twenty_processes_resume_one_interrupt_and_exactly_one_wins(
@@ -91,7 +83,7 @@ def test_a_worker_killed_mid_node_leaves_the_last_checkpoint_and_recovery_finish
              json.dumps(order), "--thread-id", "killed-thread"],
             env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True,
         )
-        wait_for(lambda: entered.exists(), 60, "the node to start")
+        wait_until(lambda: entered.exists(), 60, "the node to start")
         os.killpg(worker.pid, signal.SIGKILL)
         assert worker.wait(10) == -signal.SIGKILL
 
@@ -140,7 +132,7 @@ def test_a_run_whose_worker_died_mid_answer_reads_running_until_recovered(
             [sys.executable, str(ROOT / "manage.py"), "shell", "-c", answer],
             env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True,
         )
-        wait_for(lambda: Path(order["entered"]).exists(), 60, "the node to start")
+        wait_until(lambda: Path(order["entered"]).exists(), 60, "the node to start")
         os.killpg(worker.pid, signal.SIGKILL)
         assert worker.wait(10) == -signal.SIGKILL
 

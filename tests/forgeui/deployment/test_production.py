@@ -20,7 +20,8 @@ from django.test import Client
 
 from forgeui.models import Interrupt
 from forgeui.runs import services
-from tests.forgeui.conftest import ROOT, manage
+from tests.forgeui.conftest import ROOT
+from tests.processes import manage
 
 HOST = "forge.example.com"
 

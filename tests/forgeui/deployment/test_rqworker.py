@@ -13,7 +13,8 @@ import pytest
 import redis
 
 from forgeui.models import Answer, Interrupt, Run
-from tests.forgeui.conftest import database_url, django_env, manage
+from tests.forgeui.conftest import database_url, django_env
+from tests.processes import manage
 
 pytestmark = [
     pytest.mark.postgres,

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import websockets
 
-from tests.e2e.conftest import free_port, stop_process, wait_until_up
+from tests.e2e.conftest import stop_process, wait_until_up
 from tests.forgeui.conftest import ROOT
+from tests.processes import free_port
 
 PROBE = """
 import json

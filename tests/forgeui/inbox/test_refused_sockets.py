@@ -20,8 +20,9 @@ import pytest
 import redis
 import websockets
 
-from tests.e2e.conftest import LiveServer, Seed, manage, serve
-from tests.forgeui.cluster import SESSION, wait_until
+from tests.e2e.conftest import LiveServer, Seed, serve
+from tests.forgeui.cluster import SESSION
+from tests.processes import manage, wait_until
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
 
@@ -91,7 +92,7 @@ def refusals(tmp_path_factory: pytest.TempPathFactory, seeded: Seed) -> Iterator
     folder = tmp_path_factory.mktemp("refused")
     with serve(folder, seeded, REDIS_URL=REDIS_URL, CHANNEL_LAYER_PREFIX=prefix,
                LOG_LEVEL="INFO") as live:
-        cookie = manage(live.env, "shell", "-c", SESSION).split()[-1]
+        cookie = manage("shell", "-c", SESSION, env=live.env).stdout.split()[-1]
         found = Refusals(live, cookie, prefix, folder / "daphne.log")
         try:
             yield found

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
@@ -14,11 +13,6 @@ from django.utils import timezone
 from forgeui.models import ApiToken, AuditEntry, Interrupt, SteeringNote
 from forgeui.runs.deadlines import expire_interrupts
 from tests.forgeui.apiclient import Api
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def answer(api: Api, interrupt_id: str, value: object, who: str = "reviewer",

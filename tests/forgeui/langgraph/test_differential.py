@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -17,11 +16,6 @@ from tests.forgeui.langgraph import team_graphs as graphs
 
 Answer = Callable[[Any], Any]
 CHAT = {"messages": [{"role": "user", "content": "where is my parcel?", "id": "ask"}]}
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def by_question(payload: Any) -> Any:

@@ -6,18 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.models import SteeringNote
 from tests.forgeui.apiclient import Api
 
 MAIL = {"to": "dana@example.com", "body": "the report", "outcome": ""}
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def reviewer(api: Api) -> Client:

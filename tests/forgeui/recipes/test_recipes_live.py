@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.docblocks import block, replaced
 from tests.e2e.conftest import ROOT, Seed, server_env
 from tests.forgeui.requests.live import Forge, forge, with_agents
+from tests.processes import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -82,16 +83,6 @@ def reviewer_decides(live: Forge, tool: str, args: dict[str, Any],
     return thread
 
 
-def wait_for(probe: Callable[[], Any], timeout: float = 60) -> Any:
-    """``probe()`` once it returns something (polling the live server)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := probe():
-            return found
-        time.sleep(0.1)
-    raise AssertionError("timed out")
-
-
 def ended(run: dict[str, Any]) -> dict[str, Any] | None:
     return None if run["status"] in ("running", "interrupted") else run
 
@@ -137,13 +128,15 @@ async def test_the_agents_sdk_recipe_sends_what_the_reviewer_edited(
 def test_the_langchain_recipe_runs_what_the_reviewer_edited(live: Forge, graph: str) -> None:
     started = api(live, "POST", "/api/runs", {"graph": graph, "input": {
         "messages": [{"role": "user", "content": "Mail Dana the report"}]}}, who="supervisor")
-    [row] = wait_for(lambda: api(live, "GET", "/api/interrupts?status=pending&"
-                                 f"root_thread_id={started['thread_id']}")["items"])
+    [row] = wait_until(lambda: api(live, "GET", "/api/interrupts?status=pending&"
+                                   f"root_thread_id={started['thread_id']}")["items"],
+                       60, "the run to pause")
     [call] = row["payload"]["action_requests"]
     assert call["args"]["to"] == "agent@example.com"
     edit = {"type": "edit", "edited_action": {"name": "send_email", "args": EDITED}}
     api(live, "POST", f"/api/interrupts/{row['id']}/resume", {"value": {"decisions": [edit]}})
-    run = wait_for(lambda: ended(api(live, "GET", f"/api/runs/{started['run_id']}")))
+    run = wait_until(lambda: ended(api(live, "GET", f"/api/runs/{started['run_id']}")), 60,
+                     "the run to end")
     assert run["status"] == "completed", run
     assert run["output"]["messages"][-1]["content"].endswith("sent to dana@example.com")
 

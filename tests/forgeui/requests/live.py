@@ -14,12 +14,12 @@ from tests.e2e.conftest import (
     ROOT,
     Seed,
     copy_database,
-    free_port,
     manage_all,
     server_env,
     stop_process,
     wait_until_up,
 )
+from tests.processes import free_port
 
 
 @dataclass

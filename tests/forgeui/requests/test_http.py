@@ -21,6 +21,7 @@ import pytest
 from forgeui.client import ForgeClient
 from tests.e2e.conftest import Seed
 from tests.forgeui.requests.live import Forge, ask, forge
+from tests.processes import manage
 
 pytestmark = pytest.mark.slow
 DIFF_ARGS = {"path": "notes.txt", "old": "hello\n", "new": "hello world\n"}
@@ -243,9 +244,7 @@ def test_a_request_expires_to_its_default(live: Forge) -> None:
 
 
 def test_approve_on_deadline_only_for_an_allowed_agent(live: Forge) -> None:
-    from tests.e2e.conftest import manage
-
-    token = manage(live.env, "create_token", "--agent", "trusted").strip()
+    token = manage("create_token", "--agent", "trusted", env=live.env).stdout.strip()
     body = {"actions": [{"name": "x", "args": {}}], "deadline_s": 0.5, "on_deadline": "approve"}
     made = httpx.post(live.url + "/api/requests", json=body, timeout=30,
                       headers={"Authorization": f"Bearer {token}"})

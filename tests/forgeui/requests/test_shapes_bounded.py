@@ -10,7 +10,6 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from forgeui.models import AgentRequest, ApiToken, Interrupt
 from forgeui.runs import answer_rules
@@ -18,11 +17,6 @@ from tests.forgeui.apiclient import Api
 
 CATASTROPHIC = "^(a+)+$"
 EVIL = "a" * 40 + "!"  # exponential backtracking for Python's re on the pattern above
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def ask(api: Api, args_schema: Any, args: Any = None) -> Any:

@@ -23,11 +23,6 @@ SCHEMA = {"answer_schema": {"type": "object", "properties": {"amount": {"type": 
                             "required": ["amount"]}}
 
 
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
-
-
 def pause(users: dict[str, User], payload: dict[str, Any]) -> Interrupt:
     started = services.start_run(users["supervisor"], "custom", {"payload": payload})
     return Interrupt.objects.of_tree(started.thread_id).pending().get()

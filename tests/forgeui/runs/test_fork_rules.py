@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.test import Client
 
 from forgeui.models import AuditEntry, Interrupt, Run
 from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden
 from tests.forgeui.apiclient import Api
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,12 +40,6 @@ def paused_payment(team: dict[str, User], ledger: Path, amount: int = 5000) -> I
     started = services.start_run(team["supervisor"], "race",
                                  {"amount": amount, "ledger": str(ledger)})
     return Interrupt.objects.of_tree(started.thread_id).pending().get()
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_fork(user: User, interrupt: Interrupt, change: str, value: str) -> Any:

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from forgeui.models import Interrupt, Run
 from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUEUE_ONLY = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
@@ -25,12 +26,6 @@ QUEUE_ONLY = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}
 
 def started(user: User, graph: str, input: Any) -> Run:
     return Run.objects.get(pk=services.start_run(user, graph, input).run_id)
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def mid_step(thread_id: str) -> tuple[int, Any]:

@@ -18,6 +18,7 @@ from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden, InvalidRequest
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT = {"type": "accept", "args": None}  # what the example graphs' actions take
@@ -183,12 +184,6 @@ def test_fork_changes_are_checked_before_anything_is_forked(users: dict[str, Use
 
 
 # -- on the pages: badges both ways, and the fork-with-changes form -----------------------------
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_forks_are_marked_and_linked_both_ways(users: dict[str, User]) -> None:

@@ -71,11 +71,6 @@ def test_all_and_any_decide_only_on_what_they_read() -> None:
 # -- through the API -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
-
-
 def ask(api: Api, token: str, *amounts: Any) -> dict[str, Any]:
     actions = [{"name": "pay", "args": {"amount": a} if a is not ... else {}} for a in amounts]
     response = api.client("reviewer").post(

@@ -29,11 +29,6 @@ QUEUE_ONLY = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}
               "notify": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
 
 
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
-
-
 def gated_order(tmp_path: Path) -> dict[str, str]:
     return {"ledger": str(tmp_path / "ledger"), "entered": str(tmp_path / "entered"),
             "gate": str(tmp_path / "gate")}

@@ -13,7 +13,8 @@ from forgeui.models import Checkpoint as CheckpointRow
 from forgeui.models import Thread
 from forgeui.store import DjangoCheckpointStore
 from runtime import Checkpoint
-from runtime.store_kit import HEAD_EVERY, SMALL_HEAD
+from runtime._jsonvalue import SMALL_TEXT
+from runtime.store_kit import HEAD_EVERY
 from tests.runtime.store_conformance import chat_graph, expected_messages
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -60,7 +61,7 @@ def test_a_large_head_is_written_now_and_then_and_loads_up_to_date(
         # The head brought up to date equals the checkpoint rebuilt from every record.
         assert latest == store.load_by_id_sync(latest.id)
         assert seq - head_seq < HEAD_EVERY
-    assert size > SMALL_HEAD
+    assert size > SMALL_TEXT
     large = {s for s in written if s > 2 and s % HEAD_EVERY}
     # Small heads were written at every save; once large, only on multiples.
     assert large and max(large) < max(written)
@@ -75,7 +76,7 @@ def test_a_large_head_is_written_now_and_then_and_loads_up_to_date(
 @pytest.mark.django_db(transaction=True, databases=["sqlite", "postgres"])
 def test_a_save_of_unknown_position_still_writes_the_head_when_due(
         store: DjangoCheckpointStore) -> None:
-    big = "y" * (SMALL_HEAD + 1)
+    big = "y" * (SMALL_TEXT + 1)
     parent: str | None = None
     for step in range(HEAD_EVERY):
         cp = Checkpoint(id=f"cp-{step}", thread_id="by-hand", node=None,
@@ -99,7 +100,7 @@ def test_a_resumed_fork_gets_a_head_of_its_own(store: DjangoCheckpointStore) -> 
     assert head_row(store, fork) == (1, 0, 0)  # a fork's start writes no head
     executor.resume_sync(fork, answer(40))
     _, head_seq, size = head_row(store, fork)
-    assert head_seq >= 2 and size > SMALL_HEAD
+    assert head_seq >= 2 and size > SMALL_TEXT
     latest = store.load_sync(fork)
     assert latest is not None
     assert latest.pending_input == {"messages": expected_messages(41)}

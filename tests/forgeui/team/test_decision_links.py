@@ -15,15 +15,10 @@ from forgeui.models import Answer, AuditEntry, Interrupt, InterruptStatus
 from forgeui.notifications import fanout
 from forgeui.runs import services
 from forgeui.team import decision_links
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LINK = re.compile(r"http://forge\.example\.com(/links/[^/\s]+/)")
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.models import ApiToken
@@ -19,11 +18,6 @@ SCHEMA = {"type": "object", "required": ["to", "amount"],
                          "urgent": {"type": "boolean"},
                          "currency": {"enum": ["EUR", "USD"]}}}
 ARGS = {"to": "ana@example.com", "amount": 40, "urgent": False, "currency": "EUR"}
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def ask(api: Api, args: Any = ARGS, schema: Any = SCHEMA) -> tuple[str, str]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from forgeui.models import Interrupt
 from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,12 +24,6 @@ TRANSFER = {"question": "Approve this transfer?",
             "options": {"summary": ["amount", "payee"]}}
 ASKED = "Approve this transfer? · amount 500 EUR · payee ACME"
 EMAIL = {"to": "dana@example.com", "subject": "About the delay", "body": "Hello"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def pending_of(users: dict[str, User], graph: str, given: Any) -> Interrupt:

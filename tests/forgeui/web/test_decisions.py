@@ -9,18 +9,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from forgeui.models import AuditEntry, Interrupt
 from forgeui.runs import services
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def streamed(response: Any) -> str:

@@ -6,17 +6,12 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from forgeui.models import Run
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def drawing(page: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from forgeui.runs.wording import answer_words, summarize
@@ -15,11 +14,6 @@ from tests.forgeui.apiclient import Api
 
 TICKET = {"customer": "sam@example.com", "order": "#5521", "amount": 40}
 REFUND = "issue_refund: Edited amount 40 → 35; send_email: Approved"
-
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Api:
-    return Api(users)
 
 
 def browser(api: Api, who: str) -> Client:

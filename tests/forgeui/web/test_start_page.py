@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import override_settings
 
 from forgeui.models import AuditEntry, Interrupt, Run
 from tests.forgeui.apiclient import Api
+from tests.forgeui.conftest import logged_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUEUED = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
           "notify": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_only_supervisors_get_the_start_form(users: dict[str, User]) -> None:
