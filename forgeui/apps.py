@@ -23,6 +23,7 @@ class ForgeUIConfig(AppConfig):
         from forgeui.models.events import listen
         from forgeui.runs.policies.checks import check_policies
         from forgeui.runs.registry import check_graphs, check_setting
+        from forgeui.slack import channels as slack_channels
         from forgeui.slack import models as slack_models  # noqa: F401
         from forgeui.slack import tasks as slack_tasks
         from forgeui.team import lockouts, sign_in, sso  # noqa: F401
@@ -31,6 +32,7 @@ class ForgeUIConfig(AppConfig):
         checks.register(check_setting, SETTINGS_CHECKS)
         checks.register(sso.check_settings, SETTINGS_CHECKS)
         checks.register(check_policies, SETTINGS_CHECKS)
+        checks.register(slack_channels.check_channels, SETTINGS_CHECKS)
         # The store and the services write event rows; the inbox tells sockets about them.
         listen(broadcast.broadcast)
         listen(slack_tasks.on_events)  # Slack messages follow the same events

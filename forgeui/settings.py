@@ -223,6 +223,11 @@ FORGE_MCP_PROGRESS_SECONDS = float(os.environ.get("FORGE_MCP_PROGRESS_SECONDS", 
 FORGE_SLACK_BOT_TOKEN = os.environ.get("FORGE_SLACK_BOT_TOKEN", "")
 FORGE_SLACK_SIGNING_SECRET = os.environ.get("FORGE_SLACK_SIGNING_SECRET", "")
 FORGE_SLACK_CHANNEL = os.environ.get("FORGE_SLACK_CHANNEL", "")
+# Channels by what asks, {"policy:NAME" | "agent:NAME" | "graph:NAME[/node]": channel}
+# (forgeui.slack.channels); text that is not JSON is kept for the check (E040) to name.
+FORGE_SLACK_CHANNELS: Any = os.environ.get("FORGE_SLACK_CHANNELS") or "{}"
+with contextlib.suppress(ValueError):
+    FORGE_SLACK_CHANNELS = json.loads(FORGE_SLACK_CHANNELS)
 FORGE_SLACK_API_URL = os.environ.get("FORGE_SLACK_API_URL", "https://slack.com/api/")
 FORGE_SLACK_LINK_BY_EMAIL = env_bool("FORGE_SLACK_LINK_BY_EMAIL", False)
 

@@ -32,7 +32,7 @@ def api_url() -> str:
 
 def posting() -> bool:
     """Messages are posted once there is a bot token and a channel to post in."""
-    return bool(token() and channel())
+    return bool(token() and (channel() or getattr(settings, "FORGE_SLACK_CHANNELS", None)))
 
 
 def answering() -> bool:

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from forgeui.models import Event, EventKind, Interrupt
-from forgeui.slack import blocks, config
+from forgeui.slack import blocks, channels, config
 from forgeui.slack.models import SlackMessage
 
 logger = logging.getLogger(__name__)
@@ -37,10 +37,9 @@ def sync_events(event_ids: list[int]) -> list[str]:
         interrupt_id="").values_list("kind", "interrupt_id")
     created = {i for kind, i in rows if kind == EventKind.INTERRUPT_CREATED}
     touched = list(dict.fromkeys(i for _, i in rows))
-    for interrupt_id in created:
-        if Interrupt.objects.filter(pk=interrupt_id).exists():
-            SlackMessage.objects.get_or_create(interrupt_id=interrupt_id,
-                                               defaults={"channel": config.channel()})
+    for interrupt in Interrupt.objects.select_related("run").filter(pk__in=created):
+        if where := channels.channel_for(interrupt):
+            SlackMessage.objects.get_or_create(interrupt=interrupt, defaults={"channel": where})
     SlackMessage.objects.filter(interrupt_id__in=set(touched) - created).update(
         wanted=F("wanted") + 1)
     for interrupt_id in touched:
