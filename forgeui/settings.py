@@ -180,13 +180,29 @@ if REDIS_URL:
                        "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", "asgi")},
         }
     }
+
+# Where production's tasks queue: "procrastinate" (PostgreSQL; `manage.py forge_worker`
+# holds many runs per process) or "rq" (Redis; `rqworker`, one run per process, for a
+# database other than PostgreSQL). Without REDIS_URL tasks run in the web process.
+FORGE_QUEUE = os.environ.get("FORGE_QUEUE") or (
+    "" if not REDIS_URL else
+    "procrastinate" if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    else "rq")
+if FORGE_QUEUE == "procrastinate":
+    TASKS = {alias: {"BACKEND": "forgeui.worker.backend.ProcrastinateBackend"}
+             for alias in ("default", "notify")}
+    INSTALLED_APPS += ["procrastinate.contrib.django"]
+    PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
+    PROCRASTINATE_IMPORT_PATHS = ["forgeui.worker.jobs"]
+elif FORGE_QUEUE == "rq":
     TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},
              "notify": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
     # Workers: `manage.py rqworker --job-class django_tasks_rq.Job default`
     INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
     RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 86_400}}
-else:
+if not REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+if not FORGE_QUEUE:
     # The web process answers 202 at once; graphs run on its own thread pool.
     # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
     TASKS = {"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend"},

@@ -3,7 +3,7 @@
 ``cluster(folder)`` starts a Redis of its own (``redis-server`` on a free port, no
 persistence, so restarting it disturbs nobody else), creates a fresh PostgreSQL database,
 migrates it, adds the demo users with API tokens and a reviewer session, then starts two
-daphne processes and two ``rqworker`` processes with the production environment
+daphne processes and two ``forge_worker`` processes with the production environment
 (``DATABASE_URL``, ``REDIS_URL``; ``DEBUG=1`` only so plain http is served). Every process
 runs in a session of its own and is killed by process group on the way out, whatever
 happened. Nothing here imports Django: the test process reads the database with psycopg.
@@ -40,6 +40,9 @@ POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.
 GRAPHS = {
     "transfer": "forgeui.demo.graphs:transfer",
     "blocking": "tests.forgeui.graphs:blocking",
+    "waiting": "tests.forgeui.deployment.waiting_graphs:waiting",
+    "waiting_sync": "tests.forgeui.deployment.waiting_graphs:waiting_sync",
+    "napping": "tests.forgeui.deployment.waiting_graphs:napping",
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
@@ -259,12 +262,12 @@ class Cluster:
                  "forgeui.asgi:application"], cwd=ROOT, env=self.env, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
+    def start_worker(self, *options: str) -> subprocess.Popen[bytes]:
         with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
             worker = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "rqworker", "--job-class",
-                 "django_tasks_rq.Job", "default"], cwd=ROOT, env=self.env, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                [sys.executable, str(ROOT / "manage.py"), "forge_worker", *options],
+                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
         self.workers.append(worker)
         return worker
 
@@ -282,17 +285,13 @@ class Cluster:
 
     def settle(self, workers: int = 2) -> None:
         """Put back what the next test expects, whatever this one left behind (it may have
-        stopped half-way): Redis up with nothing queued, ``workers`` live rqworkers, and
+        stopped half-way): Redis up, nothing queued, ``workers`` live forge_workers, and
         no database connection carried over."""
-        import redis
-        import rq
-
         self.db.close_connections()
         if self.redis.process is None or not self.redis.up():
             self.redis.stop()
             self.redis.start()
-        with redis.Redis.from_url(self.redis.url) as client:
-            rq.Queue("default", connection=client).empty()
+        self.db.rows("DELETE FROM procrastinate_jobs WHERE status = 'todo' RETURNING id")
         alive = sum(worker.poll() is None for worker in self.workers)
         for _ in range(workers - alive):
             self.start_worker()
@@ -339,7 +338,7 @@ print(json.dumps({"tokens": tokens,
 
 @contextlib.contextmanager
 def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
-    """Redis, a fresh database, ``webs`` daphne and ``workers`` rqworker processes."""
+    """Redis, a fresh database, ``webs`` daphne and ``workers`` forge_worker processes."""
     redis, db = Redis(folder), Database()
     forge = Cluster(folder, redis, db, environment(db.url, redis.url))
     created = False
