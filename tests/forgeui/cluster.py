@@ -43,6 +43,7 @@ GRAPHS = {
     "waiting": "tests.forgeui.deployment.waiting_graphs:waiting",
     "waiting_sync": "tests.forgeui.deployment.waiting_graphs:waiting_sync",
     "napping": "tests.forgeui.deployment.waiting_graphs:napping",
+    "held": "tests.forgeui.deployment.waiting_graphs:held",
 }
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
@@ -263,9 +264,11 @@ class Cluster:
                 stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_worker(self, *options: str) -> subprocess.Popen[bytes]:
+        """One more ``forge_worker``; a short grace keeps SIGTERM tests quick."""
         with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
             worker = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "forge_worker", *options],
+                [sys.executable, str(ROOT / "manage.py"), "forge_worker", "--grace", "3",
+                 *options],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self.workers.append(worker)

@@ -1,4 +1,4 @@
-"""Two daphne and two rqworker processes on PostgreSQL and Redis: the fault tests.
+"""Two daphne and two forge_worker processes on PostgreSQL and Redis: the fault tests.
 
 One cluster (``tests.forgeui.cluster``) serves the whole module: a Redis of its own, a
 fresh database, daphne A and B, two workers. Tests talk to it only as clients do: the JSON
@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop, wait_until
+from tests.forgeui.cluster import ROOT, Cluster, Watcher, cluster, kill, stop, wait_until
 from tests.forgeui.conftest import lines
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -143,36 +144,97 @@ def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
     assert len(created) == RUNS and {n for _, n in created} == {1}
 
 
-def test_a_worker_killed_mid_node_loses_nothing_and_recovery_finishes_its_run(
-        forge: Cluster, tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    orders = [{"ledger": str(tmp_path / f"ledger-{n}"), "entered": str(tmp_path / f"in-{n}"),
-               "gate": str(gate)} for n in range(4)]
-    run_ids = [forge.start_run(forge.urls[n % 2], "blocking", order)
-               for n, order in enumerate(orders)]
-    entered = [Path(order["entered"]) for order in orders]
-    # Both workers are inside the "charge" node, past its ctx.once, blocked on the gate.
-    wait_until(lambda: sum(path.exists() for path in entered) == 2, 90, "both workers busy")
-    victim = forge.workers[0]
-    assert children(victim.pid), "the worker has no work horse"
-    kill(victim)  # the worker and its work horse, in the middle of "charge"
-    assert victim.wait(10) == -signal.SIGKILL
-    gate.touch()
+IN_FLIGHT = 200
 
-    # The other worker finishes its run and the two that were queued; one stays behind.
-    try:
-        wait_until(lambda: sorted(forge.statuses(run_ids).values()) ==
-                   ["completed"] * 3 + ["running"], 90, "the survivor to drain the queue")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {forge.statuses(run_ids)}; {[lines(p) for p in entered]}"
-                             f"\n{forge.log('worker-1.log')[-3000:]}") from None
-    out = forge.manage("recover_runs", "--older-than", "0")
-    assert out.count("recover thread") == 1, out
+
+def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> None:
+    """Runs whose node awaits (a model call) hold no worker process: all are in flight."""
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "waiting", {"n": n, "seconds": 8}),
+            range(IN_FLIGHT)))
+    peak = [0]
+
+    def all_paused() -> bool:
+        peak[0] = max(peak[0], forge.db.value(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'"))
+        return len(forge.pending(run_ids)) == IN_FLIGHT
+
+    wait_until(all_paused, 90, f"{IN_FLIGHT} runs to pause", pause=0.2)
+    assert peak[0] >= IN_FLIGHT * 3 // 4, peak[0]
+
+
+def held_runs(forge: Cluster, folder: Path, count: int) -> tuple[list[str], dict[str, Any]]:
+    """``count`` runs of ``held``, answered, so each awaits the gate inside "charge"."""
+    files = {"ledger": str(folder / "ledger"), "entered": str(folder / "entered"),
+             "gate": str(folder / "gate")}
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "held", {"n": n, **files}),
+            range(count)))
+    wait_until(lambda: len(forge.pending(run_ids)) == count, 90, "the runs to ask")
+    pending = forge.pending(run_ids)
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        list(clients.map(lambda r: forge.answer(forge.urls[0], pending[r], {"go": r}), run_ids))
+    wait_until(lambda: len(lines(Path(files["entered"]))) == count, 90, "every run in charge")
+    return run_ids, {**files, "interrupts": list(pending.values())}
+
+
+def assert_once_each(forge: Cluster, run_ids: list[str], held: dict[str, Any]) -> None:
+    """Every run completed with its own answer, charged once; every answer applied once."""
     forge.wait_for_status(run_ids, "completed", 90)
+    charged = lines(Path(held["ledger"]))
+    assert sorted(charged) == sorted(f"charged {n}" for n in range(len(run_ids)))
+    outputs = dict(forge.db.rows("SELECT run_id, output FROM forgeui_run WHERE run_id = "
+                                 "ANY(%s)", run_ids))
+    assert all(outputs[r]["answer"] == {"go": r} and outputs[r]["done"] for r in run_ids)
+    wait_until(lambda: forge.db.value(
+        "SELECT count(*) FROM forgeui_answer WHERE interrupt_id = ANY(%s) AND applied_at IS "
+        "NOT NULL", held["interrupts"]) == len(run_ids), 60, "every answer marked applied")
+    audits = forge.db.rows("SELECT object_id, count(*) FROM forgeui_auditentry WHERE action = "
+                           "'answer.applied' AND object_id = ANY(%s) GROUP BY object_id",
+                           held["interrupts"])
+    assert {n for _, n in audits} <= {1}
 
-    for order in orders:  # each ctx.once side effect happened exactly once
-        assert lines(Path(order["ledger"])) == ["charged"]
-    assert sorted(len(lines(path)) for path in entered) == [1, 1, 1, 2]  # re-ran the node
+
+def test_a_worker_killed_holding_fifty_runs_loses_nothing_and_recovery_finishes_them(
+        forge: Cluster, tmp_path: Path) -> None:
+    run_ids, held = held_runs(forge, tmp_path, 100)
+    victim = forge.workers[0]
+    kill(victim)  # a crashed machine, with its runs inside "charge"
+    assert victim.wait(10) == -signal.SIGKILL
+    Path(held["gate"]).touch()
+    # The survivor finishes its own runs; the victim's stay running until recovered.
+    wait_until(lambda: "interrupted" not in forge.statuses(run_ids).values() and
+               len(forge.db.rows("SELECT 1 FROM procrastinate_jobs WHERE status = 'doing' "
+                                 "AND worker_id IS NOT NULL AND worker_id IN (SELECT id FROM "
+                                 "procrastinate_workers WHERE last_heartbeat > now() - "
+                                 "interval '10 seconds')")) == 0, 90, "the survivor to finish")
+    left = [r for r, status in forge.statuses(run_ids).items() if status == "running"]
+    assert len(left) >= 20, f"the victim held {len(left)} runs"
+    out = forge.manage("recover_runs", "--older-than", "0")
+    assert out.count("recover thread") == len(left), out
+    assert_once_each(forge, run_ids, held)
+    entered = lines(Path(held["entered"]))
+    assert len(entered) == len(run_ids) + len(left)  # the victim's runs entered again
+
+
+def test_sigterm_mid_node_leaves_the_runs_to_recovery_and_says_which(
+        forge: Cluster, tmp_path: Path) -> None:
+    run_ids, held = held_runs(forge, tmp_path, 10)
+    for worker in forge.workers:
+        worker.send_signal(signal.SIGTERM)
+    for worker in forge.workers:  # the grace (3 s) runs out: the node never ends
+        assert worker.wait(30) == 0
+    logs = forge.log("worker-0.log") + forge.log("worker-1.log")
+    assert logs.count("left to recovery: forgeui.runs.tasks.apply_answer_task") == 10, logs
+    assert sorted(forge.statuses(run_ids).values()) == ["running"] * 10
+    forge.workers.clear()
+    forge.settle()
+    Path(held["gate"]).touch()
+    out = forge.manage("recover_runs", "--older-than", "0")
+    assert out.count("recover thread") == 10, out
+    assert_once_each(forge, run_ids, held)
 
 
 def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
