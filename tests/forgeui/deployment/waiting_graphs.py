@@ -46,7 +46,8 @@ napping = DurableExecutor(nodes=[("think", think), ("done", done)], name="nappin
 
 async def charge_then_wait(task: dict[str, Any], ctx: NodeContext) -> dict[str, Any]:
     """Charge once, then await the test's gate file (or a kill) without holding a thread."""
-    receipt = ctx.once("charge", lambda: append_line(task["ledger"], f"charged {task['n']}"))
+    receipt = await ctx.once_async("charge",
+                                   lambda: append_line(task["ledger"], f"charged {task['n']}"))
     append_line(task["entered"], f"entered {task['n']}")
     # The gate is a file another process writes: polled, there is no event to await.
     while not os.path.exists(task["gate"]):  # noqa: ASYNC110, ASYNC240
