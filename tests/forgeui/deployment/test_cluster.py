@@ -222,14 +222,14 @@ def test_a_worker_killed_holding_fifty_runs_loses_nothing_and_recovery_finishes_
 def test_sigterm_mid_node_leaves_the_runs_to_recovery_and_says_which(
         forge: Cluster, tmp_path: Path) -> None:
     run_ids, held = held_runs(forge, tmp_path, 10)
-    for worker in forge.workers:
+    alive = [worker for worker in forge.workers if worker.poll() is None]
+    for worker in alive:
         worker.send_signal(signal.SIGTERM)
-    for worker in forge.workers:  # the grace (3 s) runs out: the node never ends
+    for worker in alive:  # the grace (3 s) runs out: the node never ends
         assert worker.wait(30) == 0
-    logs = forge.log("worker-0.log") + forge.log("worker-1.log")
+    logs = "".join(forge.log(f"worker-{n}.log") for n in range(len(forge.workers)))
     assert logs.count("left to recovery: forgeui.runs.tasks.apply_answer_task") == 10, logs
     assert sorted(forge.statuses(run_ids).values()) == ["running"] * 10
-    forge.workers.clear()
     forge.settle()
     Path(held["gate"]).touch()
     out = forge.manage("recover_runs", "--older-than", "0")
@@ -237,11 +237,10 @@ def test_sigterm_mid_node_leaves_the_runs_to_recovery_and_says_which(
     assert_once_each(forge, run_ids, held)
 
 
-def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
-        forge: Cluster) -> None:
-    """Accepted means recorded: with the queue down the API still answers 201 and 202,
-    and once Redis is back ``recover_runs`` begins the start, applies the answer and the
-    steering note, and cancels the run it was asked to."""
+def test_what_is_accepted_while_redis_is_down_goes_on_at_once(forge: Cluster) -> None:
+    """The queue is in PostgreSQL: with Redis down the API still answers 201 and 202 and
+    the workers begin the start, apply the answer and the steering note, and cancel the
+    run they were asked to, without ``recover_runs``."""
     paused, steered, doomed = (forge.start_run(forge.urls[0], "transfer", {"amount": n})
                                for n in (3, 5, 6))
     wait_until(lambda: len(forge.pending([paused, steered, doomed])) == 3, 90,
@@ -251,8 +250,6 @@ def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
     try:
         queued = forge.start_run(forge.urls[1], "transfer", {"amount": 4})
         forge.answer(forge.urls[0], interrupt_id, {"ok": True})
-        status, run = forge.api(forge.urls[1], "GET", f"/api/runs/{queued}")
-        assert status == 404 or run["status"] == "queued", (status, run)
         status, note = forge.api(forge.urls[0], "POST", "/api/steering",
                                  {"run_id": steered, "text": "keep it under budget"})
         assert status == 201, note
@@ -265,9 +262,6 @@ def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
     # the restart closed is closed, and comes back from its last event id as forge.js does.
     watchers = [Watcher(url, forge.cookie, reconnect=True) for url in forge.urls]
     try:
-        out = forge.manage("recover_runs", "--older-than", "0")
-        assert f"start run {queued} (transfer" in out, out
-        assert "1 start(s), 1 answer(s), 1 note(s), 1 cancel(s)" in out, out
         forge.wait_for_status([paused], "completed", 90)
         forge.wait_for_status([doomed], "cancelled", 90)
         wait_until(lambda: forge.db.rows("SELECT outcome FROM forgeui_steeringnote WHERE "
@@ -306,7 +300,7 @@ def test_redis_restarted_under_connected_sockets_misses_no_interrupt(
         # The Redis layer's receive failed under each socket and daphne closed it; the
         # client came back (as forge.js does) with its last event id.
         assert all(w.connects >= 2 for w in watchers), [w.connects for w in watchers]
-        # And the live path works again: a run through the API, on an rqworker.
+        # And the live path works again: a run through the API, on a worker.
         run_id = forge.start_run(forge.urls[0], "transfer", {"after": "outage"})
         wait_until(lambda: run_id in forge.pending([run_id]), 90, "a run after the restart")
         after = forge.pending([run_id])[run_id]
@@ -330,7 +324,7 @@ IDLE_SECONDS = 30 if deep() else 15
 def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
         forge: Cluster) -> None:
     """Nothing happens for IDLE_SECONDS: the channel layer's blocking reads, the idle
-    rqworkers and a sweeper loop must all still work afterwards, with the client defaults
+    forge_workers and a sweeper loop must all still work afterwards, with the client defaults
     of the redis version in constraints.txt."""
     pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text()
                 .splitlines() if "==" in line)
