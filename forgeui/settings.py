@@ -209,6 +209,10 @@ if not FORGE_QUEUE:
              "notify": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
 
+# GET /metrics (Prometheus) answers a scraper that sends this as its bearer token; unset,
+# there are no metrics.
+FORGE_METRICS_TOKEN = os.environ.get("FORGE_METRICS_TOKEN", "")
+
 # Notification e-mail (assignees, overdue interrupts): printed to the console unless
 # production names a backend (EMAIL_BACKEND, EMAIL_HOST, ... as Django reads them).
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
