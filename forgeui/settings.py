@@ -181,6 +181,10 @@ if REDIS_URL:
         }
     }
 
+# Runs in flight at most per graph, across all workers (a model API's rate limit), as JSON:
+# {"name": 5}; the rest queue. Needs FORGE_QUEUE=procrastinate.
+FORGE_GRAPH_CAPS: dict[str, int] = json.loads(os.environ.get("FORGE_GRAPH_CAPS") or "{}")
+
 # Where production's tasks queue: "procrastinate" (PostgreSQL; `manage.py forge_worker`
 # holds many runs per process) or "rq" (Redis; `rqworker`, one run per process, for a
 # database other than PostgreSQL). Without REDIS_URL tasks run in the web process.

@@ -2,7 +2,8 @@
 
 ``enqueue`` defers one ``forge.task`` job on the caller's own database connection, so
 inside a transaction the job commits, or not, with what it refers to. The job carries
-the task's path and its arguments (ids); the backend's alias names the queue.
+the task's path and its arguments (ids); the backend's alias names the queue, and a
+capped graph's lane its lock (``caps``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django_tasks.base import Task, TaskResult, TaskResultStatus
 from procrastinate.contrib.django import app
 from typing_extensions import ParamSpec
 
+from forgeui.worker import caps
 from forgeui.worker.jobs import JOB
 
 T = TypeVar("T")
@@ -29,7 +31,8 @@ class ProcrastinateBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task[P, T], args: Any, kwargs: Any) -> TaskResult[T]:
         self.validate_task(task)
-        job_id = app.configure_task(JOB, queue=self.alias).defer(
+        lock = caps.lock_for(task.name, list(args))
+        job_id = app.configure_task(JOB, queue=self.alias, lock=lock).defer(
             path=task.module_path, args=list(args), kwargs=dict(kwargs))
         return TaskResult(
             task=task, id=str(job_id), status=TaskResultStatus.READY,

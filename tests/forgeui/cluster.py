@@ -45,6 +45,7 @@ GRAPHS = {
     "napping": "tests.forgeui.deployment.waiting_graphs:napping",
     "held": "tests.forgeui.deployment.waiting_graphs:held",
 }
+CAPS = {"napping": 3}  # runs in flight at most, across both workers
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
 CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
 RELOAD = 4409  # forgeui.inbox.frames.RELOAD (this module imports no Django)
@@ -305,6 +306,7 @@ def environment(database_url: str, redis_url: str) -> dict[str, str]:
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
                REDIS_URL=redis_url, DEBUG="1", SECRET_KEY="forge-cluster-" + "x" * 40,
                ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
+               FORGE_GRAPH_CAPS=json.dumps(CAPS),
                PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
                # CLUSTER_LOG_LEVEL=INFO puts each task's outcome in the worker logs.
                LOG_LEVEL=os.environ.get("CLUSTER_LOG_LEVEL", "WARNING"))

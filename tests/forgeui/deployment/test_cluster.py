@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import ROOT, Cluster, Watcher, cluster, kill, stop, wait_until
+from tests.forgeui.cluster import CAPS, ROOT, Cluster, Watcher, cluster, kill, stop, wait_until
 from tests.forgeui.conftest import lines
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -163,6 +163,24 @@ def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> No
 
     wait_until(all_paused, 90, f"{IN_FLIGHT} runs to pause", pause=0.2)
     assert peak[0] >= IN_FLIGHT * 3 // 4, peak[0]
+
+
+def test_a_capped_graph_never_exceeds_its_cap_and_drops_nothing(forge: Cluster) -> None:
+    cap = CAPS["napping"]
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "napping", {"n": n, "seconds": 0.5}),
+            range(4 * cap)))
+    seen = [0]
+
+    def all_done() -> bool:
+        seen[0] = max(seen[0], forge.db.value(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing' AND lock LIKE "
+            "'forge-cap:napping:%%'"))
+        return list(forge.statuses(run_ids).values()).count("completed") == len(run_ids)
+
+    wait_until(all_done, 60, "every capped run to complete", pause=0.02)
+    assert 1 <= seen[0] <= cap
 
 
 def held_runs(forge: Cluster, folder: Path, count: int) -> tuple[list[str], dict[str, Any]]:
