@@ -185,6 +185,9 @@ if REDIS_URL:
 # {"name": 5}; the rest queue. Needs FORGE_QUEUE=procrastinate.
 FORGE_GRAPH_CAPS: dict[str, int] = json.loads(os.environ.get("FORGE_GRAPH_CAPS") or "{}")
 
+# A forge_worker's heartbeat; one silent for six beats is dead and recover_runs takes
+# back the jobs it held.
+FORGE_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("FORGE_WORKER_HEARTBEAT_SECONDS", "5"))
 # Where production's tasks queue: "procrastinate" (PostgreSQL; `manage.py forge_worker`
 # holds many runs per process) or "rq" (Redis; `rqworker`, one run per process, for a
 # database other than PostgreSQL). Without REDIS_URL tasks run in the web process.

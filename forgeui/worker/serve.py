@@ -4,8 +4,8 @@ Coroutine tasks share this loop; sync work (sync nodes, sync-only executors, syn
 goes to the loop's default executor, a pool of ``threads``. On SIGTERM procrastinate
 stops fetching and gives jobs in flight ``grace`` seconds to end; the rest are cancelled
 (``jobs.run_task`` logs each) and their runs, saved as they were, are left to
-``recover_runs``. The worker's heartbeat row says it is alive; one missing for
-``STALLED_AFTER`` seconds marks its jobs as stalled, which ``recover_runs`` retries.
+``recover_runs``. The worker's heartbeat row says it is alive; one silent for long
+(``stalled``) marks its jobs as stalled, which ``recover_runs`` retries.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import os
 import socket
 from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 
 from forgeui.runs.tasks import OFF_THREAD
+from forgeui.worker.stalled import stalled_after
 
 logger = logging.getLogger(__name__)
 QUEUES = ["default", "notify"]
-HEARTBEAT_EVERY = 5.0
-STALLED_AFTER = 30.0
 
 
 def worker_name() -> str:
@@ -43,6 +43,7 @@ async def serve(concurrency: int, threads: int, grace: float) -> None:
     async with worker_app.open_async():
         await worker_app.run_worker_async(
             queues=QUEUES, name=worker_name(), concurrency=concurrency,
-            shutdown_graceful_timeout=grace, update_heartbeat_interval=HEARTBEAT_EVERY,
-            stalled_worker_timeout=STALLED_AFTER, install_signal_handlers=True)
+            shutdown_graceful_timeout=grace,
+            update_heartbeat_interval=settings.FORGE_WORKER_HEARTBEAT_SECONDS,
+            stalled_worker_timeout=stalled_after(), install_signal_handlers=True)
     logger.info("forge_worker %s stopped", worker_name())
