@@ -38,18 +38,32 @@ MAX_APPLY_ATTEMPTS = 20
 AnswerState = Literal["open", "accepted", "answered", "cancelled", "gone"]
 
 
-# Set by forge_worker: a sync-only executor's calls (a LangGraph graph's ``invoke``) go to
-# its bounded thread pool, so a blocking node never holds the thread the ORM work shares.
-OFF_THREAD: contextvars.ContextVar[bool] = contextvars.ContextVar("forge_off_thread",
-                                                                  default=False)
+# Set by forge_worker to its store: graphs are rebound to it (``in_worker``), and a
+# sync-only executor's calls (a LangGraph graph's ``invoke``) go to its bounded thread
+# pool, so a blocking node never holds the thread every run's ORM work shares.
+WORKER_STORE: contextvars.ContextVar[DjangoCheckpointStore | None] = contextvars.ContextVar(
+    "forge_worker_store", default=None)
+_rebound: dict[int, DurableExecutor] = {}
+
+
+def in_worker(executor: DurableExecutor) -> DurableExecutor:
+    """``executor`` on the worker's store when a worker runs us (cached: executors live as
+    long as the process), else unchanged."""
+    worker_store = WORKER_STORE.get()
+    if worker_store is None:
+        return executor
+    if id(executor) not in _rebound:
+        _rebound[id(executor)] = executor.with_store(worker_store, executor.sync_nodes)
+    return _rebound[id(executor)]
 
 
 async def drive(executor: Any, method: str, *args: Any, **kwargs: Any) -> Any:
     """``executor.method(...)``, awaited on this loop when the executor is async, else its
     ``*_sync`` twin on a thread (the worker's pool, or the caller's own)."""
     if isinstance(executor, DurableExecutor):
-        return await getattr(executor, method)(*args, **kwargs)
-    call = sync_to_async(getattr(executor, f"{method}_sync"), thread_sensitive=not OFF_THREAD.get())
+        return await getattr(in_worker(executor), method)(*args, **kwargs)
+    off_thread = WORKER_STORE.get() is not None
+    call = sync_to_async(getattr(executor, f"{method}_sync"), thread_sensitive=not off_thread)
     return await call(*args, **kwargs)
 
 
