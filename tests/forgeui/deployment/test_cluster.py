@@ -246,6 +246,10 @@ def test_sigterm_mid_node_leaves_the_runs_to_recovery_and_says_which(
         forge: Cluster, tmp_path: Path) -> None:
     run_ids, held = held_runs(forge, tmp_path, 10)
     alive = [worker for worker in forge.workers if worker.poll() is None]
+    # Both beat (every 0.5 s): each has its signal handlers, even one started just now.
+    wait_until(lambda: forge.db.value("SELECT count(*) FROM procrastinate_workers WHERE "
+                                      "last_heartbeat > now() - interval '1 second'")
+               >= len(alive), 30, "both workers to beat")
     for worker in alive:
         worker.send_signal(signal.SIGTERM)
     for worker in alive:  # the grace (3 s) runs out: the node never ends
