@@ -14,7 +14,6 @@ calling thread, inside its transaction.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 from functools import partial
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from django_tasks import task
 
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
+from forgeui.runs.inflight import WORKER_STORE, in_worker
 from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
@@ -36,25 +36,6 @@ logger = logging.getLogger(__name__)
 
 MAX_APPLY_ATTEMPTS = 20
 AnswerState = Literal["open", "accepted", "answered", "cancelled", "gone"]
-
-
-# Set by forge_worker to its store: graphs are rebound to it (``in_worker``), and a
-# sync-only executor's calls (a LangGraph graph's ``invoke``) go to its bounded thread
-# pool, so a blocking node never holds the thread every run's ORM work shares.
-WORKER_STORE: contextvars.ContextVar[DjangoCheckpointStore | None] = contextvars.ContextVar(
-    "forge_worker_store", default=None)
-_rebound: dict[int, DurableExecutor] = {}
-
-
-def in_worker(executor: DurableExecutor) -> DurableExecutor:
-    """``executor`` on the worker's store when a worker runs us (cached: executors live as
-    long as the process), else unchanged."""
-    worker_store = WORKER_STORE.get()
-    if worker_store is None:
-        return executor
-    if id(executor) not in _rebound:
-        _rebound[id(executor)] = executor.with_store(worker_store, executor.sync_nodes)
-    return _rebound[id(executor)]
 
 
 async def drive(executor: Any, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -1,12 +1,12 @@
 """The worker's event loop: procrastinate's worker, many jobs in flight at once.
 
-Coroutine tasks share this loop; sync work (sync nodes, lone sync steps: ``WorkerStore``,
-sync-only executors, sync tasks) goes to the loop's default executor, a pool of
-``threads``. On SIGTERM procrastinate
-stops fetching and gives jobs in flight ``grace`` seconds to end; the rest are cancelled
-(``jobs.run_task`` logs each) and their runs, saved as they were, are left to
-``recover_runs``. The worker's heartbeat row says it is alive; one silent for long
-(``stalled``) marks its jobs as stalled, which ``recover_runs`` retries.
+Coroutine tasks share this loop; sync work (saves, sync nodes, sync-only executors, sync
+tasks: ``forgeui.runs.inflight``) goes to the loop's default executor, a pool of
+``threads``. On SIGTERM procrastinate stops fetching and gives jobs in flight ``grace``
+seconds to end; the rest are cancelled (``jobs.run_task`` logs each) and their runs,
+saved as they were, are left to ``recover_runs``. The worker's heartbeat row says it is
+alive; one silent for long (``stalled``) marks its jobs as stalled, which
+``recover_runs`` retries.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from django.conf import settings
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
 
-from forgeui.runs.tasks import WORKER_STORE
 from forgeui.worker.stalled import stalled_after
-from forgeui.worker.store import WorkerStore
 
 logger = logging.getLogger(__name__)
 QUEUES = ["default", "notify"]
@@ -37,7 +35,6 @@ async def serve(concurrency: int, threads: int, grace: float) -> None:
     """Take jobs until a signal stops the worker."""
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="forge-sync"))
-    WORKER_STORE.set(WorkerStore())
     connector = app.connector
     assert isinstance(connector, DjangoConnector), "procrastinate's Django app is not set up"
     worker_app = app.with_connector(connector.get_worker_connector())
