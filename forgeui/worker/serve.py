@@ -25,6 +25,9 @@ from forgeui.worker.stalled import stalled_after
 
 logger = logging.getLogger(__name__)
 QUEUES = ["default", "notify"]
+# A new job wakes the worker at once (LISTEN/NOTIFY); a job queued behind a capped
+# graph's lane is only found by polling when the lane frees.
+POLL_EVERY = 1.0
 
 
 def worker_name() -> str:
@@ -42,7 +45,7 @@ async def serve(concurrency: int, threads: int, grace: float) -> None:
     async with worker_app.open_async():
         await worker_app.run_worker_async(
             queues=QUEUES, name=worker_name(), concurrency=concurrency,
-            shutdown_graceful_timeout=grace,
+            shutdown_graceful_timeout=grace, fetch_job_polling_interval=POLL_EVERY,
             update_heartbeat_interval=settings.FORGE_WORKER_HEARTBEAT_SECONDS,
             stalled_worker_timeout=stalled_after(), install_signal_handlers=True)
     logger.info("forge_worker %s stopped", worker_name())
