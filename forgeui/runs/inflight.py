@@ -51,7 +51,8 @@ def on_pool_thread(fn: Callable[[], T]) -> T:
 # blocking node never holds the thread every run's ORM work shares.
 WORKER_STORE: contextvars.ContextVar[DjangoCheckpointStore | None] = contextvars.ContextVar(
     "forge_worker_store", default=None)
-_rebound: dict[int, DurableExecutor] = {}
+# id -> (the executor, rebound): holding the executor keeps its id from being reused.
+_rebound: dict[int, tuple[DurableExecutor, DurableExecutor]] = {}
 
 
 def in_worker(executor: DurableExecutor) -> DurableExecutor:
@@ -61,8 +62,9 @@ def in_worker(executor: DurableExecutor) -> DurableExecutor:
     if worker_store is None:
         return executor
     if id(executor) not in _rebound:
-        _rebound[id(executor)] = executor.with_store(worker_store, executor.sync_nodes)
-    return _rebound[id(executor)]
+        _rebound[id(executor)] = executor, executor.with_store(worker_store,
+                                                               executor.sync_nodes)
+    return _rebound[id(executor)][1]
 
 
 async def run_in_flight(task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
