@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import CAPS, ROOT, Cluster, Watcher, cluster, kill, stop, wait_until
+from tests.forgeui.cluster import CAPS, ROOT, Cluster, cluster, kill, stop, wait_until
 from tests.forgeui.conftest import lines
+from tests.forgeui.watcher import Watcher
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
