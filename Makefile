@@ -35,7 +35,7 @@ migrate: setup
 run: migrate
 	$(PYTHON) manage.py demo --quiet
 	@# Embedded mode: this server is the only executor, so whatever was mid-run when it
-	@# last stopped is finished now. (With REDIS_URL, rqworker hosts run recover_runs.)
+	@# last stopped is finished now. (With REDIS_URL, forge_worker hosts run recover_runs.)
 	$(if $(REDIS_URL),,$(PYTHON) manage.py recover_runs --older-than 0)
 	@echo
 	@echo "  forge is running at http://$(HOST):$(PORT)/   (admin: http://$(HOST):$(PORT)/admin/)"

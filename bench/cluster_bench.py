@@ -3,7 +3,7 @@
     python bench/cluster_bench.py [--runs 500] [--clients 20] [--cluster JSON]
 
 Starts the same cluster as ``tests/forgeui/test_cluster.py`` (``tests.forgeui.cluster``):
-a Redis of its own, a fresh PostgreSQL database, two daphne and two ``rqworker``
+a Redis of its own, a fresh PostgreSQL database, two daphne and two ``forge_worker``
 processes, production settings but plain http. ``--runs`` runs of ``transfer`` are
 started through the API and left paused at their interrupt; then ``--clients`` client
 threads answer them all through the API, spread over both daphnes, as fast as the API
@@ -96,7 +96,7 @@ def main() -> None:
         result = measure(forge, args.runs, args.clients, args.rate)
     offered = f"{args.rate:g}/s" if args.rate else "all at once"
     print(f"{result['runs']} answers ({offered}) from {result['clients']} clients over 2 "
-          f"daphne, 2 rqworker: {result['resumes_per_s']:.1f} resumes/s sustained")
+          f"daphne, 2 forge_worker: {result['resumes_per_s']:.1f} resumes/s sustained")
     print(f"answer POST -> run completed (DB): p50 {result['answer_to_completed_p50_ms']:.0f}"
           f" ms, p95 {result['answer_to_completed_p95_ms']:.0f} ms")
     print(f"answer POST round-trip (202): p50 {result['post_p50_ms']:.0f} ms, "

@@ -1,13 +1,14 @@
-"""The call a task makes to run a graph, the way the tasks make it now and the way they
-made it before, on ``DjangoCheckpointStore``.
+"""A sync caller's two ways to run a graph on ``DjangoCheckpointStore``: the executor's
+sync twins, and ``async_to_sync`` around its async methods.
 
     python bench/task_path.py [--db postgres|sqlite] [--threads 200] [--rounds 8]
 
-The tasks (``forgeui.runs.tasks``) call the executor's sync twins: ``executor.run_sync`` and
-``executor.resume_targeted_sync`` run lone sync steps on the task's own thread with no
-event loop. They used to call ``async_to_sync(executor.run)`` and
-``async_to_sync(executor.resume_targeted)``: an event loop in a thread of its own per
-call, and a trip from it back to the task's thread for the store. The workload is the
+``executor.run_sync`` and ``executor.resume_targeted_sync`` run lone sync steps on the
+caller's own thread with no event loop; ``async_to_sync(executor.run)`` and
+``async_to_sync(executor.resume_targeted)`` make an event loop in a thread of its own per
+call, and a trip from it back to the caller's thread for the store. The tasks
+(``forgeui.runs.tasks``) are coroutines now, so a thread-based backend pays the second
+way per task; ``forge_worker`` awaits them on its loop and pays neither. The workload is the
 store benchmark's (``store_vs_langgraph.py``: A starts to the interrupt, B resumes to the
 end); the two ways take turns (``--rounds``), so load from anything else falls on both.
 PostgreSQL uses the database ``forge_bench`` on 127.0.0.1 (``FORGE_BENCH_DB`` names

@@ -3,7 +3,7 @@
     python bench/ws_load.py [--clients 200] [--idle 60] [--interrupts 100] [--cluster JSON]
 
 Starts the cluster of ``tests/forgeui/test_cluster.py`` (``tests.forgeui.cluster``): a
-Redis of its own, a fresh PostgreSQL database, two daphne and two ``rqworker`` processes
+Redis of its own, a fresh PostgreSQL database, two daphne and two ``forge_worker`` processes
 with the production channel layer. ``--clients`` inbox sockets (a reviewer's session,
 spread over both daphnes) connect and stay idle for ``--idle`` seconds, longer than any
 Redis read timeout; then ``--interrupts`` runs of ``transfer`` are started through the

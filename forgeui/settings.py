@@ -182,18 +182,45 @@ if REDIS_URL:
                        "prefix": os.environ.get("CHANNEL_LAYER_PREFIX", "asgi")},
         }
     }
+
+# Runs in flight at most per graph, across all workers (a model API's rate limit), as JSON:
+# {"name": 5}; the rest queue. Needs FORGE_QUEUE=procrastinate.
+FORGE_GRAPH_CAPS: dict[str, int] = json.loads(os.environ.get("FORGE_GRAPH_CAPS") or "{}")
+
+# A forge_worker's heartbeat; one silent for six beats is dead and recover_runs takes
+# back the jobs it held.
+FORGE_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("FORGE_WORKER_HEARTBEAT_SECONDS", "5"))
+# Where production's tasks queue: "procrastinate" (PostgreSQL; `manage.py forge_worker`
+# holds many runs per process) or "rq" (Redis; `rqworker`, one run per process, for a
+# database other than PostgreSQL). Without REDIS_URL tasks run in the web process.
+FORGE_QUEUE = os.environ.get("FORGE_QUEUE") or (
+    "" if not REDIS_URL else
+    "procrastinate" if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    else "rq")
+if FORGE_QUEUE == "procrastinate":
+    TASKS = {alias: {"BACKEND": "forgeui.worker.backend.ProcrastinateBackend"}
+             for alias in ("default", "notify")}
+    INSTALLED_APPS += ["procrastinate.contrib.django"]
+    PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
+    PROCRASTINATE_IMPORT_PATHS = ["forgeui.worker.jobs"]
+elif FORGE_QUEUE == "rq":
     TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]},
              "notify": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
     # Workers: `manage.py rqworker --job-class django_tasks_rq.Job default`
     INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
     RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 86_400}}
-else:
+if not REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+if not FORGE_QUEUE:
     # The web process answers 202 at once; graphs run on its own thread pool.
     # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
     TASKS = {"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend"},
              "notify": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
+
+# GET /metrics (Prometheus) answers a scraper that sends this as its bearer token; unset,
+# there are no metrics.
+FORGE_METRICS_TOKEN = os.environ.get("FORGE_METRICS_TOKEN", "")
 
 # Notification e-mail (assignees, overdue interrupts): printed to the console unless
 # production names a backend (EMAIL_BACKEND, EMAIL_HOST, ... as Django reads them).

@@ -59,6 +59,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # Anonymous probes (forgeui.web.health), exempt from the SSL redirect (settings).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics, name="metrics"),  # bearer FORGE_METRICS_TOKEN
     # One password change form for everyone, the one whose wrong old passwords are throttled.
     path("admin/password_change/", RedirectView.as_view(pattern_name="password_change"),
          name="admin-password-change"),

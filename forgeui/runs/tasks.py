@@ -4,11 +4,12 @@ Every task re-reads the latest checkpoint before acting, so a retried or duplica
 finds its work already done and stops: an answer is handed to the runtime once, and the
 runtime itself refuses an interrupt that is no longer open.
 
-They call the executor's ``*_sync`` methods, as LangGraph's ``invoke`` runs: lone sync
-steps run on the task's own thread and connection with no event loop, and one starts
-(through ``async_to_sync``: ``DjangoCheckpointStore.run_from_sync``) only for a run that
-needs it: going through ``async_to_sync`` for every call costs a thread hop per start
-and per answer (``bench/task_path.py`` measures it).
+The tasks that drive graphs are coroutines, so ``forge_worker`` runs many at once on one
+event loop: a node awaiting a model holds no thread. Their ORM work goes through
+``sync_to_async`` (thread-sensitive: the store's own thread and connection), as the
+store's does. Backends that run tasks on threads (django-tasks' immediate one, the
+embedded pool) call them through ``async_to_sync``, which sends that work back to the
+calling thread, inside its transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from functools import partial
 from typing import Any, Literal
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
@@ -24,9 +26,10 @@ from django_tasks import task
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
 from forgeui.runs.graph_runner import GraphRunner
+from forgeui.runs.inflight import WORKER_STORE, in_worker
 from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
-from runtime import Command, ResumeTarget, RunResult
+from runtime import Command, DurableExecutor, ResumeTarget, RunResult
 from runtime.checkpoint import Head
 from runtime.errors import CheckpointConflict, NodeError, ResumeError, StaleResumeTarget
 
@@ -34,6 +37,16 @@ logger = logging.getLogger(__name__)
 
 MAX_APPLY_ATTEMPTS = 20
 AnswerState = Literal["open", "accepted", "answered", "cancelled", "gone"]
+
+
+async def drive(executor: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``executor.method(...)``, awaited on this loop when the executor is async, else its
+    ``*_sync`` twin on a thread (the worker's pool, or the caller's own)."""
+    if isinstance(executor, DurableExecutor):
+        return await getattr(in_worker(executor), method)(*args, **kwargs)
+    off_thread = WORKER_STORE.get() is not None
+    call = sync_to_async(getattr(executor, f"{method}_sync"), thread_sensitive=not off_thread)
+    return await call(*args, **kwargs)
 
 
 def summary(result: RunResult) -> dict[str, Any]:
@@ -47,31 +60,32 @@ def store() -> DjangoCheckpointStore:
     return DjangoCheckpointStore()
 
 
-def executor_of_run(run_id: str) -> GraphRunner:
-    return registry.executor_for(Run.objects.values_list("graph", flat=True).get(pk=run_id))
+async def executor_of_run(run_id: str) -> GraphRunner:
+    graph = await Run.objects.values_list("graph", flat=True).aget(pk=run_id)
+    return registry.executor_for(graph)
 
 
 @task()
-def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | None = None,
-                   request_id: str = "") -> dict[str, Any]:
+async def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | None = None,
+                         request_id: str = "") -> dict[str, Any]:
     """Start graph ``graph`` on ``thread_id``; a second delivery of one request is a no-op."""
     executor = registry.get_executor(graph)
-    existing = store().load_head_sync(thread_id)
+    existing = await store().load_head(thread_id)
     if existing is not None and request_id and existing.metadata.get("request_id") == request_id:
         return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
                 "duplicate": True}
     metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
     with logs.about(run_id=request_id, thread_id=thread_id):
         try:
-            started = executor.run_sync(input, thread_id=thread_id, metadata=metadata,
-                                        run_id=request_id or None)
+            started = await drive(executor, "run", input, thread_id=thread_id,
+                                  metadata=metadata, run_id=request_id or None)
         except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
             logger.warning("run of %s failed: %s", graph, exc)
             return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
         except ResumeError as exc:  # another start won the thread meanwhile
             logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
             return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
-    auto_decide(started)
+    await sync_to_async(auto_decide)(started)
     return summary(started)
 
 
@@ -82,40 +96,37 @@ def auto_decide(result: RunResult) -> None:
 
 
 @task()
-def apply_answer_task(answer_id: int) -> dict[str, Any]:
+async def apply_answer_task(answer_id: int) -> dict[str, Any]:
     """Hand a recorded answer to the runtime, retrying until the tree has taken it in."""
-    answer = Answer.objects.select_related("interrupt").get(pk=answer_id)
+    answer = await Answer.objects.select_related("interrupt").aget(pk=answer_id)
     if answer.applied_at is not None:
         return {"answer_id": answer_id, "outcome": "already applied"}
     interrupt = answer.interrupt
     with logs.about(run_id=interrupt.run_id, thread_id=interrupt.thread_id,
                     interrupt_id=interrupt.pk):
-        outcome = apply_cancel(answer) if answer.cancels_run else apply_answer(answer)
+        outcome = await (apply_cancel(answer) if answer.cancels_run else apply_answer(answer))
         logger.info("answer %s: %s", answer_id, outcome["outcome"])
         return outcome
 
 
-def apply_answer(answer: Answer) -> dict[str, Any]:
+async def apply_answer(answer: Answer) -> dict[str, Any]:
     answer_id = answer.pk
     for _ in range(MAX_APPLY_ATTEMPTS):
-        state = answer_state(answer.interrupt.run_id, answer.interrupt_id)
+        state = await answer_state(answer.interrupt.run_id, answer.interrupt_id)
         if state != "open":
-            Answer.objects.mark_applied(answer_id, OUTCOMES[state])
-            if state != "accepted":  # nobody will work on it: the rows say so again
-                run_status.settle(answer.interrupt.root_thread_id)
+            await not_applied(answer, state)
             return {"answer_id": answer_id, "outcome": OUTCOMES[state]}
         try:
-            result = resume_with(answer)
+            result = await resume_with(answer)
         except (CheckpointConflict, StaleResumeTarget) as exc:
             logger.info("answer %s: %s; reloading", answer_id, exc)
             continue
         except NodeError as exc:  # answered, but the resumed node failed
-            Answer.objects.mark_applied(answer_id, f"applied; the run failed: {exc}")
+            await sync_to_async(Answer.objects.mark_applied)(
+                answer_id, f"applied; the run failed: {exc}")
             return {"answer_id": answer_id, "outcome": "applied", "status": "failed"}
-        with transaction.atomic():  # nobody sees an applied answer without its audit row
-            Answer.objects.mark_applied(answer_id, "applied")
-            audit_applied(answer, result)
-        auto_decide(result)
+        await applied(answer, result, "applied")
+        await sync_to_async(auto_decide)(result)
         return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
     raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
 
@@ -128,6 +139,20 @@ OUTCOMES: dict[str, str] = {
 }
 
 
+@sync_to_async
+def not_applied(answer: Answer, state: AnswerState) -> None:
+    Answer.objects.mark_applied(answer.pk, OUTCOMES[state])
+    if state != "accepted":  # nobody will work on it: the rows say so again
+        run_status.settle(answer.interrupt.root_thread_id)
+
+
+@sync_to_async
+def applied(answer: Answer, result: RunResult, outcome: str) -> None:
+    with transaction.atomic():  # nobody sees an applied answer without its audit row
+        Answer.objects.mark_applied(answer.pk, outcome)
+        audit_applied(answer, result)
+
+
 def audit_applied(answer: Answer, result: RunResult) -> None:
     interrupt = answer.interrupt
     AuditEntry.objects.create(
@@ -138,98 +163,97 @@ def audit_applied(answer: Answer, result: RunResult) -> None:
     )
 
 
-def resume_with(answer: Answer) -> RunResult:
+async def resume_with(answer: Answer) -> RunResult:
     interrupt = answer.interrupt
     # Under a policy every counted person's note goes with the answer, each its own row.
-    notes = answer.notes.order_by("id").values_list("text", flat=True)
+    notes = [text async for text in answer.notes.order_by("id").values_list("text", flat=True)]
     command = Command(resume=answer.value, steering="\n\n".join(notes) or None,
                       child_policy=answer.child_policy,  # type: ignore[arg-type]
                       metadata=answer.meta or None)
     target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)
-    return executor_of_run(interrupt.run_id).resume_targeted_sync(target, command)
+    executor = await executor_of_run(interrupt.run_id)
+    return await drive(executor, "resume_targeted", target, command)
 
 
-def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
+async def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
     """Where the runtime stands on one interrupt, read from the latest checkpoints."""
-    run = store().load_run_head_sync(run_id)
+    run = await store().load_run_head(run_id)
     if run is None:
         return "gone"
-    root = root_checkpoint(run)
+    root = await root_checkpoint(run)
     if root is not None and interrupt_id in root.engine.answers:
         return "accepted"
     if any(record["id"] == interrupt_id for record in run.interrupts):
         return "open"
     # Ended: only now read the run's history (rebuilt from its records) to say how.
-    whole = store().load_by_id_sync(run.id)
+    whole = await store().load_by_id(run.id)
     for record in whole.resolved if whole is not None else ():
         if record["id"] == interrupt_id:
             return "cancelled" if record.get("status") == "cancelled" else "answered"
     return "gone"
 
 
-def root_checkpoint(cp: Head) -> Head | None:
+async def root_checkpoint(cp: Head) -> Head | None:
     if not cp.root_thread_id or cp.root_thread_id == cp.thread_id:
         return cp
-    return store().load_head_sync(cp.root_thread_id)
+    return await store().load_head(cp.root_thread_id)
 
 
 @task()
-def apply_steering_task(note_id: int) -> dict[str, Any]:
+async def apply_steering_task(note_id: int) -> dict[str, Any]:
     """Record a steering note in the run's checkpoint (nodes read it as ``ctx.steering``)."""
-    note = SteeringNote.objects.get(pk=note_id)
+    note = await SteeringNote.objects.aget(pk=note_id)
     if note.applied_at is not None:
         return {"note_id": note_id, "outcome": "already applied"}
     target = ResumeTarget(run_id=note.run_id, task_id=note.task_id or None,
                           interrupt_id=note.interrupt_id or None)
     try:
-        executor_of_run(note.run_id).steer_sync(target, note.text)
+        await drive(await executor_of_run(note.run_id), "steer", target, note.text)
     except StaleResumeTarget as exc:
         outcome = f"not applied: {exc}"
     else:
         outcome = "applied"
-    SteeringNote.objects.filter(pk=note_id, applied_at__isnull=True).update(
+    await SteeringNote.objects.filter(pk=note_id, applied_at__isnull=True).aupdate(
         applied_at=timezone.now(), outcome=outcome)
     return {"note_id": note_id, "outcome": outcome}
 
 
 @task()
-def cancel_run_task(run_id: str) -> dict[str, Any]:
+async def cancel_run_task(run_id: str) -> dict[str, Any]:
     """Cancel a run and everything below it; pending interrupts end as cancelled."""
     try:
-        result = executor_of_run(run_id).cancel_sync(ResumeTarget(run_id=run_id))
+        result = await drive(await executor_of_run(run_id), "cancel", ResumeTarget(run_id=run_id))
     except StaleResumeTarget as exc:
         return {"run_id": run_id, "outcome": f"not cancelled: {exc}"}
     return {"run_id": run_id, "outcome": "cancelled", **summary(result)}
 
 
-def apply_cancel(answer: Answer) -> dict[str, Any]:
+async def apply_cancel(answer: Answer) -> dict[str, Any]:
     """A cancel at a breakpoint: cancel the run it paused; a repeat finds it cancelled."""
     run_id = answer.interrupt.run_id
     try:
-        result = executor_of_run(run_id).cancel_sync(ResumeTarget(run_id=run_id))
+        result = await drive(await executor_of_run(run_id), "cancel", ResumeTarget(run_id=run_id))
     except StaleResumeTarget as exc:
-        done = Run.objects.filter(pk=run_id, status="cancelled").exists()
+        done = await Run.objects.filter(pk=run_id, status="cancelled").aexists()
         outcome = "the run was cancelled" if done else f"not applied: {exc}"
-        Answer.objects.mark_applied(answer.pk, outcome)
+        await sync_to_async(Answer.objects.mark_applied)(answer.pk, outcome)
         return {"answer_id": answer.pk, "outcome": outcome}
-    with transaction.atomic():
-        Answer.objects.mark_applied(answer.pk, "the run was cancelled")
-        audit_applied(answer, result)
+    await applied(answer, result, "the run was cancelled")
     return {"answer_id": answer.pk, "outcome": "applied", **summary(result)}
 
 
 @task()
-def recover_run_task(thread_id: str) -> dict[str, Any]:
+async def recover_run_task(thread_id: str) -> dict[str, Any]:
     """Go on with a root run whose executor died or whose node failed."""
-    latest = store().load_head_sync(thread_id)
+    latest = await store().load_head(thread_id)
     if latest is None:
         return {"thread_id": thread_id, "outcome": "unknown thread"}
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
     try:
-        result = executor.recover_sync(thread_id)
+        result = await drive(executor, "recover", thread_id)
     except NodeError as exc:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
     finally:  # a run found with nothing to do must not keep reading "running"
-        run_status.settle(latest.root_thread_id or thread_id)
-    auto_decide(result)
+        await sync_to_async(run_status.settle)(latest.root_thread_id or thread_id)
+    await sync_to_async(auto_decide)(result)
     return summary(result)

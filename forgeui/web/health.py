@@ -3,23 +3,29 @@
 ``/healthz`` (liveness) answers from the process alone; ``/readyz`` (readiness) checks the
 dependencies a request needs: the database, every graph of ``FORGE_GRAPHS`` and, when
 ``REDIS_URL`` is set, Redis. Which dependency (and which graph) failed is named; why is
-logged, not shown to anonymous callers.
+logged, not shown to anonymous callers. With production's queue it also lists each
+``forge_worker``'s last heartbeat and runs in flight (a dead one stops beating).
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Callable
 
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
 
 from forgeui.runs import registry
 from forgeui.runs.exceptions import GraphUnavailable
+from forgeui.worker import status
+from forgeui.worker.metrics import ForgeCollector
 
 logger = logging.getLogger(__name__)
 PROBE_TIMEOUT = 2.0  # seconds; a probe that hangs is as bad as one that fails
@@ -45,7 +51,26 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "checks": {name: "ok" if ok else "failed" for name, ok in checks.items()}}
     if broken:
         body["broken_graphs"] = broken
+    if status.queue_enabled() and checks["database"]:
+        body["workers"] = status.workers()
     return JsonResponse(body, status=503 if failed else 200)
+
+
+@never_cache
+@require_safe
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus' text format, for a scraper holding ``FORGE_METRICS_TOKEN`` as a bearer
+    token; without that setting there is nothing here."""
+    token = settings.FORGE_METRICS_TOKEN
+    if not token:
+        raise Http404("metrics are off: set FORGE_METRICS_TOKEN")
+    given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return JsonResponse({"detail": "a bearer token is required"}, status=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ForgeCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
 def dependencies() -> dict[str, Callable[[], bool]]:

@@ -50,6 +50,9 @@ SMOKES = {
     "audit_chain.py": Smoke(("--entries", "300", "--appends", "10"),
                             r"postgres: append adds -?[\d.]+ ms .* verify 300 entries",
                             marks=("postgres",)),
+    "concurrency_bench.py": Smoke(("--async-runs", "4", "--sync-runs", "2", "--clients", "2"),
+                                  r"async nodes: 4 runs all paused in [\d.]+ s(.|\n)*"
+                                  r"sync nodes: 2 runs", **CLUSTER),
     "cluster_bench.py": Smoke(("--runs", "4", "--clients", "2"),
                               r"4 answers .* [\d.]+ resumes/s sustained", **CLUSTER),
     "inbox_bench.py": Smoke(("--pending", "60", "--clients", "2", "--interrupts", "3",

@@ -3,7 +3,7 @@
 ``cluster(folder)`` starts a Redis of its own (``redis-server`` on a free port, no
 persistence, so restarting it disturbs nobody else), creates a fresh PostgreSQL database,
 migrates it, adds the demo users with API tokens and a reviewer session, then starts two
-daphne processes and two ``rqworker`` processes with the production environment
+daphne processes and two ``forge_worker`` processes with the production environment
 (``DATABASE_URL``, ``REDIS_URL``; ``DEBUG=1`` only so plain http is served). Every process
 runs in a session of its own and is killed by process group on the way out, whatever
 happened. Nothing here imports Django: the test process reads the database with psycopg.
@@ -11,11 +11,9 @@ happened. Nothing here imports Django: the test process reads the database with 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -42,10 +40,12 @@ POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.
 GRAPHS = {
     "transfer": "forgeui.demo.graphs:transfer",
     "blocking": "tests.forgeui.graphs:blocking",
+    "waiting": "tests.forgeui.deployment.waiting_graphs:waiting",
+    "waiting_sync": "tests.forgeui.deployment.waiting_graphs:waiting_sync",
+    "napping": "tests.forgeui.deployment.waiting_graphs:napping",
+    "held": "tests.forgeui.deployment.waiting_graphs:held",
 }
-ROW = re.compile(r'<tr id="int-([0-9a-f]+)"')
-CURSOR = re.compile(r'id="inbox-cursor" data-event-id="(\d+)"')
-RELOAD = 4409  # forgeui.inbox.frames.RELOAD (this module imports no Django)
+CAPS = {"napping": 3}  # runs in flight at most, across both workers
 
 
 def children(pid: int) -> list[int]:
@@ -244,12 +244,14 @@ class Cluster:
                  "forgeui.asgi:application"], cwd=ROOT, env=self.env, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start_worker(self) -> subprocess.Popen[bytes]:
+    def start_worker(self, *options: str) -> subprocess.Popen[bytes]:
+        """One more ``forge_worker``; a short grace keeps SIGTERM tests quick."""
         with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
             worker = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "rqworker", "--job-class",
-                 "django_tasks_rq.Job", "default"], cwd=ROOT, env=self.env, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                [sys.executable, str(ROOT / "manage.py"), "forge_worker", "--grace", "3",
+                 *options],
+                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
         self.workers.append(worker)
         return worker
 
@@ -267,17 +269,13 @@ class Cluster:
 
     def settle(self, workers: int = 2) -> None:
         """Put back what the next test expects, whatever this one left behind (it may have
-        stopped half-way): Redis up with nothing queued, ``workers`` live rqworkers, and
+        stopped half-way): Redis up, nothing queued, ``workers`` live forge_workers, and
         no database connection carried over."""
-        import redis
-        import rq
-
         self.db.close_connections()
         if self.redis.process is None or not self.redis.up():
             self.redis.stop()
             self.redis.start()
-        with redis.Redis.from_url(self.redis.url) as client:
-            rq.Queue("default", connection=client).empty()
+        self.db.rows("DELETE FROM procrastinate_jobs WHERE status = 'todo' RETURNING id")
         alive = sum(worker.poll() is None for worker in self.workers)
         for _ in range(workers - alive):
             self.start_worker()
@@ -288,6 +286,7 @@ def environment(database_url: str, redis_url: str) -> dict[str, str]:
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
                REDIS_URL=redis_url, DEBUG="1", SECRET_KEY="forge-cluster-" + "x" * 40,
                ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
+               FORGE_GRAPH_CAPS=json.dumps(CAPS), FORGE_WORKER_HEARTBEAT_SECONDS="0.5",
                PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
                # CLUSTER_LOG_LEVEL=INFO puts each task's outcome in the worker logs.
                LOG_LEVEL=os.environ.get("CLUSTER_LOG_LEVEL", "WARNING"))
@@ -324,7 +323,7 @@ print(json.dumps({"tokens": tokens,
 
 @contextlib.contextmanager
 def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
-    """Redis, a fresh database, ``webs`` daphne and ``workers`` rqworker processes."""
+    """Redis, a fresh database, ``webs`` daphne and ``workers`` forge_worker processes."""
     redis, db = Redis(folder), Database()
     forge = Cluster(folder, redis, db, environment(db.url, redis.url))
     created = False
@@ -349,82 +348,6 @@ def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
         redis.stop()
         if created:
             db.drop()
-
-
-class Watcher:
-    """A browser tab's inbox socket: rows seen, last event id, reconnects like forge.js.
-
-    Runs on an event loop thread of its own, so test code stays synchronous.
-    """
-
-    def __init__(self, url: str, cookie: str, reconnect: bool = False) -> None:
-        self.ws_url = url.replace("http://", "ws://") + "/ws/inbox/"
-        self.origin, self.cookie, self.reconnect = url, cookie, reconnect
-        self.seen: set[str] = set()
-        self.cursor = self.page_cursor()
-        self.connects = 0
-        self.connected = threading.Event()
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[None] | None = None
-        started = threading.Event()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(started),),
-                                        daemon=True)
-        self._thread.start()
-        started.wait(5)
-
-    def page_cursor(self) -> int:
-        """The event id the inbox page shows now, as a freshly loaded tab starts from."""
-        request = urllib.request.Request(self.origin + "/",
-                                         headers={"Cookie": f"sessionid={self.cookie}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            found = CURSOR.search(response.read().decode())
-        return int(found.group(1)) if found else 0
-
-    async def _main(self, started: threading.Event) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
-        started.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._follow()
-
-    def saw(self, interrupt_ids: Any) -> bool:
-        with self._lock:
-            return set(interrupt_ids) <= self.seen
-
-    async def _follow(self) -> None:
-        import websockets
-
-        while True:
-            try:
-                async with websockets.connect(
-                        self.ws_url, origin=self.origin, max_size=None,  # type: ignore[arg-type]
-                        additional_headers={"Cookie": f"sessionid={self.cookie}"}) as ws:
-                    await ws.send(json.dumps({"after": self.cursor}))
-                    self.connects += 1
-                    self.connected.set()
-                    async for frame in ws:
-                        self._read(str(frame))
-                    if ws.close_code == RELOAD:  # too far behind: forge.js reloads the page
-                        self.cursor = await asyncio.to_thread(self.page_cursor)
-            except (OSError, websockets.WebSocketException):
-                pass
-            self.connected.clear()
-            if not self.reconnect:
-                return
-            await asyncio.sleep(0.2)
-
-    def _read(self, frame: str) -> None:
-        with self._lock:
-            self.seen.update(ROW.findall(frame))
-            for found in CURSOR.findall(frame):
-                self.cursor = max(self.cursor, int(found))
-
-    def close(self) -> None:
-        if self._loop is not None and self._task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._task.cancel)
-        self._thread.join(10)
 
 
 def describe(forge: Cluster, path: Path) -> Path:

@@ -34,11 +34,13 @@ SIGNED_IN = "signed in"    # any account, with or without a forge role
 STAFF = "staff"            # the admin site: staff accounts only
 AGENT_OR_ROLE = "asking"   # an agent token, or a person with any forge role
 RECIPIENT = "recipient"    # the one person a decision link was e-mailed to (a reviewer)
+SCRAPER = "scraper"        # Prometheus, with FORGE_METRICS_TOKEN: no person nor API token
 Rule = tuple[str, Action | str]  # (method, who may)
 
 RULES: dict[str, Rule] = {
     "healthz": ("GET", PUBLIC),
     "readyz": ("GET", PUBLIC),
+    "metrics": ("GET", SCRAPER),
     "login": ("GET", PUBLIC),
     "logout": ("POST", PUBLIC),
     "password_change": ("GET", SIGNED_IN),
@@ -243,7 +245,7 @@ def may(who: str, rule: Rule) -> bool:
     _method, needs = rule
     if needs == PUBLIC:
         return True
-    if who == "anonymous" or needs == STAFF:
+    if who == "anonymous" or needs in (STAFF, SCRAPER):
         return False
     if needs == SIGNED_IN:
         return True
@@ -261,6 +263,8 @@ def refused(route: Route, who: str, response: Any) -> bool:
         return response.status_code in (401, 403)
     if route.rule[1] == STAFF:
         return response.status_code == 302 and location.startswith("/admin/login/")
+    if route.rule[1] == SCRAPER:  # off without the setting (404), else 401 to the rest
+        return response.status_code in (401, 404)
     if who == "anonymous":
         if route.api:
             return response.status_code == 401

@@ -17,13 +17,15 @@ from forgeui.runs.tasks import (
     recover_run_task,
     start_run_task,
 )
+from forgeui.worker.stalled import retry, stalled_jobs, thread_of
 
 
 class Command(BaseCommand):
     help = ("Re-enqueue root runs left running or failed, starts accepted but never begun, "
             "answers and steering notes accepted but never applied, and cancels of runs "
-            "still paused. Pick --older-than above your slowest node: a live executor that "
-            "has not saved for that long is taken over.")
+            "still paused, and the jobs of workers whose heartbeat stopped. Pick --older-than "
+            "above your slowest node: a live executor that has not saved for that long is "
+            "taken over.")
     requires_system_checks = OPERATIONS_CHECKS
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +36,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, older_than: float, dry_run: bool, **options: Any) -> None:
         age = timedelta(seconds=older_than)
         runs = list(Run.objects.stuck(age).values_list("thread_id", "run_id", "status"))
+        stalled = stalled_jobs()
+        runs += dead_workers_runs(stalled, {thread for thread, _, _ in runs})
         starts = list(AuditEntry.objects.starts_never_begun(age))
         answers = list(Answer.objects.unapplied(age).values_list("pk", flat=True))
         notes = list(SteeringNote.objects.unapplied(age).values_list("pk", flat=True))
@@ -43,6 +47,10 @@ class Command(BaseCommand):
             self.stdout.write(f"recover thread {thread_id} (run {run_id}, {status})")
             if not dry_run:
                 recover_run_task.enqueue(thread_id)
+        for job_id, path, job_args in stalled:
+            self.stdout.write(f"retry job {job_id} of a dead worker: {path}{tuple(job_args)}")
+            if not dry_run:  # its task finds done work done; the run is recovered above
+                retry(job_id)
         for start in starts:
             graph = start.detail.get("graph", "")
             self.stdout.write(f"start run {start.run_id} ({graph} on thread {start.thread_id})")
@@ -64,4 +72,12 @@ class Command(BaseCommand):
         wait_for_tasks()
         self.stdout.write(f"{len(runs)} run(s), {len(starts)} start(s), {len(answers)} "
                           f"answer(s), {len(notes)} note(s), {len(cancels)} cancel(s) "
-                          f"re-enqueued")
+                          f"re-enqueued; {len(stalled)} job(s) of dead workers retried")
+
+
+def dead_workers_runs(stalled: list[tuple[int, str, list[Any]]],
+                      known: set[str]) -> list[tuple[str, str, str]]:
+    """The runs a dead worker was driving, however recently they saved."""
+    threads = {thread_of(path, args) for _, path, args in stalled} - known - {None}
+    return list(Run.objects.filter(thread_id__in=threads, status__in=["running", "failed"])
+                .values_list("thread_id", "run_id", "status"))

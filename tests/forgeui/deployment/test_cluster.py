@@ -1,4 +1,4 @@
-"""Two daphne and two rqworker processes on PostgreSQL and Redis: the fault tests.
+"""Two daphne and two forge_worker processes on PostgreSQL and Redis: the fault tests.
 
 One cluster (``tests.forgeui.cluster``) serves the whole module: a Redis of its own, a
 fresh database, daphne A and B, two workers. Tests talk to it only as clients do: the JSON
@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import ROOT, Cluster, Watcher, children, cluster, kill, stop
+from tests.forgeui.cluster import CAPS, ROOT, Cluster, cluster, kill, stop
 from tests.forgeui.conftest import lines
+from tests.forgeui.watcher import Watcher
 from tests.processes import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -80,8 +82,9 @@ def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_
     applied = forge.db.rows("SELECT applied_at, outcome FROM forgeui_answer "
                             "WHERE interrupt_id = %s", interrupt_id)
     assert len(applied) == 1 and applied[0][0] is not None and applied[0][1] == "applied"
-    worker_logs = "".join(forge.log(f"worker-{n}.log") for n in range(2))
-    assert "apply_answer_task" in worker_logs
+    assert forge.db.value("SELECT count(*) FROM procrastinate_jobs WHERE status = "
+                          "'succeeded' AND args->>'path' = %s",
+                          "forgeui.runs.tasks.apply_answer_task") >= 1
 
 
 # `make test-deep` runs the load the dashboard is built for; `make test` two runs per
@@ -144,54 +147,143 @@ def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
     assert len(created) == RUNS and {n for _, n in created} == {1}
 
 
-def test_a_worker_killed_mid_node_loses_nothing_and_recovery_finishes_its_run(
-        forge: Cluster, tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    orders = [{"ledger": str(tmp_path / f"ledger-{n}"), "entered": str(tmp_path / f"in-{n}"),
-               "gate": str(gate)} for n in range(4)]
-    run_ids = [forge.start_run(forge.urls[n % 2], "blocking", order)
-               for n, order in enumerate(orders)]
-    entered = [Path(order["entered"]) for order in orders]
-    # Both workers are inside the "charge" node, past its ctx.once, blocked on the gate.
-    wait_until(lambda: sum(path.exists() for path in entered) == 2, 90, "both workers busy")
-    victim = forge.workers[0]
-    assert children(victim.pid), "the worker has no work horse"
-    kill(victim)  # the worker and its work horse, in the middle of "charge"
-    assert victim.wait(10) == -signal.SIGKILL
-    gate.touch()
+IN_FLIGHT = 200
 
-    # The other worker finishes its run and the two that were queued; one stays behind.
-    try:
-        wait_until(lambda: sorted(forge.statuses(run_ids).values()) ==
-                   ["completed"] * 3 + ["running"], 90, "the survivor to drain the queue")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {forge.statuses(run_ids)}; {[lines(p) for p in entered]}"
-                             f"\n{forge.log('worker-1.log')[-3000:]}") from None
-    out = forge.manage("recover_runs", "--older-than", "0")
-    assert out.count("recover thread") == 1, out
+
+def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> None:
+    """Runs whose node awaits (a model call) hold no worker process: all are in flight."""
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "waiting", {"n": n, "seconds": 8}),
+            range(IN_FLIGHT)))
+    peak = [0]
+
+    def all_paused() -> bool:
+        peak[0] = max(peak[0], forge.db.value(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'"))
+        return len(forge.pending(run_ids)) == IN_FLIGHT
+
+    wait_until(all_paused, 90, f"{IN_FLIGHT} runs to pause", pause=0.2)
+    assert peak[0] >= IN_FLIGHT * 3 // 4, peak[0]
+
+
+def test_a_capped_graph_never_exceeds_its_cap_and_drops_nothing(forge: Cluster) -> None:
+    cap = CAPS["napping"]
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "napping", {"n": n, "seconds": 0.5}),
+            range(4 * cap)))
+    seen = [0]
+
+    def all_done() -> bool:
+        seen[0] = max(seen[0], forge.db.value(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing' AND lock LIKE "
+            "'forge-cap:napping:%%'"))
+        return list(forge.statuses(run_ids).values()).count("completed") == len(run_ids)
+
+    wait_until(all_done, 60, "every capped run to complete", pause=0.02)
+    assert 1 <= seen[0] <= cap
+
+
+def held_runs(forge: Cluster, folder: Path, count: int) -> tuple[list[str], dict[str, Any]]:
+    """``count`` runs of ``held``, answered, so each awaits the gate inside "charge"."""
+    files = {"ledger": str(folder / "ledger"), "entered": str(folder / "entered"),
+             "gate": str(folder / "gate")}
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], "held", {"n": n, **files}),
+            range(count)))
+    wait_until(lambda: len(forge.pending(run_ids)) == count, 90, "the runs to ask")
+    pending = forge.pending(run_ids)
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        list(clients.map(lambda r: forge.answer(forge.urls[0], pending[r], {"go": r}), run_ids))
+    wait_until(lambda: len(lines(Path(files["entered"]))) == count, 90, "every run in charge")
+    return run_ids, {**files, "interrupts": list(pending.values())}
+
+
+def assert_once_each(forge: Cluster, run_ids: list[str], held: dict[str, Any]) -> None:
+    """Every run completed with its own answer, charged once; every answer applied once."""
     forge.wait_for_status(run_ids, "completed", 90)
+    charged = lines(Path(held["ledger"]))
+    assert sorted(charged) == sorted(f"charged {n}" for n in range(len(run_ids)))
+    outputs = dict(forge.db.rows("SELECT run_id, output FROM forgeui_run WHERE run_id = "
+                                 "ANY(%s)", run_ids))
+    assert all(outputs[r]["answer"] == {"go": r} and outputs[r]["done"] for r in run_ids)
+    wait_until(lambda: forge.db.value(
+        "SELECT count(*) FROM forgeui_answer WHERE interrupt_id = ANY(%s) AND applied_at IS "
+        "NOT NULL", held["interrupts"]) == len(run_ids), 60, "every answer marked applied")
+    audits = forge.db.rows("SELECT object_id, count(*) FROM forgeui_auditentry WHERE action = "
+                           "'answer.applied' AND object_id = ANY(%s) GROUP BY object_id",
+                           held["interrupts"])
+    assert {n for _, n in audits} <= {1}
 
-    for order in orders:  # each ctx.once side effect happened exactly once
-        assert lines(Path(order["ledger"])) == ["charged"]
-    assert sorted(len(lines(path)) for path in entered) == [1, 1, 1, 2]  # re-ran the node
+
+def test_a_worker_killed_holding_fifty_runs_loses_nothing_and_recovery_finishes_them(
+        forge: Cluster, tmp_path: Path) -> None:
+    run_ids, held = held_runs(forge, tmp_path, 100)
+    victim = forge.workers[0]
+    kill(victim)  # a crashed machine, with its runs inside "charge"
+    assert victim.wait(10) == -signal.SIGKILL
+    Path(held["gate"]).touch()
+    # The survivor finishes its own runs; the victim's stay running until recovered.
+    wait_until(lambda: "interrupted" not in forge.statuses(run_ids).values() and
+               len(forge.db.rows("SELECT 1 FROM procrastinate_jobs WHERE status = 'doing' "
+                                 "AND worker_id IS NOT NULL AND worker_id IN (SELECT id FROM "
+                                 "procrastinate_workers WHERE last_heartbeat > now() - "
+                                 "interval '10 seconds')")) == 0, 90, "the survivor to finish")
+    left = [r for r, status in forge.statuses(run_ids).items() if status == "running"]
+    assert len(left) >= 20, f"the victim held {len(left)} runs"
+    # Its heartbeat stopped (six beats of 0.5 s): recover_runs finds its jobs and their
+    # runs, though they saved too recently for --older-than to take them over.
+    time.sleep(3.5)
+    out = forge.manage("recover_runs", "--older-than", "600")
+    assert out.count("retry job") == len(left), out
+    assert out.count("recover thread") == len(left), out
+    assert_once_each(forge, run_ids, held)
+    entered = lines(Path(held["entered"]))
+    assert len(entered) == len(run_ids) + len(left)  # the victim's runs entered again
 
 
-def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
-        forge: Cluster) -> None:
-    """Accepted means recorded: with the queue down the API still answers 201 and 202,
-    and once Redis is back ``recover_runs`` begins the start, applies the answer and the
-    steering note, and cancels the run it was asked to."""
+def test_sigterm_mid_node_leaves_the_runs_to_recovery_and_says_which(
+        forge: Cluster, tmp_path: Path) -> None:
+    run_ids, held = held_runs(forge, tmp_path, 10)
+    alive = [worker for worker in forge.workers if worker.poll() is None]
+    # Both beat (every 0.5 s): each has its signal handlers, even one started just now.
+    wait_until(lambda: forge.db.value("SELECT count(*) FROM procrastinate_workers WHERE "
+                                      "last_heartbeat > now() - interval '1 second'")
+               >= len(alive), 30, "both workers to beat")
+    for worker in alive:
+        worker.send_signal(signal.SIGTERM)
+    for worker in alive:  # the grace (3 s) runs out: the node never ends
+        assert worker.wait(30) == 0
+    logs = "".join(forge.log(f"worker-{n}.log") for n in range(len(forge.workers)))
+    assert logs.count("left to recovery: forgeui.runs.tasks.apply_answer_task") == 10, logs
+    assert sorted(forge.statuses(run_ids).values()) == ["running"] * 10
+    forge.settle()
+    Path(held["gate"]).touch()
+    out = forge.manage("recover_runs", "--older-than", "0")
+    assert out.count("recover thread") == 10, out
+    assert_once_each(forge, run_ids, held)
+
+
+def test_what_is_accepted_while_redis_is_down_goes_on_at_once(forge: Cluster) -> None:
+    """The queue is in PostgreSQL: with Redis down the API still answers 201 and 202 and
+    the workers begin the start, apply the answer and the steering note, and cancel the
+    run they were asked to, without ``recover_runs``."""
     paused, steered, doomed = (forge.start_run(forge.urls[0], "transfer", {"amount": n})
                                for n in (3, 5, 6))
     wait_until(lambda: len(forge.pending([paused, steered, doomed])) == 3, 90,
                "the runs to pause")
     interrupt_id = forge.pending([paused])[paused]
+    # Open inboxes get the late start's row: a socket whose first read meets a connection
+    # the outage closed is closed, and comes back from its last event id as forge.js does.
+    watchers = [Watcher(url, forge.cookie, reconnect=True) for url in forge.urls]
+    for watcher in watchers:
+        assert watcher.connected.wait(30)
     forge.redis.stop()
     try:
         queued = forge.start_run(forge.urls[1], "transfer", {"amount": 4})
         forge.answer(forge.urls[0], interrupt_id, {"ok": True})
-        status, run = forge.api(forge.urls[1], "GET", f"/api/runs/{queued}")
-        assert status == 404 or run["status"] == "queued", (status, run)
         status, note = forge.api(forge.urls[0], "POST", "/api/steering",
                                  {"run_id": steered, "text": "keep it under budget"})
         assert status == 201, note
@@ -200,13 +292,7 @@ def test_what_is_accepted_while_redis_is_down_goes_on_after_recover_runs(
     finally:
         forge.redis.start()
 
-    # Open inboxes get the late start's row: a socket whose first read meets a connection
-    # the restart closed is closed, and comes back from its last event id as forge.js does.
-    watchers = [Watcher(url, forge.cookie, reconnect=True) for url in forge.urls]
     try:
-        out = forge.manage("recover_runs", "--older-than", "0")
-        assert f"start run {queued} (transfer" in out, out
-        assert "1 start(s), 1 answer(s), 1 note(s), 1 cancel(s)" in out, out
         forge.wait_for_status([paused], "completed", 90)
         forge.wait_for_status([doomed], "cancelled", 90)
         wait_until(lambda: forge.db.rows("SELECT outcome FROM forgeui_steeringnote WHERE "
@@ -245,7 +331,7 @@ def test_redis_restarted_under_connected_sockets_misses_no_interrupt(
         # The Redis layer's receive failed under each socket and daphne closed it; the
         # client came back (as forge.js does) with its last event id.
         assert all(w.connects >= 2 for w in watchers), [w.connects for w in watchers]
-        # And the live path works again: a run through the API, on an rqworker.
+        # And the live path works again: a run through the API, on a worker.
         run_id = forge.start_run(forge.urls[0], "transfer", {"after": "outage"})
         wait_until(lambda: run_id in forge.pending([run_id]), 90, "a run after the restart")
         after = forge.pending([run_id])[run_id]
@@ -269,7 +355,7 @@ IDLE_SECONDS = 30 if deep() else 15
 def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
         forge: Cluster) -> None:
     """Nothing happens for IDLE_SECONDS: the channel layer's blocking reads, the idle
-    rqworkers and a sweeper loop must all still work afterwards, with the client defaults
+    forge_workers and a sweeper loop must all still work afterwards, with the client defaults
     of the redis version in constraints.txt."""
     pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text()
                 .splitlines() if "==" in line)
@@ -295,8 +381,11 @@ def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
                    "the new row on the sockets that were idle")
         for url in forge.urls:
             with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
-                assert json.loads(response.read())["checks"] == {
-                    "database": "ok", "redis": "ok", "graphs": "ok"}
+                ready = json.loads(response.read())
+            assert ready["checks"] == {"database": "ok", "redis": "ok", "graphs": "ok"}
+            # Each live worker beat within its heartbeat interval, however idle.
+            beating = [w for w in ready["workers"] if w["seconds_ago"] < 10]
+            assert len(beating) >= 2, ready["workers"]
         assert sweeper.poll() is None, forge.log("sweeper.log")[-2000:]
         assert "Traceback" not in forge.log("sweeper.log"), forge.log("sweeper.log")[-2000:]
         for log_name in ("daphne-0.log", "daphne-1.log", "worker-0.log", "worker-1.log"):

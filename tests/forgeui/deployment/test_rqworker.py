@@ -1,4 +1,5 @@
-"""Production execution: a run started through the task API, executed by ``rqworker``.
+"""Production execution on RQ (``FORGE_QUEUE=rq``): a run started through the task API,
+executed by ``rqworker``.
 
 Everything here crosses process boundaries for real: ``manage.py`` commands enqueue on
 Redis (django-tasks-rq), a burst ``rqworker`` runs the tasks, PostgreSQL holds the state.
@@ -29,7 +30,7 @@ REDIS_URL = "redis://127.0.0.1:6379/15"  # a database of its own, emptied around
 def env() -> Iterator[dict[str, str]]:
     client = redis.Redis.from_url(REDIS_URL)
     client.flushdb()
-    yield django_env(database_url("postgres"), redis_url=REDIS_URL)
+    yield {**django_env(database_url("postgres"), redis_url=REDIS_URL), "FORGE_QUEUE": "rq"}
     client.flushdb()
     client.close()
 

@@ -65,11 +65,19 @@ def test_production_services_from_the_environment() -> None:
     assert host["address"] == "redis://cache.internal:6379/2"
     # Longer than the layer's blocking pop, or an idle socket's receive times out.
     assert host["socket_timeout"] > 5
-    assert found["tasks"] == "django_tasks_rq.RQBackend"
-    assert {"django_rq", "django_tasks_rq"} <= set(found["apps"])
+    # Jobs queue in PostgreSQL, for forge_worker; RQ only when asked for.
+    assert found["tasks"] == "forgeui.worker.backend.ProcrastinateBackend"
+    assert "procrastinate.contrib.django" in found["apps"] and "django_rq" not in found["apps"]
     assert found["graphs"] == {"mine": "tests.forgeui.graphs:race"}
     assert found["debug"] is False
     assert found["hosts"] == ["forge.example.com", "api.example.com"]
+
+
+def test_rq_serves_a_database_other_than_postgresql_or_when_asked_for() -> None:
+    for env in ({"DATABASE_URL": "sqlite:///forge.sqlite3"}, {"FORGE_QUEUE": "rq"}):
+        found = settings_with(REDIS_URL="redis://cache.internal:6379/2", **env)
+        assert found["tasks"] == "django_tasks_rq.RQBackend", env
+        assert "procrastinate.contrib.django" not in found["apps"]
 
 
 def test_prepared_statements_can_be_turned_off_for_a_pooler() -> None:

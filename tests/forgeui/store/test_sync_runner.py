@@ -1,8 +1,10 @@
-"""How sync code runs graphs on the Django store: the tasks call the executor's ``*_sync``
-methods, as LangGraph's ``invoke`` runs. Lone sync steps run on the task's own thread with
-no event loop; a run that needs a loop (a parallel step here) goes through
-``async_to_sync`` (``DjangoCheckpointStore.run_from_sync``), so the store's calls made
-from that loop come back to the caller's thread. That holds inside a request's
+"""How sync code runs graphs on the Django store. The tasks are coroutines: a thread-based
+backend runs each through ``async_to_sync`` (one event loop per task), and the store's
+calls come back to the caller's thread, inside its transaction. The executor's ``*_sync``
+methods run lone sync steps on the caller's thread with no event loop; a run that needs
+a loop (a parallel step here) goes through ``async_to_sync``
+(``DjangoCheckpointStore.run_from_sync``), so the store's calls made from that loop come
+back to the caller's thread. That holds inside a request's
 thread-sensitive context too (daphne's), where ``asyncio.run`` would send them to the
 caller's own, blocked, thread and never finish."""
 
@@ -57,7 +59,7 @@ def saves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def test_the_tasks_start_and_resume_lone_sync_steps_with_no_event_loop(
+def test_the_tasks_start_and_resume_saving_on_the_callers_thread(
     users: dict[str, User], ledger: Path, loops_made: list[str], saves: list[str],
 ) -> None:
     started = services.start_run(users["supervisor"], "race",
@@ -67,7 +69,7 @@ def test_the_tasks_start_and_resume_lone_sync_steps_with_no_event_loop(
     services.answer_interrupt(users["reviewer"], interrupt.pk, "yes")
     assert Run.objects.get(pk=started.run_id).status == "completed"
     assert lines(ledger) == ["paid 4 answer=yes"]
-    assert loops_made == []
+    assert len(loops_made) == 2  # one per task: the start's and the answer's
     # input, after ask, the pause; the claim, after pay: all from this (the task's) thread
     assert saves == [threading.current_thread().name] * 5
 
@@ -78,7 +80,7 @@ def test_a_task_whose_run_needs_a_loop_saves_from_its_own_thread(
     started = services.start_run(users["supervisor"], "parallel", {"amount": 9})
     assert started.status == "interrupted"
     here = threading.current_thread().name
-    assert loops == [here]
+    assert loops == []  # the task's own loop drives the parallel step: no second one
     assert saves and set(saves) == {here}
     pending = Interrupt.objects.filter(run_id=started.run_id, status="pending")
     assert sorted(i.node for i in pending) == ["finance", "legal"]
