@@ -155,21 +155,7 @@ class BlobCodec:
              ) -> dict[Space, dict[Key, Any]]:
         """The values stored under these versions (a missing one is left out): one query
         for the rows of all of them and the parts they lead back through."""
-        found: dict[Space, dict[Key, Any]] = {}
-        query: list[tuple[str, list[Any]]] = []
-        for (thread_id, ns), keys in wanted.items():
-            missing = []
-            for channel, version in keys:
-                known = self._get((thread_id, ns, channel), version)
-                if known is not None and self._holds(known.parts, list(known.items)):
-                    found.setdefault((thread_id, ns), {})[(channel, version)] = list(
-                        known.items)
-                else:
-                    missing.append((channel, version))
-            if missing:
-                query.append(statements.chained_blobs(
-                    thread_id, ns, sorted({c for c, _ in missing}),
-                    sorted({v for _, v in missing}), SEGMENT))
+        found, query = self._in_memory(wanted)
         if not query:
             return found
         rows = {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
@@ -193,6 +179,27 @@ class BlobCodec:
         transaction.on_commit(partial(self.remember, learnt.items(), newer_only=True),
                               using=using)
         return found
+
+    def _in_memory(self, wanted: Mapping[Space, Iterable[Key]]
+                   ) -> tuple[dict[Space, dict[Key, Any]], list[tuple[str, list[Any]]]]:
+        """The wanted values known here (and still as stored), and the conditions for
+        ``statements.blobs`` that read the others."""
+        found: dict[Space, dict[Key, Any]] = {}
+        query: list[tuple[str, list[Any]]] = []
+        for (thread_id, ns), keys in wanted.items():
+            missing = []
+            for channel, version in keys:
+                known = self._get((thread_id, ns, channel), version)
+                if known is not None and self._holds(known.parts, list(known.items)):
+                    found.setdefault((thread_id, ns), {})[(channel, version)] = list(
+                        known.items)
+                else:
+                    missing.append((channel, version))
+            if missing:
+                query.append(statements.chained_blobs(
+                    thread_id, ns, sorted({c for c, _ in missing}),
+                    sorted({v for _, v in missing}), SEGMENT))
+        return found, query
 
     def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any
                ) -> tuple[Any, tuple[Part, ...], str, int]:
