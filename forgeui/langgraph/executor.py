@@ -27,8 +27,8 @@ from forgeui.langgraph import mirror, percall
 from forgeui.langgraph.locks import thread_lock
 from forgeui.models import Run
 from forgeui.store import DjangoCheckpointStore
-from runtime import Command, Interrupt, ResumeTarget, RunResult
-from runtime.checkpoint import Additions, Draft, Head
+from runtime import Command, Draft, Head, Interrupt, ResumeTarget, RunResult
+from runtime.checkpoint import Additions
 from runtime.errors import ResumeError, StaleResumeTarget
 from runtime.executor import GraphShape
 

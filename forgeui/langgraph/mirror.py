@@ -21,12 +21,11 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
-from forgeui.langgraph import percall
-from runtime.checkpoint import Additions, Draft, Head
+from forgeui.langgraph import LANGGRAPH_CHECKPOINT, percall
+from runtime import Draft, Head
+from runtime.checkpoint import Additions
 from runtime.types import RunStatus
 
-# The forge checkpoint's metadata key holding the LangGraph checkpoint it mirrors.
-LANGGRAPH_CHECKPOINT = "langgraph_checkpoint_id"
 # The head's metadata key counting the interrupts that ended, by LangGraph interrupt id,
 # for each task the thread may still run: LangGraph gives every interrupt of one task the
 # same id, and forge numbers the later ones (``forge_id``).
