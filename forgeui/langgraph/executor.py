@@ -126,7 +126,7 @@ class LangGraphExecutor:
                 raise StaleResumeTarget(f"no thread {thread_id!r}")
             if before.status not in ("running", "failed"):
                 return result_of(before)
-            return self._invoke(None, before)
+            return self._invoke(None, self._counted(before))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: dict[str, Any] | None = None) -> str:
@@ -295,7 +295,17 @@ class LangGraphExecutor:
         found = self.store.load_run_head_sync(run_id)
         if found is None:
             raise StaleResumeTarget(f"no run {run_id!r}")
-        return found
+        return self._counted(found)
+
+    def _counted(self, head: Draft) -> Draft:
+        """``head``, with the interrupts that ended counted: a head saved whole by an
+        earlier bridge kept them only in its resolved list, read once from its record."""
+        if mirror.ENDED in head.metadata or not head.metadata.get(mirror.LANGGRAPH_CHECKPOINT):
+            return head
+        whole = self.store.load_by_id_sync(head.id)
+        ended = mirror.ended_counts(None, whole.resolved if whole is not None else [])
+        head.metadata = {**head.metadata, mirror.ENDED: ended}
+        return head
 
     def _head_at(self, thread_id: str, checkpoint_id: str | None) -> Draft | None:
         """The thread's latest head, or the one of ``checkpoint_id`` (rebuilt from the

@@ -181,3 +181,15 @@ def chat_loop() -> StateGraph:
     graph.add_edge("ask", "answer")
     graph.add_edge("answer", "ask")
     return graph
+
+
+def _thrice(state: Log) -> dict[str, Any]:
+    return {"log": [str(interrupt({"question": f"step {n}?"})) for n in range(3)]}
+
+
+def thrice() -> StateGraph:
+    """One node asking three times: LangGraph gives the three interrupts one id."""
+    graph = StateGraph(Log)
+    graph.add_node("thrice", _thrice)
+    graph.add_edge(START, "thrice")
+    return graph
