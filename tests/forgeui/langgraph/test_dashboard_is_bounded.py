@@ -6,16 +6,14 @@ pages that show it, none of which rebuilds the thread from its first record."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.conf import settings
-from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Sum
 from django.db.models.functions import Coalesce, Length
-from django.test import Client, override_settings
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from forgeui import models
@@ -24,18 +22,11 @@ from tests.forgeui.apiclient import Api
 
 TURNS = 200
 WINDOW = 10
-GRAPHS = {**settings.FORGE_GRAPHS,
-          "lg_loop": "tests.forgeui.langgraph.team_graphs:chat_loop"}
 # What each table keeps per row, by the columns that grow with what a step stored.
 STORED = [(models.Checkpoint, ("record", "head")), (models.Thread, ("head",)),
           (models.LangGraphCheckpoint, ("checkpoint",)), (models.LangGraphBlob, ("blob",)),
           (models.LangGraphWrite, ("blob",))]
 
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Iterator[Api]:
-    with override_settings(FORGE_GRAPHS=GRAPHS):
-        yield Api(users)
 
 
 @pytest.fixture
@@ -83,19 +74,20 @@ def turn_costs(api: Api, started: dict[str, Any], viewer: Client, turn: int
     return answered, grew, page, run_page
 
 
-def test_a_long_conversation_costs_the_same_per_turn(api: Api, replays: list[str]) -> None:
-    started = api.start("lg_loop", {"messages": []})
+def test_a_long_conversation_costs_the_same_per_turn(more_graphs: Api,
+                                                    replays: list[str]) -> None:
+    started = more_graphs.start("lg_loop", {"messages": []})
     viewer = Client()
-    viewer.force_login(api.users["auditor"])
+    viewer.force_login(more_graphs.users["auditor"])
     early, late = [], []
     for turn in range(TURNS):
         if WINDOW <= turn < 2 * WINDOW or turn >= TURNS - WINDOW:
             (early if turn < 2 * WINDOW else late).append(
-                turn_costs(api, started, viewer, turn))
+                turn_costs(more_graphs, started, viewer, turn))
             continue
-        [pending] = api.pending_of(started)
-        api.post("reviewer", f"/api/interrupts/{pending['id']}/resume",
-                 {"value": f"message {turn}"})
+        [pending] = more_graphs.pending_of(started)
+        more_graphs.post("reviewer", f"/api/interrupts/{pending['id']}/resume",
+                         {"value": f"message {turn}"})
     assert replays == []  # no answer and no page rebuilt the thread from its records
     for column in (0, 2, 3):  # statements: the same at the end as at the start
         assert {c[column] for c in late} == {c[column] for c in early}, (column, early, late)

@@ -4,44 +4,31 @@ heads, goes on with the interrupts LangGraph gives one id numbered apart."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-
-import pytest
-from django.conf import settings
-from django.contrib.auth.models import User
-from django.test import override_settings
 
 from forgeui.langgraph.mirror import ENDED
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
 
-GRAPHS = {**settings.FORGE_GRAPHS, "lg_thrice": "tests.forgeui.langgraph.team_graphs:thrice"}
 
-
-@pytest.fixture
-def api(users: dict[str, User]) -> Iterator[Api]:
-    with override_settings(FORGE_GRAPHS=GRAPHS):
-        yield Api(users)
-
-
-def test_a_head_saved_whole_by_an_earlier_bridge_numbers_its_interrupts(api: Api) -> None:
-    started = api.start("lg_thrice", {"log": []})
-    [first] = api.pending_of(started)
-    assert api.post("reviewer", f"/api/interrupts/{first['id']}/resume",
-                    {"value": "a"}).status_code == 202
-    [second] = api.pending_of(started)
+def test_a_head_saved_whole_by_an_earlier_bridge_numbers_its_interrupts(
+        more_graphs: Api) -> None:
+    started = more_graphs.start("lg_thrice", {"log": []})
+    [first] = more_graphs.pending_of(started)
+    assert more_graphs.post("reviewer", f"/api/interrupts/{first['id']}/resume",
+                            {"value": "a"}).status_code == 202
+    [second] = more_graphs.pending_of(started)
     store = DjangoCheckpointStore()
     latest = store.load_sync(started["thread_id"])
     assert latest is not None
     earlier = {k: v for k, v in latest.metadata.items() if k != ENDED}
     store.save_sync(dataclasses.replace(latest, id=f"{latest.id}.whole", parent_id=latest.id,
                                         step=latest.step + 1, metadata=earlier))
-    assert api.post("reviewer", f"/api/interrupts/{second['id']}/resume",
-                    {"value": "b"}).status_code == 202
-    [third] = api.pending_of(started)
+    assert more_graphs.post("reviewer", f"/api/interrupts/{second['id']}/resume",
+                            {"value": "b"}).status_code == 202
+    [third] = more_graphs.pending_of(started)
     assert third["payload"] == {"question": "step 2?"} and third["order"] == 2
     assert third["id"] not in (first["id"], second["id"])
-    assert api.post("reviewer", f"/api/interrupts/{third['id']}/resume",
-                    {"value": "c"}).status_code == 202
-    run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
+    assert more_graphs.post("reviewer", f"/api/interrupts/{third['id']}/resume",
+                            {"value": "c"}).status_code == 202
+    run = more_graphs.get("auditor", f"/api/runs/{started['run_id']}").json()
     assert run["status"] == "completed" and run["output"] == {"log": ["a", "b", "c"]}
