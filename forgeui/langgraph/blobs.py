@@ -1,23 +1,24 @@
 """How ``ForgeSaver`` keeps a channel's value: whole, or as the items a step appended.
 
 A step of a chat appends a message or two to a list that may hold thousands. When the saver
-knows a version of that list whose items the new one starts with (the very objects, as a
-reducer such as ``add_messages`` or ``operator.add`` hands them on), it stores only the
+knows a version of that list whose items the new one starts with, it stores only the
 appended items and the version they extend. Every ``SEGMENT`` parts, the part holds the
 items appended since the part ``SEGMENT`` back instead, and every ``APPEND_CHAIN`` parts the
 list is stored whole again; so reading any version back is one query for at most
 ``APPEND_CHAIN // SEGMENT + SEGMENT`` rows on its way to the whole copy.
 
-Which version of a channel it knows: the one it last wrote, or read if not older (a list's
-items are shared with the value the graph holds, not copied); one per channel, so reading
-a thread's history does not keep every version in memory. A known version is not read
-again. Like ``DeltaChannel``, this relies on nodes returning new values rather than
-mutating the items of a list in place.
+Which version of a channel it knows: the one it last wrote, or read if not older; one per
+channel, so reading a thread's history does not keep every version in memory. It keeps the
+items (shared with the value the graph holds) and the stored parts they were written as.
+A node may change an old item in place, so the items are held against those parts before
+they count: serialised again, the known prefix of a new value must be the very bytes
+stored, else the value is stored whole; a known version is served without a read only
+while its items still are what the database holds. Serialising costs a fraction of
+reading the list back, and no process serves what another could not read.
 """
 
 from __future__ import annotations
 
-import operator
 import re
 import threading
 from collections import OrderedDict
@@ -41,6 +42,8 @@ OWN_VERSION = re.compile(r"\d{10}\.[0-9a-f]{8}")
 
 Space = tuple[str, str]            # (thread_id, checkpoint_ns)
 Key = tuple[str, str]              # (channel, version)
+# One stored slice of a list: the index it ends at, and its serialised (type, blob).
+Part = tuple[int, str, bytes]
 
 
 class BrokenAppendChain(Exception):
@@ -51,6 +54,9 @@ class BrokenAppendChain(Exception):
 class Known:
     version: str
     items: tuple[Any, ...]
+    # The slices the database holds the items in, first to last (the whole copy, then
+    # the parts a read of this version goes through).
+    parts: tuple[Part, ...]
     depth: int
     root: str
     # The nearest version at a depth ``SEGMENT`` divides (itself, or the whole copy), and
@@ -106,27 +112,42 @@ class BlobCodec:
             is_list = type(value) is list and OWN_VERSION.fullmatch(version) is not None
             known = self._get(key) if is_list else None
             if (known is not None and known.items and known.version != version
-                    and len(value) >= len(known.items) and known.depth + 1 < APPEND_CHAIN
-                    and all(map(operator.is_, known.items, value))):
-                depth = known.depth + 1
-                if depth % SEGMENT:
-                    base, start, anchor = known.version, len(known.items), known.anchor
-                    anchor_len = known.anchor_len
-                else:
-                    base, start, anchor = known.anchor, known.anchor_len, version
-                    anchor_len = len(value)
-                type_, blob = self.serde.dumps_typed(value[start:])
-                rows.append((thread_id, ns, channel, version, type_, blob, base,
-                             known.root, depth))
-                learnt.append((key, Known(version, tuple(value), depth, known.root, anchor,
-                                          anchor_len)))
+                    and known.depth + 1 < APPEND_CHAIN and self._holds(known.parts, value)):
+                row, extended = self._appended(thread_id, ns, channel, version, value, known)
+                rows.append(row)
+                learnt.append((key, extended))
                 continue
             type_, blob = self.serde.dumps_typed(value)
             rows.append((thread_id, ns, channel, version, type_, blob, "", "", 0))
             if is_list:
-                learnt.append((key, Known(version, tuple(value), 0, version, version,
-                                          len(value))))
+                learnt.append((key, Known(version, tuple(value), ((len(value), type_, blob),),
+                                          0, version, version, len(value))))
         return rows, learnt
+
+    def _appended(self, thread_id: str, ns: str, channel: str, version: str,
+                  value: list[Any], known: Known) -> tuple[tuple[Any, ...], Known]:
+        """The row of ``value`` as the items appended to ``known`` (or, at a segment's
+        end, to its anchor), and what is then known."""
+        depth = known.depth + 1
+        if depth % SEGMENT:
+            base, start, anchor = known.version, len(known.items), known.anchor
+            anchor_len = known.anchor_len
+        else:
+            base, start, anchor = known.anchor, known.anchor_len, version
+            anchor_len = len(value)
+        type_, blob = self.serde.dumps_typed(value[start:])
+        parts = (*(p for p in known.parts if p[0] <= start), (len(value), type_, blob))
+        return ((thread_id, ns, channel, version, type_, blob, base, known.root, depth),
+                Known(version, tuple(value), parts, depth, known.root, anchor, anchor_len))
+
+    def _holds(self, parts: Iterable[Part], value: list[Any] | tuple[Any, ...]) -> bool:
+        """Does ``value`` start with the items ``parts`` hold, each as it was stored?"""
+        start = 0
+        for stop, type_, blob in parts:
+            if stop > len(value) or self.serde.dumps_typed(value[start:stop]) != (type_, blob):
+                return False
+            start = stop
+        return True
 
     # -- reading ----------------------------------------------------------------------
 
@@ -134,21 +155,7 @@ class BlobCodec:
              ) -> dict[Space, dict[Key, Any]]:
         """The values stored under these versions (a missing one is left out): one query
         for the rows of all of them and the parts they lead back through."""
-        found: dict[Space, dict[Key, Any]] = {}
-        query: list[tuple[str, list[Any]]] = []
-        for (thread_id, ns), keys in wanted.items():
-            missing = []
-            for channel, version in keys:
-                known = self._get((thread_id, ns, channel), version)
-                if known is not None:
-                    found.setdefault((thread_id, ns), {})[(channel, version)] = list(
-                        known.items)
-                else:
-                    missing.append((channel, version))
-            if missing:
-                query.append(statements.chained_blobs(
-                    thread_id, ns, sorted({c for c, _ in missing}),
-                    sorted({v for _, v in missing}), SEGMENT))
+        found, query = self._in_memory(wanted)
         if not query:
             return found
         rows = {(r.thread_id, r.checkpoint_ns, r.channel, r.version): r
@@ -161,27 +168,49 @@ class BlobCodec:
                     continue
                 if row.type == "empty":
                     continue
-                value, anchor, anchor_len = self._value(rows, row)
+                value, parts, anchor, anchor_len = self._value(rows, row)
                 found.setdefault(space, {})[(channel, version)] = value
                 key = (*space, channel)
                 if (type(value) is list and OWN_VERSION.fullmatch(version)
                         and (key not in learnt or learnt[key].version < version)):
-                    learnt[key] = Known(version, tuple(value), row.depth,
+                    learnt[key] = Known(version, tuple(value), parts, row.depth,
                                         row.root_version or version, anchor, anchor_len)
         # Read inside a transaction, a version is known only once that commits.
         transaction.on_commit(partial(self.remember, learnt.items(), newer_only=True),
                               using=using)
         return found
 
+    def _in_memory(self, wanted: Mapping[Space, Iterable[Key]]
+                   ) -> tuple[dict[Space, dict[Key, Any]], list[tuple[str, list[Any]]]]:
+        """The wanted values known here (and still as stored), and the conditions for
+        ``statements.blobs`` that read the others."""
+        found: dict[Space, dict[Key, Any]] = {}
+        query: list[tuple[str, list[Any]]] = []
+        for (thread_id, ns), keys in wanted.items():
+            missing = []
+            for channel, version in keys:
+                known = self._get((thread_id, ns, channel), version)
+                if known is not None and self._holds(known.parts, list(known.items)):
+                    found.setdefault((thread_id, ns), {})[(channel, version)] = list(
+                        known.items)
+                else:
+                    missing.append((channel, version))
+            if missing:
+                query.append(statements.chained_blobs(
+                    thread_id, ns, sorted({c for c, _ in missing}),
+                    sorted({v for _, v in missing}), SEGMENT))
+        return found, query
+
     def _value(self, rows: Mapping[tuple[str, str, str, str], Any], row: Any
-               ) -> tuple[Any, str, int]:
-        """The value of ``row``, and its anchor (see ``Known``) with the anchor's length."""
-        parts = []
+               ) -> tuple[Any, tuple[Part, ...], str, int]:
+        """The value of ``row``, the parts it was read from, and its anchor (see
+        ``Known``) with the anchor's length."""
+        chain = []
         anchor_at = -1
         while row.base_version:
             if anchor_at < 0 and row.depth % SEGMENT == 0:
-                anchor_at = len(parts)
-            parts.append(row)
+                anchor_at = len(chain)
+            chain.append(row)
             base = rows.get((row.thread_id, row.checkpoint_ns, row.channel, row.base_version))
             if base is None:
                 raise BrokenAppendChain(
@@ -189,15 +218,17 @@ class BlobCodec:
                     f"version it extends, {row.base_version}, is not stored")
             row = base
         value = self.serde.loads_typed((row.type, row.blob or b""))
-        if not parts:
-            return value, row.version, len(value) if type(value) is list else 0
+        if type(value) is not list:
+            return value, (), row.version, 0
         items = list(value)
+        parts: list[Part] = [(len(items), row.type, row.blob or b"")]
         anchor, anchor_len = row.version, len(items)
-        for i in range(len(parts) - 1, -1, -1):
-            items.extend(self.serde.loads_typed((parts[i].type, parts[i].blob or b"")))
+        for i in range(len(chain) - 1, -1, -1):
+            items.extend(self.serde.loads_typed((chain[i].type, chain[i].blob or b"")))
+            parts.append((len(items), chain[i].type, chain[i].blob or b""))
             if i == anchor_at:
-                anchor, anchor_len = parts[i].version, len(items)
-        return items, anchor, anchor_len
+                anchor, anchor_len = chain[i].version, len(items)
+        return items, tuple(parts), anchor, anchor_len
 
     # -- collecting -------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ value is. The cost follows the channels' snapshot interval, not the thread's len
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
@@ -20,65 +21,82 @@ from .blobs import BlobCodec
 PAGE = 256
 
 
+@dataclass
+class _Walk:
+    """The walk back from ``target_id``: each channel's ancestors passed (newest first),
+    where its walk stands (None: ended), and the seed it ended at, inline or a version."""
+
+    target_id: str
+    chain: dict[str, list[str]]
+    parent_of: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, dict[str, Any]] = field(default_factory=dict)  # cid -> versions
+    inline: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cursor: dict[str, str | None] = field(default_factory=dict)
+    seed_inline: dict[str, Any] = field(default_factory=dict)
+    seed_version: dict[str, str] = field(default_factory=dict)
+
+    def read(self, codec: BlobCodec, page: list[tuple[Any, ...]]) -> set[tuple[str, str]]:
+        """Take in a page of checkpoint rows; the channel versions they name."""
+        wanted: set[tuple[str, str]] = set()
+        for cid, parent, type_, payload in page:
+            checkpoint = codec.serde.loads_typed((type_, bytes(payload)))
+            self.parent_of[cid] = parent
+            self.versions[cid] = checkpoint["channel_versions"]
+            self.inline[cid] = checkpoint["channel_values"]
+            wanted.update((ch, str(v)) for ch, v in checkpoint["channel_versions"].items()
+                          if ch in self.chain)
+        return wanted
+
+    def advance(self, ch: str, stored: set[tuple[str, str]]) -> None:
+        """Walk ``ch`` back through the rows read, to its seed or the page's end."""
+        if ch in self.seed_inline or ch in self.seed_version:
+            return
+        if ch not in self.cursor:
+            if self.target_id not in self.parent_of:
+                return
+            self.cursor[ch] = self.parent_of[self.target_id] or None
+        cid = self.cursor[ch]
+        while cid is not None and cid in self.parent_of:
+            self.chain[ch].append(cid)
+            version = self.versions[cid].get(ch)
+            if ch in self.inline[cid]:
+                self.seed_inline[ch], cid = self.inline[cid][ch], None
+            elif version is not None and (ch, str(version)) in stored:
+                self.seed_version[ch], cid = str(version), None
+            else:
+                cid = self.parent_of[cid] or None
+        self.cursor[ch] = cid
+
+    def done(self) -> bool:
+        return all(ch in self.seed_inline or ch in self.seed_version
+                   or self.cursor.get(ch, "") is None for ch in self.chain)
+
+
 def history(using: str, codec: BlobCodec, thread_id: str, ns: str, target_id: str,
             channels: list[str]) -> dict[str, DeltaChannelHistory]:
-    parent_of: dict[str, str] = {}
-    chain: dict[str, list[str]] = {ch: [] for ch in channels}       # newest first
-    cursor: dict[str, str | None] = {}
-    seed_inline: dict[str, Any] = {}
-    seed_version: dict[str, str] = {}
-    versions: dict[str, dict[str, Any]] = {}                        # cid -> channel_versions
-    inline: dict[str, dict[str, Any]] = {}
+    walk = _Walk(target_id, {ch: [] for ch in channels})
     rows = LangGraphCheckpoint.objects.using(using).filter(thread_id=thread_id,
                                                            checkpoint_ns=ns)
     below, first = target_id, True
     while True:
-        page = rows.filter(**{"checkpoint_id__lte" if first else "checkpoint_id__lt": below}
-                           ).order_by("-checkpoint_id").values_list(
-            "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint")[:PAGE]
-        page = list(page)
+        page = list(rows.filter(**{"checkpoint_id__lte" if first else "checkpoint_id__lt":
+                                   below}).order_by("-checkpoint_id").values_list(
+            "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint")[:PAGE])
         first = False
         if not page:
             break
-        wanted: set[tuple[str, str]] = set()
-        for cid, parent, type_, payload in page:
-            checkpoint = codec.serde.loads_typed((type_, bytes(payload)))
-            parent_of[cid] = parent
-            versions[cid] = checkpoint["channel_versions"]
-            inline[cid] = checkpoint["channel_values"]
-            wanted.update((ch, str(v)) for ch, v in checkpoint["channel_versions"].items()
-                          if ch in chain)
+        wanted = walk.read(codec, page)
         stored = set(LangGraphBlob.objects.using(using).filter(
             thread_id=thread_id, checkpoint_ns=ns, channel__in=channels,
             version__in={v for _, v in wanted}).exclude(type="empty").values_list(
             "channel", "version")) if wanted else set()
         for ch in channels:
-            if ch in seed_inline or ch in seed_version:
-                continue
-            if ch not in cursor:
-                if target_id not in parent_of:
-                    continue
-                cursor[ch] = parent_of[target_id] or None
-            cid = cursor[ch]
-            while cid is not None and cid in parent_of:
-                chain[ch].append(cid)
-                version = versions[cid].get(ch)
-                if ch in inline[cid]:
-                    seed_inline[ch] = inline[cid][ch]
-                    cid = None
-                    break
-                if version is not None and (ch, str(version)) in stored:
-                    seed_version[ch] = str(version)
-                    cid = None
-                    break
-                cid = parent_of[cid] or None
-            cursor[ch] = cid
-        done = all(ch in seed_inline or ch in seed_version or cursor.get(ch, "") is None
-                   for ch in channels)
-        if done or len(page) < PAGE:
+            walk.advance(ch, stored)
+        if walk.done() or len(page) < PAGE:
             break
         below = page[-1][0]
-    return _assemble(using, codec, thread_id, ns, channels, chain, seed_inline, seed_version)
+    return _assemble(using, codec, thread_id, ns, channels, walk.chain, walk.seed_inline,
+                     walk.seed_version)
 
 
 def _assemble(using: str, codec: BlobCodec, thread_id: str, ns: str, channels: list[str],

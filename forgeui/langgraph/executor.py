@@ -4,13 +4,15 @@
 targeted resume, steer, cancel, recover, fork), each as LangGraph itself would do it:
 ``invoke(input)``, ``invoke(Command(resume={interrupt_id: value}))``, ``invoke(None)`` past
 a static breakpoint, and a fork as a copy of one checkpoint on a new thread that
-``invoke(None)`` goes on from. After each call the thread's state is mirrored into a forge
-checkpoint (``mirror``). Calls on one thread are serialised, so two answers to parallel
+``invoke(None)`` goes on from. After each call where the thread stands is saved as its
+next forge head (``mirror``), read back as a head: as a forge graph's steps, never the
+thread's whole history. Calls on one thread are serialised, so two answers to parallel
 interrupts never resume the same LangGraph checkpoint at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import Any
@@ -25,7 +27,8 @@ from forgeui.langgraph import mirror, percall
 from forgeui.langgraph.locks import thread_lock
 from forgeui.models import Run
 from forgeui.store import DjangoCheckpointStore
-from runtime import Checkpoint, Command, Interrupt, ResumeTarget, RunResult
+from runtime import Command, Draft, Head, Interrupt, ResumeTarget, RunResult
+from runtime.checkpoint import Additions
 from runtime.errors import ResumeError, StaleResumeTarget
 from runtime.executor import GraphShape
 
@@ -73,11 +76,11 @@ class LangGraphExecutor:
         thread_id = thread_id or uuid.uuid4().hex
         run_id = run_id or uuid.uuid4().hex
         with thread_lock(thread_id):
-            before = self.store.load_sync(thread_id)
+            before = self.store.load_head_sync(thread_id)
             if before is not None and before.status in LIVE:
                 raise ResumeError(f"thread {thread_id!r} already has a {before.status} run")
             started = self._starting(thread_id, run_id, before, metadata or {})
-            self.store.save_sync(started)
+            self.store.save_head_sync(started)
             self._keep_input(run_id, input)
             return self._invoke(input, started)
 
@@ -90,7 +93,7 @@ class LangGraphExecutor:
             answers = self._answers(before, target, command)
             if command.steering:  # kept beside the answer, never in the resume value
                 before = self._with_note(before, target, command.steering)
-                self.store.save_sync(before)
+                self.store.save_head_sync(before)
             return self._invoke(self._resume_value(before, answers), before,
                                 answered=frozenset(answers))
 
@@ -99,7 +102,7 @@ class LangGraphExecutor:
         with thread_lock(self._thread_of(target.run_id)):
             before = self._latest_of_run(target.run_id)
             noted = self._with_note(before, target, text)
-            self.store.save_sync(noted)
+            self.store.save_head_sync(noted)
             return {"run_id": target.run_id, "checkpoint_id": noted.id}
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
@@ -110,21 +113,20 @@ class LangGraphExecutor:
             if before.status not in LIVE:
                 raise StaleResumeTarget(f"run {run_id!r} is {before.status}", latest(before))
             snapshot = self.graph.get_state(self._config(before.thread_id))
-            cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=run_id,
-                                   pending=[], outcome=mirror.Outcome(cancelled=True),
-                                   metadata=before.metadata)
-            self.store.save_sync(cp)
+            cp = mirror.following(snapshot, before, pending=[],
+                                  outcome=mirror.Outcome(cancelled=True))
+            self.store.save_head_sync(cp)
             return result_of(cp)
 
     def recover_sync(self, thread_id: str) -> RunResult:
         """``invoke(None)``: go on from the latest checkpoint (after a failure or a fork)."""
         with thread_lock(thread_id):
-            before = self.store.load_sync(thread_id)
+            before = self.store.load_head_sync(thread_id)
             if before is None:
                 raise StaleResumeTarget(f"no thread {thread_id!r}")
             if before.status not in ("running", "failed"):
                 return result_of(before)
-            return self._invoke(None, before)
+            return self._invoke(None, self._counted(before))
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: dict[str, Any] | None = None) -> str:
@@ -134,8 +136,7 @@ class LangGraphExecutor:
         ``inputs`` (interrupt id -> state values, checked by ``fork_input_problem``) is
         applied to the copy as ``update_state(values)``: through the graph's reducers, as
         if the node before the paused one had written them, so that node runs again."""
-        source = (self.store.load_by_id_sync(checkpoint_id) if checkpoint_id
-                  else self.store.load_sync(thread_id))
+        source = self._head_at(thread_id, checkpoint_id)
         if source is None or source.thread_id != thread_id:
             raise StaleResumeTarget(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
         for interrupt_id, values in (inputs or {}).items():
@@ -151,8 +152,7 @@ class LangGraphExecutor:
         started = self._starting(new_thread, run_id, None, {
             "registered_as": source.metadata.get("registered_as") or self.name})
         started.forked_from = source.id
-        started.state = dict(source.state)
-        self.store.save_sync(started)
+        self.store.save_head_sync(started)
         return new_thread
 
     def fork_input_problem(self, record: dict[str, Any] | None, values: Any) -> str | None:
@@ -172,12 +172,12 @@ class LangGraphExecutor:
         return None
 
     @staticmethod
-    def _pending_at(source: Checkpoint, interrupt_id: str) -> dict[str, Any] | None:
+    def _pending_at(source: Head, interrupt_id: str) -> dict[str, Any] | None:
         return next((r for r in source.interrupts if r["id"] == interrupt_id), None)
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _invoke(self, value: Any, before: Checkpoint,
+    def _invoke(self, value: Any, before: Draft,
                 answered: frozenset[str] = frozenset()) -> RunResult:
         config = self._config(before.thread_id)
         outcome = mirror.Outcome()
@@ -189,9 +189,8 @@ class LangGraphExecutor:
         snapshot = self._state(config, outcome)
         pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
                                             self.breakpoints, self.controls, answered)
-        cp = mirror.checkpoint(snapshot, before, graph=self.name, run_id=before.run_id,
-                               pending=pending, outcome=outcome, metadata=before.metadata)
-        self.store.save_sync(cp)
+        cp = mirror.following(snapshot, before, pending=pending, outcome=outcome)
+        self.store.save_head_sync(cp)
         return result_of(cp)
 
     def _state(self, config: dict[str, Any], outcome: mirror.Outcome) -> StateSnapshot:
@@ -212,7 +211,7 @@ class LangGraphExecutor:
                 return {"node": task.name, "task_id": task.id}
         return {}
 
-    def _answers(self, before: Checkpoint, target: ResumeTarget,
+    def _answers(self, before: Head, target: ResumeTarget,
                  command: Command) -> dict[str, Any]:
         """The answers by forge interrupt id, each naming an interrupt that is pending."""
         pending = {record["id"]: record for record in before.interrupts}
@@ -234,33 +233,36 @@ class LangGraphExecutor:
         return {interrupt_id: (pending[interrupt_id], value)
                 for interrupt_id, value in answers.items()}
 
-    def _resume_value(self, before: Checkpoint, answers: dict[str, Any]) -> Any:
+    def _resume_value(self, before: Head, answers: dict[str, Any]) -> Any:
         if all(record["kind"] != "node" for record, _ in answers.values()):
             return None  # past a static breakpoint: invoke(None), as LangGraph does
         return LangGraphCommand(resume={
             mirror.langgraph_id(i): percall.resume_value(record["payload"], value)
             for i, (record, value) in answers.items() if record["kind"] == "node"})
 
-    def _with_note(self, before: Checkpoint, target: ResumeTarget, text: str) -> Checkpoint:
-        """The next checkpoint: ``before`` with one more steering note."""
-        noted = Checkpoint.from_dict({**before.to_dict(), "id": f"{before.id}.note-"
-                                      f"{time.time_ns()}", "parent_id": before.id,
-                                      "step": before.step + 1})
-        noted.steering = [*before.steering, {
-            "text": text, "task_id": target.task_id, "interrupt_id": target.interrupt_id,
-            "at": int(time.time() * 1000)}]
-        return noted
+    def _with_note(self, before: Draft, target: ResumeTarget, text: str) -> Draft:
+        """The next head: ``before`` with one more steering note."""
+        note = {"text": text, "task_id": target.task_id, "interrupt_id": target.interrupt_id,
+                "at": int(time.time() * 1000)}
+        return dataclasses.replace(
+            before, id=f"{before.id}.note-{time.time_ns()}", parent_id=before.id,
+            step=before.step + 1, steering=[*before.steering, note], additions=Additions(),
+            last_completed=None)
 
-    def _starting(self, thread_id: str, run_id: str, before: Checkpoint | None,
-                  metadata: dict[str, Any]) -> Checkpoint:
-        return Checkpoint(
+    def _starting(self, thread_id: str, run_id: str, before: Draft | None,
+                  metadata: dict[str, Any]) -> Draft:
+        """A new run's first head; on a thread that had one, the step after its latest."""
+        ended = before.metadata.get(mirror.ENDED) if before is not None else None
+        started = Draft(
             id=f"{run_id}.start", thread_id=thread_id, node=None, interrupt_payload=None,
-            state=dict(before.state) if before is not None else {}, history=[],
             pending_input=None, created_at=int(time.time() * 1000), run_id=run_id,
             parent_id=before.id if before is not None else None, namespace=[self.name],
             status="running", step=0, graph=self.name, root_thread_id=thread_id,
-            resolved=list(before.resolved) if before is not None else [],
-            metadata={"registered_as": self.name, **metadata})
+            metadata={"registered_as": self.name, **metadata,
+                      **({mirror.ENDED: ended} if ended else {})})
+        if before is not None:  # its record patches the head it follows
+            started.saved, started.stored_at = before.saved, before.stored_at
+        return started
 
     def _keep_input(self, run_id: str, input: Any) -> None:
         Run.objects.filter(pk=run_id).update(input=input)
@@ -289,18 +291,36 @@ class LangGraphExecutor:
             raise StaleResumeTarget(f"no run {run_id!r}")
         return thread_id
 
-    def _latest_of_run(self, run_id: str) -> Checkpoint:
-        found = self.store.load_run_sync(run_id)
+    def _latest_of_run(self, run_id: str) -> Draft:
+        found = self.store.load_run_head_sync(run_id)
         if found is None:
             raise StaleResumeTarget(f"no run {run_id!r}")
-        return found
+        return self._counted(found)
+
+    def _counted(self, head: Draft) -> Draft:
+        """``head``, with the interrupts that ended counted: a head saved whole by an
+        earlier bridge kept them only in its resolved list, read once from its record."""
+        if mirror.ENDED in head.metadata or not head.metadata.get(mirror.LANGGRAPH_CHECKPOINT):
+            return head
+        whole = self.store.load_by_id_sync(head.id)
+        ended = mirror.ended_counts(None, whole.resolved if whole is not None else [])
+        head.metadata = {**head.metadata, mirror.ENDED: ended}
+        return head
+
+    def _head_at(self, thread_id: str, checkpoint_id: str | None) -> Draft | None:
+        """The thread's latest head, or the one of ``checkpoint_id`` (rebuilt from the
+        thread's records only when it is an earlier one)."""
+        latest = self.store.load_head_sync(thread_id)
+        if checkpoint_id is None or (latest is not None and latest.id == checkpoint_id):
+            return latest
+        return self.store.load_head_by_id_sync(checkpoint_id)
 
     @staticmethod
     def _config(thread_id: str) -> Any:
         return {"configurable": {"thread_id": thread_id}}
 
 
-def result_of(cp: Checkpoint) -> RunResult:
+def result_of(cp: Head) -> RunResult:
     return RunResult(thread_id=cp.thread_id, run_id=cp.run_id, status=cp.status,
                      interrupts=[Interrupt(**{k: v for k, v in r.items()
                                               if k in Interrupt.__slots__})
@@ -308,7 +328,7 @@ def result_of(cp: Checkpoint) -> RunResult:
                      output=cp.output, checkpoint_id=cp.id)
 
 
-def latest(cp: Checkpoint) -> dict[str, Any]:
+def latest(cp: Head) -> dict[str, Any]:
     return {"thread_id": cp.thread_id, "run_id": cp.run_id, "checkpoint_id": cp.id,
             "status": cp.status, "interrupts": list(cp.interrupts)}
 

@@ -1,11 +1,14 @@
 """Where a LangGraph thread stands, as the forge checkpoint the dashboard reads.
 
-After each ``invoke`` the graph's state (``get_state(subgraphs=True)``) is saved as one
-forge checkpoint of the same thread: its status, values, pending interrupts (each with
-its checkpoint namespace, node, task id, LangGraph interrupt id and checkpoint id) and the
-ones that ended. ``DjangoCheckpointStore.save`` writes it with the ``Run`` and
-``Interrupt`` rows and the inbox events in one transaction, as for a forge graph, so the
-inbox, the timeline, claims, audit and the API need nothing of their own.
+After each ``invoke`` the graph's state (``get_state(subgraphs=True)``) is saved as the
+next head of the same forge thread (a ``Draft``, as a forge graph saves each step): its
+status, pending interrupts (each with its checkpoint namespace, node, task id, LangGraph
+interrupt id and checkpoint id), the LangGraph checkpoint it stands for, and the
+interrupts that ended as the step's additions. The graph's values are not copied: they
+are kept once, by ``ForgeSaver`` (``values_at`` reads them back); only a completed run's
+output holds them. ``DjangoCheckpointStore.save_head`` writes the step's record with the
+``Run`` and ``Interrupt`` rows and the inbox events in one transaction, so the inbox, the
+timeline, claims, audit and the API need nothing of their own.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from typing import Any
 
 from langgraph.types import StateSnapshot
 
-from forgeui.langgraph import percall
-from runtime import Checkpoint
+from forgeui.langgraph import LANGGRAPH_CHECKPOINT, percall
+from runtime import Draft, Head
+from runtime.checkpoint import Additions
 from runtime.types import RunStatus
 
-# The forge checkpoint's metadata key holding the LangGraph checkpoint it mirrors.
-LANGGRAPH_CHECKPOINT = "langgraph_checkpoint_id"
+# The head's metadata key counting the interrupts that ended, by LangGraph interrupt id,
+# for each task the thread may still run: LangGraph gives every interrupt of one task the
+# same id, and forge numbers the later ones (``forge_id``).
+ENDED = "langgraph_ended"
+Counts = dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +86,7 @@ def checkpoint_id_of(snapshot: StateSnapshot) -> str:
     return str((snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or "")
 
 
-def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph: str,
+def pending_interrupts(snapshot: StateSnapshot, before: Head | None, graph: str,
                        run_id: str, breakpoints: frozenset[str],
                        controls: Controls = Controls(),
                        answered: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
@@ -93,7 +100,14 @@ def pending_interrupts(snapshot: StateSnapshot, before: Checkpoint | None, graph
     found = _task_interrupts(snapshot, graph, run_id, checkpoint_id, "")
     if not found and snapshot.next and not _failed(snapshot):
         found.append(_breakpoint(snapshot, graph, run_id, checkpoint_id, breakpoints))
-    by_id, by_task = _answered_counts(before, {r["id"] for r in found})
+    raw = {r["id"] for r in found}
+    counts = ended_counts(before, [r for r in (before.interrupts if before else ())
+                                   if langgraph_id(r["id"]) not in raw])
+    by_id: dict[str, int] = {}
+    for ids in counts.values():
+        for key, n in ids.items():
+            by_id[key] = by_id.get(key, 0) + n
+    by_task = {task: sum(ids.values()) for task, ids in counts.items()}
     kept = {r["id"]: r for r in before.interrupts} if before is not None else {}
     for record in found:
         if record["kind"] == "node":
@@ -116,21 +130,27 @@ def langgraph_id(interrupt_id: str) -> str:
     return interrupt_id.split(".", 1)[0]
 
 
-def _answered_counts(before: Checkpoint | None,
-                     still: set[str]) -> tuple[dict[str, int], dict[str, int]]:
-    """How many interrupts ended (before, or now: pending before, not ``still``) had each
-    LangGraph id, and each task id."""
-    by_id: dict[str, int] = {}
-    by_task: dict[str, int] = {}
-    if before is None:
-        return by_id, by_task
-    ending = [r for r in before.interrupts if langgraph_id(r["id"]) not in still]
-    for record in [*before.resolved, *ending]:
+def ended_counts(before: Head | None, ending: list[dict[str, Any]]) -> Counts:
+    """The interrupts ended by task and LangGraph id: those ``before`` counted, and
+    ``ending`` (pending in ``before``, ending now)."""
+    kept = (before.metadata.get(ENDED) or {}) if before is not None else {}
+    counts = {task: dict(ids) for task, ids in kept.items()}
+    for record in ending:
         if record.get("kind", "node") == "node":
+            ids = counts.setdefault(record["task_id"], {})
             key = langgraph_id(record["id"])
-            by_id[key] = by_id.get(key, 0) + 1
-            by_task[record["task_id"]] = by_task.get(record["task_id"], 0) + 1
-    return by_id, by_task
+            ids[key] = ids.get(key, 0) + 1
+    return counts
+
+
+def _live_tasks(snapshot: StateSnapshot) -> set[str]:
+    """Every task the snapshot shows, its subgraphs' included: those that may still ask."""
+    found = set()
+    for task in snapshot.tasks:
+        found.add(task.id)
+        if isinstance(task.state, StateSnapshot):
+            found |= _live_tasks(task.state)
+    return found
 
 
 def _task_interrupts(snapshot: StateSnapshot, graph: str, run_id: str, checkpoint_id: str,
@@ -189,39 +209,37 @@ def status_of(snapshot: StateSnapshot, pending: list[dict[str, Any]],
     return "running" if snapshot.next else "completed"
 
 
-def checkpoint(snapshot: StateSnapshot, before: Checkpoint | None, *, graph: str, run_id: str,
-               pending: list[dict[str, Any]], outcome: Outcome,
-               metadata: dict[str, Any]) -> Checkpoint:
-    """The forge checkpoint that follows ``before`` (None: the thread's first)."""
+def following(snapshot: StateSnapshot, before: Draft, *, pending: list[dict[str, Any]],
+              outcome: Outcome) -> Draft:
+    """The head that follows ``before``, as one step: what changed, and the interrupts
+    that ended as its additions."""
     lg_id = checkpoint_id_of(snapshot)
     status = status_of(snapshot, pending, outcome)
     still = {record["id"] for record in pending}
-    ended = [] if before is None else [
-        {**record, "status": "cancelled" if outcome.cancelled else "answered",
-         "answered_at": int(time.time() * 1000)}
-        for record in before.interrupts if record["id"] not in still]
-    thread_id = before.thread_id if before is not None else str(
-        (snapshot.config or {}).get("configurable", {}).get("thread_id", ""))
-    values = plain(snapshot.values) if isinstance(snapshot.values, dict) else {}
-    return Checkpoint(
-        id=_new_id(lg_id, before), thread_id=thread_id,
+    now = int(time.time() * 1000)
+    ending = [record for record in before.interrupts if record["id"] not in still]
+    counts = ended_counts(before, ending)
+    if snapshot.config is not None:  # a task no longer shown never asks again
+        live = _live_tasks(snapshot)
+        counts = {task: ids for task, ids in counts.items() if task in live}
+    output = None
+    if status == "completed":
+        output = plain(snapshot.values) if isinstance(snapshot.values, dict) else {}
+    draft = dataclasses.replace(
+        before, id=_new_id(lg_id, before), parent_id=before.id,
         node=pending[0]["node"] if pending else None,
-        interrupt_payload=pending[0]["payload"] if pending else None,
-        state=values,
-        history=[], pending_input=None, created_at=int(time.time() * 1000), run_id=run_id,
-        parent_id=before.id if before is not None else None, namespace=[graph],
-        status=status, step=(before.step + 1) if before is not None else 0, graph=graph,
-        root_thread_id=thread_id, interrupts=[] if outcome.cancelled else pending,
-        resolved=[*(before.resolved if before is not None else []), *ended],
-        steering=list(before.steering) if before is not None else [],
-        output=values if status == "completed" else None,
-        error=outcome.error,
-        forked_from=before.forked_from if before is not None else None,
-        metadata={**metadata, LANGGRAPH_CHECKPOINT: lg_id},
-    )
+        interrupt_payload=pending[0]["payload"] if pending else None, pending_input=None,
+        created_at=now, status=status, step=before.step + 1,
+        interrupts=[] if outcome.cancelled else pending, output=output, error=outcome.error,
+        metadata={**before.metadata, LANGGRAPH_CHECKPOINT: lg_id, ENDED: counts},
+        additions=Additions(), last_completed=None)
+    draft.add_resolved([{**record, "answered_at": now,
+                         "status": "cancelled" if outcome.cancelled else "answered"}
+                        for record in ending])
+    return draft
 
 
-def _new_id(lg_id: str, before: Checkpoint | None) -> str:
+def _new_id(lg_id: str, before: Head | None) -> str:
     """The LangGraph checkpoint's id, unless the thread mirrored that one already (a
     resume that left the step paused writes no new LangGraph checkpoint)."""
     if before is None or not lg_id:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import random
-import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -36,44 +34,17 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from ..models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
-from . import statements
+from ..models import LangGraphCheckpoint
+from . import forgetting, statements
 from .blobs import BlobCodec
+from .closing import close_at_thread_exit
 from .delta import history
 
-PRUNE_STRATEGIES = ("keep_latest", "delete")
 # A checkpoint row as read: a named tuple (model instances cost more than the query).
 ROW = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
        "checkpoint", "metadata")
 # Checkpoints read per batch by ``list``: their blobs and writes come in one query each.
 LIST_BATCH = 100
-
-
-class _ClosesAtThreadExit:
-    """Closes a thread's connection when the thread ends (its thread-locals go then).
-
-    LangGraph saves from threads of its own that end with each ``invoke``; nothing else
-    would close the connections Django opens in them."""
-
-    def __init__(self, wrapper: BaseDatabaseWrapper) -> None:
-        self.wrapper = wrapper
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.wrapper.close()
-
-
-_THREAD = threading.local()
-
-
-def _close_at_thread_exit(using: str) -> None:
-    if threading.current_thread() is threading.main_thread():
-        return
-    guards = getattr(_THREAD, "guards", None)
-    if guards is None:
-        guards = _THREAD.guards = {}
-    if using not in guards:
-        guards[using] = _ClosesAtThreadExit(connections[using])
 
 
 def _is_inline(value: Any) -> bool:
@@ -107,7 +78,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace."""
-        _close_at_thread_exit(self.using)
+        close_at_thread_exit(self.using)
         conf = config["configurable"]
         row, writes = statements.checkpoint(
             self.using, str(conf["thread_id"]), conf.get("checkpoint_ns", ""),
@@ -120,23 +91,8 @@ class ForgeSaver(BaseCheckpointSaver[str]):
              before: RunnableConfig | None = None,
              limit: int | None = None) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, by thread / namespace / metadata / ``before``."""
-        _close_at_thread_exit(self.using)
-        rows = LangGraphCheckpoint.objects.using(self.using).order_by("-checkpoint_id")
-        if config is not None:
-            conf = config["configurable"]
-            rows = rows.filter(thread_id=str(conf["thread_id"]))
-            if (ns := conf.get("checkpoint_ns")) is not None:
-                rows = rows.filter(checkpoint_ns=ns)
-            if checkpoint_id := get_checkpoint_id(config):
-                rows = rows.filter(checkpoint_id=checkpoint_id)
-        if before is not None and (before_id := get_checkpoint_id(before)):
-            rows = rows.filter(checkpoint_id__lt=before_id)
-        in_python: dict[str, Any] = {}
-        for key, value in (filter or {}).items():
-            if _is_inline(value) and key.isidentifier() and "__" not in key:
-                rows = rows.filter(Q(**{f"metadata__{key}": value}))
-            else:
-                in_python[key] = value
+        close_at_thread_exit(self.using)
+        rows, in_python = self._filtered(config, filter or {}, before)
         if limit is not None and limit >= 0 and not in_python:
             rows = rows[:limit]
         left = limit if limit is not None and limit >= 0 else None
@@ -157,6 +113,28 @@ class ForgeSaver(BaseCheckpointSaver[str]):
                 return
         if batch:
             yield from self._tuples(batch)
+
+    def _filtered(self, config: RunnableConfig | None, filter: dict[str, Any],
+                  before: RunnableConfig | None) -> tuple[Any, dict[str, Any]]:
+        """``list``'s rows, filtered in SQL where it can; the metadata filters left to
+        apply in Python (values that are not plain, keys that are not names)."""
+        rows = LangGraphCheckpoint.objects.using(self.using).order_by("-checkpoint_id")
+        if config is not None:
+            conf = config["configurable"]
+            rows = rows.filter(thread_id=str(conf["thread_id"]))
+            if (ns := conf.get("checkpoint_ns")) is not None:
+                rows = rows.filter(checkpoint_ns=ns)
+            if checkpoint_id := get_checkpoint_id(config):
+                rows = rows.filter(checkpoint_id=checkpoint_id)
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            rows = rows.filter(checkpoint_id__lt=before_id)
+        in_python: dict[str, Any] = {}
+        for key, value in filter.items():
+            if _is_inline(value) and key.isidentifier() and "__" not in key:
+                rows = rows.filter(Q(**{f"metadata__{key}": value}))
+            else:
+                in_python[key] = value
+        return rows, in_python
 
     def _tuples(self, rows: Sequence[Any], writes: Sequence[tuple[Any, ...]] | None = None
                 ) -> list[CheckpointTuple]:
@@ -214,7 +192,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
                                   ) -> Mapping[str, DeltaChannelHistory]:
         """``DeltaChannel``'s writes since each channel's nearest stored value, reading
         only the checkpoints on the way there (see ``delta.history``)."""
-        _close_at_thread_exit(self.using)
+        close_at_thread_exit(self.using)
         if not channels:
             return {}
         checkpoint_id = get_checkpoint_id(config)
@@ -233,7 +211,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
             metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
         """Save ``checkpoint`` as the child of the one ``config`` names, with blobs for the
         channels in ``new_versions`` only."""
-        _close_at_thread_exit(self.using)
+        close_at_thread_exit(self.using)
         conf = config["configurable"]
         thread_id = str(conf["thread_id"])
         checkpoint_ns = conf.get("checkpoint_ns", "")
@@ -263,7 +241,7 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
         """Save a task's writes; a special channel's write replaces the one before."""
-        _close_at_thread_exit(self.using)
+        close_at_thread_exit(self.using)
         conf = config["configurable"]
         rows = []
         for idx, (channel, value) in enumerate(writes):
@@ -281,112 +259,31 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         number = 0 if current is None else int(str(current).split(".")[0])
         return f"{number + 1:010d}.{random.getrandbits(32):08x}"
 
-    # -- deleting and copying ---------------------------------------------------------
+    # -- deleting and copying (``forgetting``) --------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint, blob and write of the thread."""
-        self._delete_threads([str(thread_id)])
-
-    def _delete_threads(self, thread_ids: Sequence[str]) -> None:
-        _close_at_thread_exit(self.using)
-        self.codec.forget(thread_ids)
-        with transaction.atomic(using=self.using):
-            for model in (LangGraphCheckpoint, LangGraphBlob, LangGraphWrite):
-                model.objects.using(self.using).filter(thread_id__in=thread_ids).delete()
+        close_at_thread_exit(self.using)
+        forgetting.delete_threads(self.using, self.codec, [str(thread_id)])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Forget the checkpoints saved by these runs, their writes and the blobs no other
         checkpoint still needs."""
-        _close_at_thread_exit(self.using)
-        run_ids = [str(r) for r in run_ids]
-        if not run_ids:
-            return
-        with transaction.atomic(using=self.using):
-            doomed = LangGraphCheckpoint.objects.using(self.using).filter(run_id__in=run_ids)
-            keys = list(doomed.values_list("thread_id", "checkpoint_ns", "checkpoint_id"))
-            if not keys:
-                return
-            self._delete_checkpoints(keys)
-
-    def _delete_checkpoints(self, keys: Sequence[tuple[str, str, str]]) -> None:
-        """Delete these checkpoints and their writes, then the blobs of their namespaces
-        that no remaining checkpoint reads."""
-        spaces = {(t, ns) for t, ns, _ in keys}
-        self.codec.forget({t for t, _ in spaces})
-        for thread_id, ns in spaces:
-            ids = [c for t, n, c in keys if (t, n) == (thread_id, ns)]
-            for model in (LangGraphWrite, LangGraphCheckpoint):
-                model.objects.using(self.using).filter(
-                    thread_id=thread_id, checkpoint_ns=ns, checkpoint_id__in=ids).delete()
-            LangGraphCheckpoint.objects.using(self.using).filter(
-                thread_id=thread_id, checkpoint_ns=ns, parent_checkpoint_id__in=ids,
-            ).update(parent_checkpoint_id="")
-            self._collect_blobs(thread_id, ns)
-
-    def _collect_blobs(self, thread_id: str, ns: str) -> None:
-        """Delete the namespace's blobs that no checkpoint of it reads."""
-        referenced: set[tuple[str, str]] = set()
-        for type_, payload in LangGraphCheckpoint.objects.using(self.using).filter(
-                thread_id=thread_id, checkpoint_ns=ns).values_list("type", "checkpoint"):
-            checkpoint = self.serde.loads_typed((type_, bytes(payload)))
-            referenced.update((ch, str(v)) for ch, v in checkpoint["channel_versions"].items()
-                              if ch not in checkpoint["channel_values"])
-        blobs = LangGraphBlob.objects.using(self.using).filter(
-            thread_id=thread_id, checkpoint_ns=ns)
-        rows = list(blobs.values_list("pk", "channel", "version", "base_version"))
-        needed = self.codec.needed(referenced, rows)
-        garbage = [row[0] for row in rows if row[0] not in needed]
-        for start in range(0, len(garbage), 500):
-            LangGraphBlob.objects.using(self.using).filter(
-                pk__in=garbage[start:start + 500]).delete()
+        close_at_thread_exit(self.using)
+        forgetting.delete_for_runs(self.using, self.codec, [str(r) for r in run_ids])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, blob and write of one thread to another."""
-        _close_at_thread_exit(self.using)
-        source, target = str(source_thread_id), str(target_thread_id)
-        with transaction.atomic(using=self.using):
-            for model in (LangGraphBlob, LangGraphWrite, LangGraphCheckpoint):
-                manager = model.objects.using(self.using)
-                copies = []
-                for row in manager.filter(thread_id=source).iterator(chunk_size=500):
-                    row.pk = None
-                    row.thread_id = target
-                    copies.append(row)
-                manager.bulk_create(copies, batch_size=500, ignore_conflicts=True)
+        close_at_thread_exit(self.using)
+        forgetting.copy_thread(self.using, str(source_thread_id), str(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"delete"``: forget the threads. ``"keep_latest"``: keep each namespace's latest
         checkpoint, its writes and the blobs it reads; forget the rest. As LangGraph's
         ``PostgresSaver``, ``keep_latest`` refuses (``NotImplementedError``, nothing
         pruned) threads that use a ``DeltaChannel``."""
-        _close_at_thread_exit(self.using)
-        thread_ids = _thread_ids(thread_ids)
-        if strategy not in PRUNE_STRATEGIES:
-            raise ValueError(f"Unknown prune strategy: {strategy!r}")
-        if not thread_ids:
-            return
-        if strategy == "delete":
-            self._delete_threads(thread_ids)
-            return
-        with transaction.atomic(using=self.using):
-            rows = LangGraphCheckpoint.objects.using(self.using).filter(
-                thread_id__in=thread_ids).order_by("-checkpoint_id")
-            # A DeltaChannel's value is rebuilt from the writes of older checkpoints.
-            if delta := sorted(set(rows.filter(
-                    metadata__has_key="counters_since_delta_snapshot").values_list(
-                    "thread_id", flat=True))):
-                raise NotImplementedError(
-                    f"keep_latest can't prune threads that use a DeltaChannel: "
-                    f"{', '.join(delta)}")
-            latest: set[tuple[str, str]] = set()
-            doomed = []
-            for key in rows.values_list("thread_id", "checkpoint_ns", "checkpoint_id"):
-                if (key[0], key[1]) in latest:
-                    doomed.append(key)
-                else:
-                    latest.add((key[0], key[1]))
-            if doomed:
-                self._delete_checkpoints(doomed)
+        close_at_thread_exit(self.using)
+        forgetting.prune(self.using, self.codec, _thread_ids(thread_ids), strategy)
 
     # -- async twins ------------------------------------------------------------------
 

@@ -1,10 +1,13 @@
 """What a reviewer needs beside the question: the run's input, the paused node's input,
 the latest state and the steering notes already given to the run.
 
-Checkpoint content is read only through the public ``runtime.Checkpoint`` fields the
-store returns (``paused_checkpoints``), so how the store keeps checkpoints can change
-without touching this. The run's input comes from the ``Run`` row, which keeps what its
-first checkpoint was started with; the whole ``history`` is never read.
+Checkpoint content is read only through the public ``runtime.Head`` fields the store
+returns (``paused_heads``): the thread's latest head, read as a run goes on from it, not
+rebuilt from the thread's records; an earlier checkpoint's only for an interrupt no longer
+pending. The state is a LangGraph thread's values, read where ``ForgeSaver`` keeps them,
+or a forge graph's per-node outputs, which only the latest checkpoint whole holds. The
+run's input comes from the ``Run`` row, which keeps what its first checkpoint was started
+with; the whole ``history`` is never read.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from forgeui import langgraph
 from forgeui.models import Interrupt, Run, SteeringNote
 from forgeui.runs.services.forking import links as forks
 from forgeui.store import DjangoCheckpointStore
-from runtime import Checkpoint
+from runtime import Head
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,19 +40,32 @@ class Decision:
     notes: list[SteeringNote] = field(default_factory=list)
 
 
-def paused_checkpoints(interrupt: Interrupt) -> tuple[Checkpoint | None, Checkpoint | None]:
-    """The checkpoint the interrupt was raised at, and its thread's latest (often the same).
+def paused_heads(interrupt: Interrupt) -> tuple[Head | None, Head | None]:
+    """The head the interrupt's task input is read from, and its thread's latest: the
+    same while the interrupt is pending there (its task and input are unchanged since it
+    was raised), else the head of the checkpoint it was raised at.
 
-    The one place this module reads checkpoints.
+    With ``latest_state``, the one place this module reads checkpoints.
     """
     store = DjangoCheckpointStore()
-    latest = store.load_sync(interrupt.thread_id)
-    if latest is not None and latest.id == interrupt.checkpoint_id:
+    latest = store.load_head_sync(interrupt.thread_id)
+    if latest is not None and (latest.id == interrupt.checkpoint_id or any(
+            record["id"] == interrupt.pk for record in latest.interrupts)):
         return latest, latest
-    return store.load_by_id_sync(interrupt.checkpoint_id), latest
+    return store.load_head_by_id_sync(interrupt.checkpoint_id), latest
 
 
-def node_input(paused: Checkpoint | None, task_id: str) -> tuple[bool, Any]:
+def latest_state(latest: Head) -> dict[str, Any]:
+    """The state at the thread's latest checkpoint: a LangGraph graph's values, or a
+    forge graph's outputs by node, rebuilt from its records."""
+    mirrored = latest.metadata.get(langgraph.LANGGRAPH_CHECKPOINT)
+    if mirrored:
+        return langgraph.values_at(latest.thread_id, mirrored) or {}
+    whole = DjangoCheckpointStore().load_by_id_sync(latest.id)
+    return whole.state if whole is not None else {}
+
+
+def node_input(paused: Head | None, task_id: str) -> tuple[bool, Any]:
     """The input flowing into the paused task (its task record, else ``pending_input``)."""
     if paused is None:
         return False, None
@@ -94,13 +111,14 @@ def run_input(run: Run) -> Any:
 
 def for_interrupt(interrupt: Interrupt) -> Decision:
     """Everything the context panel shows for ``interrupt`` (its ``run`` loaded)."""
-    paused, latest = paused_checkpoints(interrupt)
+    paused, latest = paused_heads(interrupt)
     known, given = node_input(paused, interrupt.task_id)
     notes = (SteeringNote.objects.filter(run_id=interrupt.run_id).select_related("user")
              .order_by("created_at"))
     return Decision(
         graph=interrupt.run.graph, run_input=run_input(interrupt.run), node_input=given,
         has_node_input=known,
-        state=ordered_state(latest.state, interrupt.payload) if latest is not None else [],
+        state=(ordered_state(latest_state(latest), interrupt.payload)
+               if latest is not None else []),
         state_checkpoint=latest.id if latest is not None else "", notes=list(notes),
     )

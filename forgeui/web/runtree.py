@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from forgeui import langgraph
 from forgeui.models import Interrupt, Run, RunStatus
 from forgeui.runs import registry
 from forgeui.runs.exceptions import ForgeUIError
@@ -93,7 +94,7 @@ def _set_depth(node: RunNode, depth: int) -> None:
 
 def paused_inputs(node: RunNode) -> dict[str, Any]:
     """The input each paused task of the run was given, by task id (for edit-then-fork)."""
-    latest = DjangoCheckpointStore().load_by_id_sync(node.run.latest_checkpoint_id)
+    latest = DjangoCheckpointStore().load_run_head_sync(node.run.run_id)
     return {task["id"]: task.get("input") for task in latest.engine.tasks} if latest else {}
 
 
@@ -122,9 +123,7 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
     done = {tuple(n.run.namespace[1:]) for n in root.walk()
             if n.depth and n.run.status == RunStatus.COMPLETED}
     store = DjangoCheckpointStore()
-    latest = store.load_by_id_sync(root.run.latest_checkpoint_id)
-    if latest is not None:
-        done |= {(step["node"],) for step in latest.history if not step.get("cancelled")}
+    done |= _completed(store, root.run)
     observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
     running, cancelled = _task_states(store, root)
     running = (running | working(root)) - done
@@ -133,6 +132,17 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
     return graphsvg.Marks(frozenset(paused), frozenset(done), observed,
                           running=frozenset(running), failed=frozenset(failed),
                           cancelled=frozenset(cancelled))
+
+
+def _completed(store: DjangoCheckpointStore, run: Run) -> set[graphsvg.Path]:
+    """The root's nodes that completed, from its history. A LangGraph run keeps none in
+    forge (its values are ``ForgeSaver``'s), as its head says: then nothing is rebuilt."""
+    head = store.load_run_head_sync(run.run_id)
+    if head is None or head.metadata.get(langgraph.LANGGRAPH_CHECKPOINT):
+        return set()
+    latest = store.load_by_id_sync(head.id)
+    history = latest.history if latest is not None else []
+    return {(step["node"],) for step in history if not step.get("cancelled")}
 
 
 def _task_states(store: DjangoCheckpointStore,
@@ -144,7 +154,7 @@ def _task_states(store: DjangoCheckpointStore,
     for node in root.walk():
         if node.run.status not in (RunStatus.RUNNING, RunStatus.CANCELLED):
             continue
-        latest = store.load_by_id_sync(node.run.latest_checkpoint_id)
+        latest = store.load_run_head_sync(node.run.run_id)
         for task in latest.engine.tasks if latest else ():
             path = (*node.run.namespace[1:], task["node"])
             if task["status"] == "cancelled":

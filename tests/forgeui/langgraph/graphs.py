@@ -100,3 +100,23 @@ def chat_graph(saver: BaseCheckpointSaver[Any], *, delta: bool = False
 def said(messages: Sequence[AnyMessage]) -> list[tuple[str, Any]]:
     """Messages without their ids (which are random per run)."""
     return [(m.type, m.content) for m in messages]
+
+
+def amending_graph(saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any]:
+    """say, then amend: a node that changes the first message in place, as careless node
+    code does, beside appending one."""
+
+    def say(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"turn {len(state['messages'])}")]}
+
+    def amend(state: Any) -> dict[str, Any]:
+        state["messages"][0].content = "amended"
+        return {"messages": [AIMessage("amended the first")]}
+
+    builder = StateGraph(Chat)
+    builder.add_node("say", say)
+    builder.add_node("amend", amend)
+    builder.add_edge(START, "say")
+    builder.add_edge("say", "amend")
+    builder.add_edge("amend", END)
+    return builder.compile(checkpointer=saver)

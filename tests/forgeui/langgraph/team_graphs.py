@@ -161,3 +161,35 @@ def chat() -> StateGraph:
 # Registered with a deadline and a default: graph-level settings, as interrupt() takes none.
 with_deadline = two_interrupts().compile().with_config(
     metadata={"forge": {"deadline_s": 60, "default": "1"}})
+
+
+def _ask(state: MessagesState) -> dict[str, Any]:
+    said = interrupt({"question": "your message?", "turn": len(state["messages"]) // 2})
+    return {"messages": [HumanMessage(content=str(said))]}
+
+
+def _answer(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [AIMessage(content=f"re: {state['messages'][-1].content}")]}
+
+
+def chat_loop() -> StateGraph:
+    """A conversation that never ends: each turn asks for a message, then replies."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", _ask)
+    graph.add_node("answer", _answer)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", "answer")
+    graph.add_edge("answer", "ask")
+    return graph
+
+
+def _thrice(state: Log) -> dict[str, Any]:
+    return {"log": [str(interrupt({"question": f"step {n}?"})) for n in range(3)]}
+
+
+def thrice() -> StateGraph:
+    """One node asking three times: LangGraph gives the three interrupts one id."""
+    graph = StateGraph(Log)
+    graph.add_node("thrice", _thrice)
+    graph.add_edge(START, "thrice")
+    return graph

@@ -131,6 +131,10 @@ def test_the_pages_and_records_show_a_langgraph_run(api: Api) -> None:
         assert client.get(path).status_code == 200, path
     assert "500" in client.get("/audit/decisions/").content.decode()
     assert AuditEntry.objects.filter(action="answer.applied", object_id=first["id"]).exists()
+    # The graph's values, read where ForgeSaver keeps them, as the latest state.
+    [second] = api.pending_of(started)
+    page = client.get(f"/interrupts/{second['id']}/").content.decode()
+    assert "Latest state (1 key)" in page and "log" in page
 
 
 def test_a_deadline_answers_with_the_registered_default(api: Api) -> None:
