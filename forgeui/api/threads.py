@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.pagination import paginate
 
+from forgeui import langgraph
 from forgeui.api.pagination import BytePage
 from forgeui.api.schemas import BODY_ERRORS, CONFLICT, ERRORS, Body, Id, get_one
 from forgeui.models import Thread
@@ -50,6 +51,10 @@ class CheckpointOut(Schema):
         return fork_start.shown_status(obj)
 
     @staticmethod
+    def resolve_state(obj: Any) -> dict[str, Any]:
+        return langgraph.shown_state(obj)
+
+    @staticmethod
     def resolve_error(obj: Any) -> Any:
         return fork_start.shown_error(obj)
 
@@ -85,6 +90,10 @@ class CheckpointStateOut(Schema):
     @staticmethod
     def resolve_seq(obj: Any) -> int:
         return int(obj.position)
+
+    @staticmethod
+    def resolve_state(obj: Any) -> dict[str, Any]:
+        return langgraph.shown_state(obj)
 
 
 class ForkIn(Body):

@@ -12,10 +12,21 @@ if TYPE_CHECKING:
     from .saver import ForgeSaver
     from .values import values_at
 
-__all__ = ["LANGGRAPH_CHECKPOINT", "ForgeSaver", "values_at"]
+__all__ = ["LANGGRAPH_CHECKPOINT", "ForgeSaver", "shown_state", "values_at"]
 
 # The forge head's metadata key naming the LangGraph checkpoint it stands for.
 LANGGRAPH_CHECKPOINT = "langgraph_checkpoint_id"
+
+
+def shown_state(checkpoint: Any) -> dict[str, Any]:
+    """A checkpoint's state as people read it: for a LangGraph run the graph's values at
+    that step (kept once, by ``ForgeSaver``), else the forge checkpoint's own state."""
+    mirrored = (checkpoint.metadata or {}).get(LANGGRAPH_CHECKPOINT)
+    if not mirrored:
+        return dict(checkpoint.state)
+    from .values import values_at
+
+    return values_at(checkpoint.thread_id, mirrored) or {}
 
 
 def __getattr__(name: str) -> Any:

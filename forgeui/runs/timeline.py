@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from forgeui import langgraph
 from forgeui.models import Answer, Approval, Run, SteeringNote
 from forgeui.runs.services.forking import wording as fork_start
 from forgeui.runs.wording import answer_words, record_summary
@@ -153,12 +154,14 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
     counted = Approval.objects.counted_for(answers.values())
     inputs = dict(Run.objects.filter(thread_id=thread_id).values_list("run_id", "input"))
     previous: RuntimeCheckpoint | None = None
+    states = [langgraph.shown_state(cp) for cp in checkpoints]
     result = []
-    for cp, records in zip(checkpoints, ended, strict=True):
+    for index, (cp, records) in enumerate(zip(checkpoints, ended, strict=True)):
         seq = _place(cp)
         if seq >= first:
+            before = states[index - 1] if index else {}
             result.append(_entry(seq, cp, previous, records, answers, inputs.get(cp.run_id),
-                                 counted))
+                                 counted, (before, states[index])))
         previous = cp
     before = checkpoints[0].created_at if first > 1 and checkpoints else None
     checkpoints = checkpoints[-len(result):] if result else []
@@ -181,7 +184,8 @@ def _ended(cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None) -> list[di
 
 def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
            ended: list[dict[str, Any]], answers: dict[str, Answer], run_input: Any,
-           counted: dict[str, list[Approval]]) -> Entry:
+           counted: dict[str, list[Approval]],
+           states: tuple[dict[str, Any], dict[str, Any]]) -> Entry:
     seen = {i["id"] for i in previous.interrupts} if previous else set()
     raised = [{**i, "summary": record_summary(i, run_input)}
               for i in cp.interrupts if i["id"] not in seen]
@@ -194,8 +198,8 @@ def _entry(seq: int, cp: RuntimeCheckpoint, previous: RuntimeCheckpoint | None,
         created_at=from_ms(cp.created_at, timezone.now()).isoformat(), raised=raised,
         resolved=[_resolution(r, answers.get(r["id"]), run_input, counted.get(r["id"], []))
                   for r in ended],
-        diff=state_diff(previous.state if previous else {}, cp.state),
-        forked_from=cp.forked_from if previous is None else None, state=cp.state,
+        diff=state_diff(*states),
+        forked_from=cp.forked_from if previous is None else None, state=states[1],
         input=(cp.engine.tasks[0].get("input")
                if starts and cp.step == 0 and cp.engine.tasks else None),
         namespace=list(cp.namespace), thread_id=cp.thread_id,

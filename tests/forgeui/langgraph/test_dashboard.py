@@ -135,6 +135,14 @@ def test_the_pages_and_records_show_a_langgraph_run(api: Api) -> None:
     [second] = api.pending_of(started)
     page = client.get(f"/interrupts/{second['id']}/").content.decode()
     assert "Latest state (1 key)" in page and "log" in page
+    # Each checkpoint's state, for the timeline and the API, is the graph's values then.
+    checkpoints = api.get("auditor", f"/api/threads/{started['thread_id']}/checkpoints")
+    latest = checkpoints.json()["items"][-1]
+    assert latest["state"] == api.get(
+        "auditor", f"/api/checkpoints/{latest['id']}/state").json()["state"]
+    assert set(latest["state"]) == {"log"}
+    timeline = client.get(f"/threads/{started['thread_id']}/").content.decode()
+    assert "log" in timeline.split('class="diff', 1)[1]
 
 
 def test_a_deadline_answers_with_the_registered_default(api: Api) -> None:
