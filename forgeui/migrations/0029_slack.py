@@ -44,7 +44,8 @@ class Migration(migrations.Migration):
             name='SlackMessage',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel', models.CharField(max_length=64)),
+                ('route', models.CharField(help_text="where forge sent it: a channel id, or a linked user's id for their DM", max_length=64)),
+                ('channel', models.CharField(help_text='the channel Slack posted it in', max_length=64)),
                 ('ts', models.CharField(blank=True, default='', help_text="Slack's id of the message once posted", max_length=32)),
                 ('wanted', models.PositiveIntegerField(default=1)),
                 ('synced', models.PositiveIntegerField(default=0)),
@@ -54,7 +55,10 @@ class Migration(migrations.Migration):
                 ('drafts', models.JSONField(blank=True, default=dict, help_text='per Slack user, the calls chosen so far')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('updated_at', models.DateTimeField(blank=True, null=True)),
-                ('interrupt', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='slack_message', to='forgeui.interrupt')),
+                ('interrupt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='slack_messages', to='forgeui.interrupt')),
             ],
+            options={
+                'constraints': [models.UniqueConstraint(fields=('interrupt', 'route'), name='slack_message_once_per_route')],
+            },
         ),
     ]

@@ -101,7 +101,9 @@ def choose(user: Any, slack_user: str, channel: str, interrupt: Interrupt, index
     if not 0 <= index < len(calls):
         return "unknown"
     with transaction.atomic():
-        message = SlackMessage.objects.select_for_update().filter(interrupt=interrupt).first()
+        # Drafts are kept on the interrupt's first message, wherever the press came from.
+        message = (SlackMessage.objects.select_for_update().filter(interrupt=interrupt)
+                   .order_by("pk").first())
         mine = dict((message.drafts if message else {}).get(slack_user) or {})
         mine[str(index)] = decision
         done = len(mine) >= len(calls)

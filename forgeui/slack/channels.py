@@ -5,6 +5,9 @@ covering the interrupt (``"policy:payments"``), the agent whose token asked
 (``"agent:billing-bot"``; never a name the agent chose), the graph's node
 (``"graph:transfer/approve"``), the graph (``"graph:transfer"``); else
 ``FORGE_SLACK_CHANNEL``. An interrupt that no entry and no default covers is not posted.
+Where the channel found is ``"@assignees"``, the message goes to the direct messages of
+each assignee linked to Slack (named, or in an assigned group) instead; with none linked,
+to ``FORGE_SLACK_CHANNEL``.
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.db.models import Q
 
 from forgeui.models import AgentRequest, Interrupt
+from forgeui.models.assignees import decode
 from forgeui.runs.policies import approvals
 from forgeui.runs.registry import REQUEST_GRAPH
 from forgeui.slack import config
+from forgeui.slack.models import SlackLink
 
 KINDS = ("policy", "agent", "graph")
+ASSIGNEES = "@assignees"  # each linked assignee's direct messages
 
 
 def channels() -> dict[str, str]:
@@ -34,6 +41,25 @@ def channel_for(interrupt: Interrupt) -> str:
         if key in named:
             return named[key]
     return config.channel()
+
+
+def routes_for(interrupt: Interrupt) -> list[str]:
+    """Where ``interrupt``'s messages go: one channel, or its linked assignees' DMs."""
+    where = channel_for(interrupt)
+    if where != ASSIGNEES:
+        return [where] if where else []
+    fallback = config.channel() if config.channel() != ASSIGNEES else ""
+    return assignee_dms(interrupt) or ([fallback] if fallback else [])
+
+
+def assignee_dms(interrupt: Interrupt) -> list[str]:
+    """The Slack user ids of the interrupt's assignees who linked their accounts."""
+    users, groups = decode(interrupt.assignees)
+    if not users and not groups:
+        return []
+    found = SlackLink.objects.filter(Q(user__username__in=users) | Q(user__groups__name__in=groups),
+                                     user__is_active=True)
+    return sorted(set(found.values_list("slack_user_id", flat=True)))
 
 
 def keys_of(interrupt: Interrupt) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import F, Q
 from django.utils import timezone
 
-from forgeui.models import Event, EventKind, Interrupt
+from forgeui.models import Event, EventKind, Interrupt, InterruptStatus
 from forgeui.slack import blocks, channels, config
 from forgeui.slack.models import SlackMessage
 
@@ -37,57 +37,69 @@ def sync_events(event_ids: list[int]) -> list[str]:
         interrupt_id="").values_list("kind", "interrupt_id")
     created = {i for kind, i in rows if kind == EventKind.INTERRUPT_CREATED}
     touched = list(dict.fromkeys(i for _, i in rows))
-    for interrupt in Interrupt.objects.select_related("run").filter(pk__in=created):
-        if where := channels.channel_for(interrupt):
-            SlackMessage.objects.get_or_create(interrupt=interrupt, defaults={"channel": where})
     SlackMessage.objects.filter(interrupt_id__in=set(touched) - created).update(
         wanted=F("wanted") + 1)
+    # A new interrupt gets its messages; a pending one reassigned, its new assignees' DMs.
+    for interrupt in Interrupt.objects.select_related("run").filter(pk__in=touched):
+        if interrupt.pk in created or interrupt.status == InterruptStatus.PENDING:
+            for route in channels.routes_for(interrupt):
+                SlackMessage.objects.get_or_create(interrupt=interrupt, route=route,
+                                                   defaults={"channel": route})
     for interrupt_id in touched:
         sync(interrupt_id)
     return touched
 
 
 def resync() -> list[str]:
-    """Sync every message still behind its interrupt and not being synced now."""
+    """Sync every message still behind its interrupt and not being synced now; the ids
+    of their interrupts."""
     if not config.posting():
         return []
     now = timezone.now()
-    behind = SlackMessage.objects.filter(synced__lt=F("wanted")).filter(
+    behind_now = SlackMessage.objects.filter(synced__lt=F("wanted")).filter(
         Q(leased_until__isnull=True) | Q(leased_until__lt=now))
-    ids = list(behind.values_list("interrupt_id", flat=True)[:500])
-    for interrupt_id in ids:
-        sync(interrupt_id)
-    return ids
+    found = list(behind_now.values_list("pk", "interrupt_id")[:500])
+    for pk, _ in found:
+        sync_message(pk)
+    return list(dict.fromkeys(interrupt_id for _, interrupt_id in found))
 
 
 def sync(interrupt_id: str, sleep: Callable[[float], None] = time.sleep) -> str:
+    """Bring the interrupt's messages up to date; the least settled outcome of theirs
+    (``sync_message``), ``current`` when there is nothing to do."""
+    outcomes = {sync_message(pk, sleep) for pk in SlackMessage.objects.filter(
+        interrupt_id=interrupt_id).order_by("pk").values_list("pk", flat=True)}
+    return next((word for word in ("behind", "synced", "busy") if word in outcomes),
+                "current")
+
+
+def sync_message(pk: int, sleep: Callable[[float], None] = time.sleep) -> str:
     """Bring one message up to date: ``synced``, ``behind`` (calls failed), ``busy``
     (another sync holds it and will see what changed) or ``current`` (nothing to do)."""
     outcome = ""
-    while (message := lease(interrupt_id)) is not None:
+    while (message := lease(pk)) is not None:
         try:
             outcome = "synced" if send(message, sleep) else "behind"
         finally:
             SlackMessage.objects.filter(pk=message.pk).update(leased_until=None)
         # Asked again after the lease ended: an event whose sync found it leased counts
         # on this check.
-        if outcome == "behind" or not behind(interrupt_id):
+        if outcome == "behind" or not behind(pk):
             return outcome
-    return outcome or ("busy" if behind(interrupt_id) else "current")
+    return outcome or ("busy" if behind(pk) else "current")
 
 
-def behind(interrupt_id: str) -> bool:
-    return SlackMessage.objects.filter(interrupt_id=interrupt_id,
-                                       synced__lt=F("wanted")).exists()
+def behind(pk: int) -> bool:
+    return SlackMessage.objects.filter(pk=pk, synced__lt=F("wanted")).exists()
 
 
-def lease(interrupt_id: str) -> SlackMessage | None:
+def lease(pk: int) -> SlackMessage | None:
     """The message, leased to this sync while it is behind; None when up to date or held."""
     now = timezone.now()
     free = Q(leased_until__isnull=True) | Q(leased_until__lt=now)
-    taken = SlackMessage.objects.filter(free, interrupt_id=interrupt_id,
-                                        synced__lt=F("wanted")).update(leased_until=now + LEASE)
-    return SlackMessage.objects.get(interrupt_id=interrupt_id) if taken else None
+    taken = SlackMessage.objects.filter(free, pk=pk, synced__lt=F("wanted")).update(
+        leased_until=now + LEASE)
+    return SlackMessage.objects.get(pk=pk) if taken else None
 
 
 def send(message: SlackMessage, sleep: Callable[[float], None]) -> bool:

@@ -40,9 +40,11 @@ class SlackMessage(models.Model):
     ``wanted`` = N sets ``synced`` to N. ``leased_until`` keeps two syncs of one message
     from posting it twice without holding a database lock across the HTTP call."""
 
-    interrupt = models.OneToOneField(Interrupt, on_delete=models.CASCADE,
-                                     related_name="slack_message")
-    channel = models.CharField(max_length=64)
+    interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE,
+                                  related_name="slack_messages")
+    route = models.CharField(max_length=64, help_text="where forge sent it: a channel id, "
+                                                      "or a linked user's id for their DM")
+    channel = models.CharField(max_length=64, help_text="the channel Slack posted it in")
     ts = models.CharField(max_length=32, blank=True, default="",
                           help_text="Slack's id of the message once posted")
     wanted = models.PositiveIntegerField(default=1)
@@ -57,6 +59,8 @@ class SlackMessage(models.Model):
 
     class Meta:
         app_label = "forgeui"
+        constraints = [models.UniqueConstraint(fields=["interrupt", "route"],
+                                               name="slack_message_once_per_route")]
 
     def __str__(self) -> str:
         return f"{self.interrupt_id} in {self.channel} ({self.ts or 'not posted'})"

@@ -78,3 +78,36 @@ def test_the_setting_is_checked_at_start() -> None:
             assert error.id == "forgeui.E040" and error.level == checks.ERROR, bad
     with override_settings(FORGE_SLACK_CHANNELS=CHANNELS):
         assert check_channels() == []
+
+
+@override_settings(FORGE_SLACK_CHANNELS={"graph:custom": "@assignees"})
+def test_assignees_are_asked_in_their_direct_messages(users: dict[str, User],
+                                                      slack: SlackStandIn) -> None:
+    from django.contrib.auth.models import Group
+
+    from forgeui.slack.models import SlackLink
+
+    ops = Group.objects.create(name="ops")
+    alice = User.objects.create_user("alice", password="alice")
+    alice.groups.add(Group.objects.get(name="reviewer"), ops)
+    SlackLink.objects.create(user=users["reviewer"], slack_user_id="U-REVIEWER")
+    SlackLink.objects.create(user=alice, slack_user_id="U-ALICE")
+    assignees = {"users": ["reviewer"], "groups": ["ops"]}
+    services.start_run(users["supervisor"], "custom", {
+        "question": "Ship it?", "options": {"assignees": assignees}})
+    interrupt = pending("custom")
+    posted = {c.args["channel"] for c in slack.of("chat.postMessage")}
+    assert posted == {"U-REVIEWER", "U-ALICE"}  # one message in each DM
+    assert sorted(SlackMessage.objects.filter(interrupt=interrupt).values_list(
+        "route", flat=True)) == ["U-ALICE", "U-REVIEWER"]
+    services.answer_interrupt(users["reviewer"], interrupt.pk, True)
+    updated = {c.args["channel"] for c in slack.of("chat.update")}
+    assert updated == {"U-REVIEWER", "U-ALICE"}  # both say who decided, buttons gone
+
+
+@override_settings(FORGE_SLACK_CHANNELS={"graph:custom": "@assignees"})
+def test_with_no_assignee_linked_the_default_channel_is_asked(users: dict[str, User],
+                                                               slack: SlackStandIn) -> None:
+    services.start_run(users["supervisor"], "custom", {
+        "question": "Ship it?", "options": {"assignees": {"users": ["reviewer"]}}})
+    assert [c.args["channel"] for c in slack.of("chat.postMessage")] == [CHANNEL]

@@ -74,8 +74,8 @@ def test_a_message_being_synced_elsewhere_is_not_posted_twice(
     row = SlackMessage.objects.get(interrupt=interrupt)
     row.wanted += 1
     row.save()
-    held = delivery.lease(interrupt.pk)
+    held = delivery.lease(row.pk)
     assert held is not None
     assert delivery.sync(interrupt.pk) == "busy"
-    assert delivery.lease(interrupt.pk) is None
+    assert delivery.lease(row.pk) is None
     assert len(slack.of("chat.postMessage")) == 1 and slack.of("chat.update") == []
