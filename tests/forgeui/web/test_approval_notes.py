@@ -9,41 +9,21 @@ import csv
 import io
 import json
 import re
-from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.test import Client, override_settings
+from django.contrib.auth.models import User
+from django.test import override_settings
 
 from forgeui.models import AuditEntry, Interrupt, Run, SteeringNote
-from forgeui.runs import services
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
+from tests.forgeui.web.four_eyes import POLICY, as_user, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
-POLICY = {"payments": {"nodes": ["signoff/sign"], "approvals": 2, "groups": ["finance"]}}
 FIRST, SECOND = "check the IBAN first", "looks fine to me"
 
 
-@pytest.fixture
-def paused(users: dict[str, User]) -> Interrupt:
-    finance = Group.objects.create(name="finance")
-    for name in ("alice", "bob"):
-        person = User.objects.create_user(name, password=name)
-        person.groups.add(Group.objects.get(name="reviewer"), finance)
-    users["supervisor"].groups.add(finance)
-    started = services.start_run(users["supervisor"], "signoff", {"payload": {}})
-    return Interrupt.objects.of_tree(started.thread_id).pending().get()
 
-
-def as_user(name: str) -> Client:
-    client = Client()
-    client.force_login(User.objects.get(username=name))
-    return client
-
-
-def text(response: Any) -> str:
-    return re.sub(r"\s+", " ", response.content.decode())
 
 
 def approve(name: str, interrupt: Interrupt, note: str) -> None:

@@ -4,42 +4,23 @@ interrupt has come, a counted approval keeps it pending, and the starter is refu
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from forgeui.models import Approval, Interrupt
 from forgeui.runs import services
+from tests.forgeui.web.four_eyes import POLICY, as_user, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
-POLICY = {"payments": {"nodes": ["signoff/sign"], "approvals": 2, "groups": ["finance"]}}
 
 
-@pytest.fixture
-def paused(users: dict[str, User]) -> Interrupt:
-    finance = Group.objects.create(name="finance")
-    for name in ("alice", "bob"):
-        person = User.objects.create_user(name, password=name)
-        person.groups.add(Group.objects.get(name="reviewer"), finance)
-    users["supervisor"].groups.add(finance)
-    started = services.start_run(users["supervisor"], "signoff", {"payload": {}})
-    return Interrupt.objects.of_tree(started.thread_id).pending().get()
 
-
-def as_user(name: str) -> Client:
-    client = Client()
-    client.force_login(User.objects.get(username=name))
-    return client
-
-
-def text(response: object) -> str:
-    return re.sub(r"\s+", " ", response.content.decode())  # type: ignore[attr-defined]
 
 
 @override_settings(FORGE_POLICIES=POLICY)
