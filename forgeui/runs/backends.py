@@ -13,6 +13,7 @@ recover_runs`` picks up runs an exiting process left behind. Production uses
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,7 +66,10 @@ class ThreadPoolBackend(ImmediateBackend):
             kwargs=kwargs, backend=self.alias, errors=[], worker_ids=[],
         )
         loop, cap = _loop(self.alias, self.workers, self.concurrency)
-        future = asyncio.run_coroutine_threadsafe(self._run(result, cap), loop)
+        # In a context of its own, as a queued job would be: the caller's (an async view's
+        # sync_to_async thread, say) would make the task's own database calls wait on it.
+        future = contextvars.Context().run(
+            asyncio.run_coroutine_threadsafe, self._run(result, cap), loop)
         _pending.add(future)
         future.add_done_callback(_pending.discard)
         return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -86,3 +87,24 @@ def test_waiting_runs_pause_together_on_the_embedded_loop() -> None:
                    .values_list("status", flat=True))
     assert statuses == {"interrupted"}
     assert elapsed < 6, elapsed  # two threads in turn: 10 s
+
+
+@task()
+async def counting_task() -> int:
+    return await Run.objects.acount()  # its own database call, on its own terms
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("thread_pool")
+def test_a_task_enqueued_from_async_code_does_not_inherit_its_thread() -> None:
+    """Enqueued inside ``sync_to_async`` on a server's event loop (an async view, the MCP
+    server), the task's own ``sync_to_async`` calls must not wait on the caller's thread."""
+    from asgiref.sync import sync_to_async
+
+    async def from_async_code() -> Any:
+        return await sync_to_async(counting_task.enqueue)()
+
+    result = asyncio.run(from_async_code())
+    wait_for_tasks(10)
+    assert result.status == TaskResultStatus.SUCCESSFUL, result.status
+    assert result.return_value == 0
