@@ -82,9 +82,11 @@ def test_an_interrupt_reaches_both_daphnes_and_an_answer_through_a_resumes_on_a_
     applied = forge.db.rows("SELECT applied_at, outcome FROM forgeui_answer "
                             "WHERE interrupt_id = %s", interrupt_id)
     assert len(applied) == 1 and applied[0][0] is not None and applied[0][1] == "applied"
-    assert forge.db.value("SELECT count(*) FROM procrastinate_jobs WHERE status = "
-                          "'succeeded' AND args->>'path' = %s",
-                          "forgeui.runs.tasks.apply_answer_task") >= 1
+    # procrastinate marks the job done just after the task returns.
+    wait_until(lambda: forge.db.value("SELECT count(*) FROM procrastinate_jobs WHERE status = "
+                                      "'succeeded' AND args->>'path' = %s",
+                                      "forgeui.runs.tasks.apply_answer_task") >= 1,
+               30, "the answer's job marked succeeded")
 
 
 # `make test-deep` runs the load the dashboard is built for; `make test` two runs per
