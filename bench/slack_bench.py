@@ -121,6 +121,9 @@ def main() -> None:
         starter = set_up(args.db, slack.url)
         one(starter, slack, -1)
         pairs = [one(starter, slack, i) for i in range(args.interrupts)]
+        from forgeui.runs.backends import wait_for_tasks
+
+        wait_for_tasks(60)  # the last updates, before the stand-in and the process end
         updates = len(slack.of("chat.update"))
     posted, resumed = [p for p, _ in pairs], [r for _, r in pairs]
     print(f"{args.db}: {args.interrupts} interrupts (after one warm-up), "
