@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from types import FrameType
 
 from django.conf import settings
 from procrastinate.contrib.django import app
@@ -30,12 +33,20 @@ QUEUES = ["default", "notify"]
 POLL_EVERY = 1.0
 
 
+def exit_at_once(signum: int, frame: FrameType | None) -> None:
+    logger.info("forge_worker %s: stopped before taking jobs", worker_name())
+    sys.exit(0)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
 async def serve(concurrency: int, threads: int, grace: float) -> None:
     """Take jobs until a signal stops the worker."""
+    # procrastinate puts its own handlers in place only once it fetches jobs, after its
+    # worker row is written; a SIGTERM before then finds nothing in flight: exit cleanly.
+    signal.signal(signal.SIGTERM, exit_at_once)
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="forge-sync"))
     connector = app.connector
