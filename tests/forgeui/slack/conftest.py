@@ -56,11 +56,17 @@ def post(payload: dict[str, Any], secret: str = SECRET, at: float | None = None)
                          headers=headers)
 
 
-def press(slack: SlackStandIn, interrupt_id: str, action_id: str, slack_user: str) -> Any:
-    """Press a button of the interrupt's message as ``slack_user``, as Slack sends it."""
+def press_of(slack: SlackStandIn, interrupt_id: str, action_id: str,
+             slack_user: str) -> dict[str, Any]:
+    """The payload Slack sends when ``slack_user`` presses a button of the message."""
     shown = message_of(slack, interrupt_id)
     button = buttons(shown["blocks"])[action_id]
-    return post(press_payload(button, slack_user, shown["channel"], shown["ts"]))
+    return press_payload(button, slack_user, shown["channel"], shown["ts"])
+
+
+def press(slack: SlackStandIn, interrupt_id: str, action_id: str, slack_user: str) -> Any:
+    """Press a button of the interrupt's message as ``slack_user``, as Slack sends it."""
+    return post(press_of(slack, interrupt_id, action_id, slack_user))
 
 
 def ephemerals(slack: SlackStandIn, slack_user: str) -> list[str]:

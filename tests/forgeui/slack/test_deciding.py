@@ -30,6 +30,7 @@ from tests.forgeui.slack.conftest import (
     pending,
     post,
     press,
+    press_of,
 )
 from tests.forgeui.slack.standin import (
     SlackStandIn,
@@ -125,9 +126,7 @@ def test_a_wrong_signature_is_refused_and_decides_nothing(users: dict[str, User]
                                                           slack: SlackStandIn) -> None:
     interrupt = ask(users["supervisor"])
     linked(users["reviewer"], "U1")
-    shown = message_of(slack, interrupt.pk)
-    payload = press_payload(buttons(shown["blocks"])["approve"], "U1", shown["channel"],
-                            shown["ts"])
+    payload = press_of(slack, interrupt.pk, "approve", "U1")
     reply = post(payload, secret="not-the-secret")
     assert reply.status_code == 401 and "signature" in reply.json()["error"]
     assert Interrupt.objects.get(pk=interrupt.pk).status == "pending"
@@ -137,9 +136,7 @@ def test_a_replayed_press_older_than_five_minutes_is_refused(users: dict[str, Us
                                                              slack: SlackStandIn) -> None:
     interrupt = ask(users["supervisor"])
     linked(users["reviewer"], "U1")
-    shown = message_of(slack, interrupt.pk)
-    payload = press_payload(buttons(shown["blocks"])["approve"], "U1", shown["channel"],
-                            shown["ts"])
+    payload = press_of(slack, interrupt.pk, "approve", "U1")
     assert post(payload, at=time.time() - 6 * 60).status_code == 401
     assert Interrupt.objects.get(pk=interrupt.pk).status == "pending"
     assert post(payload).status_code == 200  # the same press, fresh: taken
@@ -171,9 +168,7 @@ def test_a_button_pressed_twice_decides_once(users: dict[str, User],
                                             slack: SlackStandIn) -> None:
     interrupt = ask(users["supervisor"])
     linked(users["reviewer"], "U1")
-    shown = message_of(slack, interrupt.pk)
-    payload = press_payload(buttons(shown["blocks"])["approve"], "U1", shown["channel"],
-                            shown["ts"])
+    payload = press_of(slack, interrupt.pk, "approve", "U1")
     assert post(payload).status_code == post(payload).status_code == 200
     assert Answer.objects.filter(interrupt=interrupt).count() == 1
     [told] = ephemerals(slack, "U1")
