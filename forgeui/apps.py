@@ -26,12 +26,13 @@ class ForgeUIConfig(AppConfig):
         from forgeui.slack import channels as slack_channels
         from forgeui.slack import models as slack_models  # noqa: F401
         from forgeui.slack import tasks as slack_tasks
-        from forgeui.team import lockouts, sign_in, sso  # noqa: F401
+        from forgeui.team import lockouts, sign_in, sso, teams  # noqa: F401
 
         checks.register(check_graphs, GRAPHS_CHECK)
         checks.register(check_setting, SETTINGS_CHECKS)
         checks.register(sso.check_settings, SETTINGS_CHECKS)
         checks.register(check_policies, SETTINGS_CHECKS)
+        checks.register(teams.check_teams, SETTINGS_CHECKS)
         checks.register(slack_channels.check_channels, SETTINGS_CHECKS)
         # The store and the services write event rows; the inbox tells sockets about them.
         listen(broadcast.broadcast)

@@ -99,6 +99,11 @@ if env_bool("FORGE_EXAMPLES", False) and isinstance(FORGE_GRAPHS, dict):
 FORGE_POLICIES: Any = os.environ.get("FORGE_POLICIES") or "{}"
 with contextlib.suppress(ValueError):
     FORGE_POLICIES = json.loads(FORGE_POLICIES)
+# Teams, {team: {"graphs": ["graph", "graph/*"], "agents": ["agent-name"]}}
+# (forgeui.team.teams); text that is not JSON is kept for the check (E050) to name.
+FORGE_TEAMS: Any = os.environ.get("FORGE_TEAMS") or "{}"
+with contextlib.suppress(ValueError):
+    FORGE_TEAMS = json.loads(FORGE_TEAMS)
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 # Extra exact websocket origins, e.g. "https://forge.example.com" behind a TLS proxy.
@@ -387,6 +392,8 @@ OIDC_TIMEOUT = float(os.environ.get("OIDC_TIMEOUT", "10"))
 FORGE_OIDC_GROUPS_CLAIM = os.environ.get("FORGE_OIDC_GROUPS_CLAIM", "groups")
 FORGE_OIDC_USERNAME_CLAIM = os.environ.get("FORGE_OIDC_USERNAME_CLAIM", "preferred_username")
 FORGE_OIDC_ROLES: dict[str, Any] = json.loads(os.environ.get("FORGE_OIDC_ROLES") or "{}")
+# Provider groups to team roles, e.g. {"fin-approvers": "finance:reviewer"} (or a list).
+FORGE_OIDC_TEAMS: dict[str, Any] = json.loads(os.environ.get("FORGE_OIDC_TEAMS") or "{}")
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
 if FORGE_SSO:
     AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "forgeui.team.sso.ForgeOIDCBackend"]

@@ -148,6 +148,7 @@ class TaskRunning(RunChildren):
             "default": signal.default if signal else None,
             "assignees": signal.assignees if signal else None,
             "summary_fields": signal.summary_fields if signal else None,
+            "sensitive": signal.sensitive if signal else None,
         })
         task["status"] = "interrupted"
         task["interrupt_id"] = iid

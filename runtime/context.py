@@ -73,7 +73,7 @@ class NodeContext:
     def interrupt(
         self, payload: Any, deadline_s: float | None = None, default: Any = _MISSING,
         assignees: Mapping[str, Sequence[str]] | None = None,
-        summary: Sequence[str] | None = None,
+        summary: Sequence[str] | None = None, sensitive: Sequence[str] | None = None,
     ) -> Any:
         """Pause here until a person answers; on re-run, return that answer.
 
@@ -81,7 +81,10 @@ class NodeContext:
         n-th answer. ``deadline_s``/``default`` let the dashboard answer for you when late;
         ``assignees`` (``{"users": [...], "groups": [...]}``) names who may answer;
         ``summary`` names the payload keys (say ``("amount", "payee")``) that the
-        dashboard's one-line summary shows beside the question. These come only from here,
+        dashboard's one-line summary shows beside the question; ``sensitive`` names the
+        payload keys (say ``("iban",)``) shown only to people who may answer, masked in
+        lists, exports and notifications, and kept whole in the checkpoint. These come
+        only from here,
         never from keys of ``payload``, which may carry data the graph forwards from a user
         or a model.
         """
@@ -100,7 +103,8 @@ class NodeContext:
         raise InterruptSignal(payload, order, deadline_s=_deadline(self.node, deadline_s),
                               default=default if has_default else None, has_default=has_default,
                               assignees=_assignees(self.node, assignees),
-                              summary_fields=_summary_fields(self.node, summary))
+                              summary_fields=_summary_fields(self.node, summary),
+                              sensitive=_field_names(self.node, "sensitive", sensitive, 64))
 
     def answer_metadata(self, order: int | None = None) -> dict[str, Any]:
         """What was recorded beside an answer (``Command.metadata``), such as who approved
@@ -184,11 +188,16 @@ MAX_SUMMARY_FIELDS = 8
 
 def _summary_fields(node: str, named: Any) -> list[str] | None:
     """The payload keys a summary shows, in order; None when none are named."""
+    return _field_names(node, "summary", named, MAX_SUMMARY_FIELDS)
+
+
+def _field_names(node: str, what: str, named: Any, most: int) -> list[str] | None:
+    """Up to ``most`` payload keys, in order, once each; None when none are named."""
     if named is None:
         return None
     if (isinstance(named, str | bytes) or not isinstance(named, Sequence)
             or not all(isinstance(key, str) for key in named)
-            or len(named) > MAX_SUMMARY_FIELDS):
-        raise ForgeError(f"interrupt in node {node!r}: summary must be a list of up to "
-                         f"{MAX_SUMMARY_FIELDS} payload keys, not {named!r}")
+            or len(named) > most):
+        raise ForgeError(f"interrupt in node {node!r}: {what} must be a list of up to "
+                         f"{most} payload keys, not {named!r}")
     return list(dict.fromkeys(named))

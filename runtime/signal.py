@@ -24,6 +24,7 @@ class InterruptSignal(BaseException):
         has_default: bool = False,
         assignees: dict[str, list[str]] | None = None,
         summary_fields: list[str] | None = None,
+        sensitive: list[str] | None = None,
     ) -> None:
         super().__init__(payload)
         self.payload = payload
@@ -33,3 +34,4 @@ class InterruptSignal(BaseException):
         self.has_default = has_default
         self.assignees = assignees
         self.summary_fields = summary_fields
+        self.sensitive = sensitive

@@ -42,6 +42,7 @@ class Interrupt:
     default: Any = None
     assignees: dict[str, list[str]] | None = None  # who may answer; None: any reviewer
     summary_fields: list[str] | None = None  # payload keys its one-line summary shows
+    sensitive: list[str] | None = None  # payload keys shown only to who may answer
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}

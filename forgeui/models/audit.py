@@ -18,6 +18,9 @@ from django.db import connections, models, router, transaction
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from forgeui.team import teams
+from forgeui.team.roles import team_q
+
 from . import audit_chain
 from .identities import sign_in_field
 from .runs import ID_LENGTH, Run, RunStatus
@@ -46,6 +49,10 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
             for entry in made:
                 entry.save(using=self.db)
         return made
+
+    def visible_to(self, user: object) -> AuditQuerySet:
+        """The entries of the teams whose history ``user`` may read."""
+        return self.filter(team_q(user))
 
     def chain_records(self, after: int = 0) -> Iterator[dict[str, Any]]:
         """The chain from entry ``after + 1`` on, as the records ``audit_chain`` checks."""
@@ -138,6 +145,9 @@ class AuditEntry(models.Model):
     before_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     after_checkpoint_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
+    # Not hashed: which team's auditors read an entry, not part of what it says.
+    team = models.CharField(max_length=64, blank=True, default="", db_default="",
+                            db_index=True, help_text="whose auditors read it; empty: plain roles")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # The chain: the actor's name is kept as written, so a renamed or deleted user leaves
     # the hashed content as it was; pages and exports show this name, not the account's.
@@ -161,6 +171,9 @@ class AuditEntry(models.Model):
             raise AppendOnly("audit entries cannot be changed")
         using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
         kwargs["using"] = using
+        if not self.team and self.run_id and teams.enabled():
+            self.team = (Run.objects.using(using).filter(pk=self.run_id)
+                         .values_list("team", flat=True).first() or "")
         with transaction.atomic(using=using):
             self._link(using)
             super().save(*args, **kwargs)

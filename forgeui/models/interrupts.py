@@ -10,6 +10,8 @@ from django.db import connections, models
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from forgeui.team.roles import team_q
+
 from .assignees import NamedViewer, decode
 from .identities import sign_in_field
 from .runs import ID_LENGTH, ChildPolicy, InterruptStatus, Run
@@ -25,6 +27,10 @@ class InterruptQuerySet(models.QuerySet["Interrupt"]):
 
     def of_tree(self, root_thread_id: str) -> InterruptQuerySet:
         return self.filter(root_thread_id=root_thread_id)
+
+    def visible_to(self, user: object, action: str = "read") -> InterruptQuerySet:
+        """The interrupts of the teams in which ``user`` may do ``action``."""
+        return self.filter(team_q(user, action))
 
     def inbox(self) -> InterruptQuerySet:
         """Pending interrupts, oldest first, with the run they pause."""
@@ -140,6 +146,11 @@ class Interrupt(models.Model):
     summary_fields = models.JSONField(
         default=list, blank=True,
         help_text="payload keys its one-line summary shows (ctx.interrupt's summary=)")
+    sensitive = models.JSONField(
+        default=list, blank=True,
+        help_text="payload keys shown only to who may answer (ctx.interrupt's sensitive=)")
+    team = models.CharField(max_length=64, blank=True, default="", db_default="",
+                            help_text="the team that owns it (FORGE_TEAMS); empty: none")
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+",
@@ -161,6 +172,11 @@ class Interrupt(models.Model):
             # plan made before the table was analysed walked every pending row.
             models.Index(fields=["created_at", "order"], name="forgeui_interrupt_pending",
                          condition=models.Q(status=InterruptStatus.PENDING)),
+            # One team's inbox, and the history a team's auditor reads.
+            models.Index(fields=["team", "created_at", "order"],
+                         name="forgeui_interrupt_team_pending",
+                         condition=models.Q(status=InterruptStatus.PENDING)),
+            models.Index(fields=["team", "created_at"], name="forgeui_interrupt_team"),
         ]
 
     def __str__(self) -> str:

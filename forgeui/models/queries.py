@@ -186,7 +186,7 @@ def checkpoint_insert(using: str, values: dict[str, Any]) -> Write:
 # the values of the run's first checkpoint.
 RUN_MOVED = ("status", "output", "error", "latest_checkpoint_id", "updated_at")
 RUN_COLUMNS = ("run_id", "thread_id", "root_thread_id", "parent_run_id", "graph",
-               "namespace", "sub_agent_id", "input", "started_by_id", "created_at",
+               "namespace", "sub_agent_id", "input", "started_by_id", "created_at", "team",
                *RUN_MOVED)
 
 

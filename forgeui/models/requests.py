@@ -12,14 +12,18 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from forgeui.team.roles import team_q
+
 from .runs import ID_LENGTH
 
 
 class AgentRequestQuerySet(models.QuerySet["AgentRequest"]):
     def visible_to(self, user: object, agent: str) -> AgentRequestQuerySet:
         """An agent sees the requests it made only (not its user's, nor those of the user's
-        other agents); people with a forge role see all."""
-        return self.filter(owner=user, token_agent=agent[:200]) if agent else self
+        other agents); people see those of the teams in which they hold a role."""
+        if agent:
+            return self.filter(owner=user, token_agent=agent[:200])
+        return self.filter(team_q(user))
 
 
 class AgentRequest(models.Model):
@@ -30,6 +34,8 @@ class AgentRequest(models.Model):
                              help_text="the asking agent's name")
     token_agent = models.CharField(max_length=200, blank=True, default="",
                                    help_text="the agent its token names (it cannot choose)")
+    team = models.CharField(max_length=64, blank=True, default="", db_default="",
+                            db_index=True, help_text="the owning team (FORGE_TEAMS); empty: none")
     session = models.CharField(max_length=300, blank=True, default="",
                                help_text="the agent's session or run reference")
     idempotency_key = models.CharField(max_length=200, blank=True, default="")

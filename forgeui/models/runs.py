@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from forgeui.team.roles import team_q
+
 ID_LENGTH = 255
 
 
@@ -119,6 +121,10 @@ class RunQuerySet(models.QuerySet["Run"]):
     def of_tree(self, root_thread_id: str) -> RunQuerySet:
         return self.filter(root_thread_id=root_thread_id).order_by("created_at")
 
+    def visible_to(self, user: object, action: str = "read") -> RunQuerySet:
+        """The runs of the teams in which ``user`` may do ``action``."""
+        return self.filter(team_q(user, action))
+
 
 class Run(models.Model):
     """One run of a tree (the root or a sub-agent), mirrored from its latest checkpoint."""
@@ -132,6 +138,8 @@ class Run(models.Model):
         db_constraint=False, related_name="children",
     )
     graph = models.CharField(max_length=ID_LENGTH, blank=True, default="")
+    team = models.CharField(max_length=64, blank=True, default="", db_default="",
+                            db_index=True, help_text="the owning team (FORGE_TEAMS); empty: none")
     namespace = models.JSONField(default=list)
     sub_agent_id = models.CharField(max_length=ID_LENGTH, blank=True, default="")
     status = models.CharField(max_length=16, choices=RunStatus.choices, db_index=True)

@@ -35,6 +35,7 @@ from forgeui.requests.graph import GRAPH
 from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.runs.policies import approvals
+from forgeui.team import teams
 from forgeui.team.roles import Action, allowed
 from runtime import RunResult
 
@@ -98,7 +99,7 @@ def create(caller: Caller, body: dict[str, Any]) -> Created:
             row = AgentRequest.objects.create(
                 id=uuid.uuid4().hex, owner=caller.user, idempotency_key=key,
                 agent=(agent.get("name") or caller.agent or caller.user.get_username())[:200],
-                token_agent=caller.agent[:200],
+                token_agent=caller.agent[:200], team=teams.team_of_agent(caller.agent),
                 session=(agent.get("session") or "")[:300],
                 callback=_callback(body.get("callback_url"), secret))
     except IntegrityError:  # the same key, sent twice at once: the first one won

@@ -14,9 +14,11 @@ from typing import Any, NamedTuple
 
 from django.utils import timezone
 
+from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
+from forgeui.team import teams
 from runtime.checkpoint import Head
 
-from ..models import EventKind, Interrupt, InterruptStatus, RunStatus, queries
+from ..models import AgentRequest, EventKind, Interrupt, InterruptStatus, RunStatus, queries
 from ..models import assignees as assignment  # the stored form of assignees
 from ..models.events import EventDraft
 
@@ -95,7 +97,17 @@ def run_write(cp: Head, using: str, exists: bool) -> queries.Write:
         "parent_run_id": cp.parent_run_id, "graph": cp.graph, "namespace": cp.namespace,
         "sub_agent_id": cp.sub_agent_id or "", "input": run_input(cp),
         "started_by_id": started_by if isinstance(started_by, int) else None,
-        "created_at": from_ms(cp.created_at, now), **moved})
+        "created_at": from_ms(cp.created_at, now), "team": team_of(cp, using), **moved})
+
+
+def team_of(cp: Head, using: str) -> str:
+    """The team owning ``cp``'s run: its graph's, or for a request, its agent's."""
+    if not teams.enabled():
+        return teams.NO_TEAM
+    if cp.graph == REQUEST_GRAPH:
+        return (AgentRequest.objects.using(using).filter(pk=root_of(cp))
+                .values_list("team", flat=True).first() or teams.NO_TEAM)
+    return teams.team_of_graph(cp.graph)
 
 
 def run_input(cp: Head) -> Any:
@@ -118,9 +130,10 @@ def interrupt_writes(cp: Head, using: str, closing: Sequence[dict[str, Any]] = (
     statuses, known = _existing(rows, pending + [r["id"] for r in closing], was_pending)
     writes: list[queries.Write] = []
     new = [i for i in cp.interrupts if i["id"] not in known]
+    team = team_of(cp, using) if new or closing else teams.NO_TEAM
     if new:
         writes.append(queries.interrupts_insert(
-            using, [interrupt_row(cp, data, InterruptStatus.PENDING) for data in new]))
+            using, [interrupt_row(cp, data, InterruptStatus.PENDING, team) for data in new]))
     # Like the runtime's Interrupt.checkpoint_id: the run's latest checkpoint, which a
     # client sends back as expected_checkpoint_id. One with an accepted answer takes no
     # other answer, so its row keeps the checkpoint it was answered at.
@@ -134,7 +147,7 @@ def interrupt_writes(cp: Head, using: str, closing: Sequence[dict[str, Any]] = (
         if statuses.get(data["id"], InterruptStatus.PENDING) != InterruptStatus.PENDING:
             continue
         write, kind = _closed(cp, using, data, data["id"] in known
-                              or rows.filter(pk=data["id"]).exists())
+                              or rows.filter(pk=data["id"]).exists(), team)
         writes.append(write)
         events.append(Deserved(EventDraft(kind, cp.run_id, root_of(cp), data["id"]),
                                (len(writes) - 1,)))
@@ -151,7 +164,7 @@ def _existing(rows: Any, ids: list[str], was_pending: frozenset[str] | None
 
 
 def _closed(cp: Head, using: str, data: dict[str, Any],
-            has_row: bool) -> tuple[queries.Write, EventKind]:
+            has_row: bool, team: str) -> tuple[queries.Write, EventKind]:
     """The write that closes one interrupt's row (or makes it closed), and its event."""
     status = (InterruptStatus.CANCELLED if data.get("status") == "cancelled"
               else InterruptStatus.ANSWERED)
@@ -159,7 +172,7 @@ def _closed(cp: Head, using: str, data: dict[str, Any],
     if has_row:
         write = queries.interrupt_close(using, data["id"], status, answered_at)
     else:
-        row = interrupt_row(cp, data, status)
+        row = interrupt_row(cp, data, status, team)
         row.answered_at = answered_at
         write = queries.interrupts_insert(using, [row])
     kind = (EventKind.INTERRUPT_CANCELLED if status == InterruptStatus.CANCELLED
@@ -167,7 +180,7 @@ def _closed(cp: Head, using: str, data: dict[str, Any],
     return write, kind
 
 
-def interrupt_row(cp: Head, data: dict[str, Any], status: str) -> Interrupt:
+def interrupt_row(cp: Head, data: dict[str, Any], status: str, team: str) -> Interrupt:
     now = timezone.now()
     deadline = data.get("deadline_at")
     return Interrupt(
@@ -181,6 +194,7 @@ def interrupt_row(cp: Head, data: dict[str, Any], status: str) -> Interrupt:
         has_default=bool(data.get("has_default")), default=data.get("default"),
         assignees=assignment.from_record(data.get("assignees")),
         summary_fields=data.get("summary_fields") or [],
+        sensitive=data.get("sensitive") or [], team=team,
         status=status, created_at=from_ms(data.get("created_at"), from_ms(cp.created_at, now)),
         deadline_at=from_ms(deadline, now) if deadline else None,
     )
