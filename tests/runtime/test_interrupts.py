@@ -326,6 +326,17 @@ async def test_interrupt_summary_fields_come_from_the_keyword_only(store: Checkp
     assert marked.summary_fields == ["payee", "amount"]
 
 
+async def test_interrupt_sensitive_keys_come_from_the_keyword_only(store: CheckpointStore) -> None:
+    def ask(x: Any, ctx: NodeContext) -> Any:
+        return ctx.interrupt({"iban": "DE89", "sensitive": ["nothing"]},
+                             sensitive=("iban", "card", "iban"))
+
+    paused = await DurableExecutor(nodes=[("ask", ask)], store=store).run(None)
+    (marked,) = paused.interrupts
+    assert marked.sensitive == ["iban", "card"]
+    assert marked.payload == {"iban": "DE89", "sensitive": ["nothing"]}  # kept whole
+
+
 @pytest.mark.parametrize(("options", "named"), [
     ({"deadline_s": -1}, "deadline_s"), ({"deadline_s": "soon"}, "deadline_s"),
     ({"deadline_s": True}, "deadline_s"), ({"assignees": "bob"}, "assignees"),
@@ -333,6 +344,7 @@ async def test_interrupt_summary_fields_come_from_the_keyword_only(store: Checkp
     ({"assignees": {"people": ["bob"]}}, "assignees"),
     ({"default": {1, 2}}, "set"), ({"summary": "amount"}, "summary"),
     ({"summary": ["amount", 3]}, "summary"), ({"summary": [f"k{n}" for n in range(9)]}, "summary"),
+    ({"sensitive": "iban"}, "sensitive"), ({"sensitive": [1]}, "sensitive"),
 ])
 async def test_bad_interrupt_options_fail_the_node_naming_them(
         options: dict[str, Any], named: str, store: CheckpointStore) -> None:
