@@ -235,6 +235,7 @@ class RunExecution(InboxHandling):
             for name in nxt:
                 incoming.setdefault(name, {})[task["node"]] = task.get("output")
         output = self._last_output()
+        self.cp.engine.took((task["node"] for task in self.cp.engine.tasks), incoming)
         self.cp.step += 1
         self.cp.engine.tasks = [
             new_task(self.cp.run_id, self.cp.step, name,

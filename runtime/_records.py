@@ -12,10 +12,10 @@ inputs, pending interrupts, answers, the tree's children, ...); its *history* (`
   checkpoint built by hand rather than by the executor.
 
 Each value is stored once. A task's input is mostly the output of the task before it,
-and a done task's output is its history entry's: the stored head names such a value by
-reference (``"input@": task_id``, the output of that task) instead of holding it, so a
-head stays small however large the values it carries, and a record holds each new value
-once, in its history entry.
+a done task's output is its history entry's, as is each node's latest in ``outputs``:
+the stored head names such a value by reference (``"input@": task_id``, the output of
+that task) instead of holding it, so a head stays small however large the values it
+carries, and a record holds each new value once, in its history entry.
 
 A store also keeps a recent head of each thread whole, with the values its references
 name (``"_values"``), so going on with a run reads that head and the few records after it
@@ -54,6 +54,7 @@ REF = "@"
 VALUES = "_values"
 # The task fields, and the head's field, that may name a value by reference.
 _TASK_VALUES = ("input", "output")
+OUTPUTS = "outputs"  # each node's latest output: its values are named by reference too
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +71,6 @@ class Encoded:
     # store mirroring rows can tell new interrupts from kept ones without reading.
     was_pending: frozenset[str] | None = None
     base_run_id: str | None = None  # the run the base head belongs to, when known
-
-
-def is_fork_start(cp: Draft, encoded: Encoded) -> bool:
-    """A fork's first checkpoint: a store need not keep its head, which its record and
-    the original's rebuild (so a fork writes almost nothing)."""
-    return cp.parent_id is None and encoded.base_id is not None
 
 
 def head_of(cp: Draft) -> dict[str, Any]:
@@ -105,9 +100,9 @@ def _derived(doc: dict[str, Any]) -> tuple[Any, Any]:
 
 def by_reference(head: dict[str, Any], known: dict[int, str]) -> tuple[dict[str, Any],
                                                                        dict[str, Any]]:
-    """``head`` as stored: each task input or output, and the run's output, that is a
-    value ``known`` names (by ``id``: the very object, which nothing changes in place)
-    becomes a reference; and the values named."""
+    """``head`` as stored: each task input or output, the run's output and each node's
+    latest output, that is a value ``known`` names (by ``id``: the very object, which
+    nothing changes in place) becomes a reference; and the values named."""
     values: dict[str, Any] = {}
 
     def named(holder: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -126,7 +121,21 @@ def by_reference(head: dict[str, Any], known: dict[int, str]) -> tuple[dict[str,
                 task = named(task, key) or task
             tasks.append(task)
         doc["tasks"] = tasks
+    if head.get(OUTPUTS):
+        doc.update(_outputs_by_reference(head[OUTPUTS], known, values))
     return named(doc, "output") or doc, values
+
+
+def _outputs_by_reference(outputs: dict[str, Any], known: dict[int, str],
+                          values: dict[str, Any]) -> dict[str, Any]:
+    """The nodes' latest outputs as stored: ``outputs@`` names each node, in order, with
+    the task whose output it is (a container ``known`` names), or "" for one kept inline
+    in ``outputs``."""
+    refs = {node: known.get(id(value), "") if isinstance(value, dict | list) else ""
+            for node, value in outputs.items()}
+    values.update((ref, outputs[node]) for node, ref in refs.items() if ref)
+    inline = {node: outputs[node] for node, ref in refs.items() if not ref}
+    return {OUTPUTS: inline, OUTPUTS + REF: refs} if len(inline) < len(refs) else {}
 
 
 def resolved(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +143,10 @@ def resolved(doc: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     head = dict(doc)
     if "tasks" in doc:
         head["tasks"] = [_resolved(task, values) for task in doc["tasks"]]
+    if OUTPUTS + REF in doc:
+        inline = doc.get(OUTPUTS) or {}
+        head[OUTPUTS] = {node: values[ref] if ref else inline[node]
+                         for node, ref in head.pop(OUTPUTS + REF).items()}
     return _resolved(head, values, ("output",))
 
 
@@ -150,6 +163,7 @@ def _refs(doc: dict[str, Any]) -> Iterator[str]:
         for key in _TASK_VALUES:
             if key + REF in holder:
                 yield holder[key + REF]
+    yield from filter(None, doc.get(OUTPUTS + REF, {}).values())
 
 
 def _saved_as(cp: Draft, base_id: str | None) -> Saved | None:

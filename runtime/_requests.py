@@ -38,7 +38,7 @@ def first_head(graph: str, first_node: str, input: Any, thread_id: str,
         once=dict(existing.once) if existing else {},
         metadata=checked_metadata(metadata, "run metadata") or {},
         engine=RunBookkeeping(tasks=[new_task(run_id, 0, first_node, input)],
-                              lease=new_id()),
+                              lease=new_id(), outputs={}, routes=[]),
         additions=Additions(reset=True),
         # The new run's first save is a patch against the old head.
         saved=existing.saved if existing is not None else None,

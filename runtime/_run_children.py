@@ -31,7 +31,7 @@ class RunChildren(RunSaving):
             parent_thread_id=self.cp.thread_id, sub_agent_id=task["node"],
             metadata={"parent_task_id": task["id"]},
             engine=RunBookkeeping(tasks=[new_task(run_id, 0, child_graph.first, task["input"])],
-                                  lease=self.tree.lease),
+                                  lease=self.tree.lease, outputs={}, routes=[]),
             additions=Additions(reset=True),
         )
         task["child_thread_id"] = thread

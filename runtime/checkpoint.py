@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, fields
+from itertools import product
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ._jsonvalue import dumps_proven
@@ -72,6 +73,20 @@ class RunBookkeeping:
     children: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Which executor is applying this run right now (None when nobody is).
     lease: str | None = None
+    # What the run has done, bounded by its graph rather than by its history, so a page
+    # reads it from the head: each node's latest output (the ``state`` its history adds
+    # up to) and the [node, next node] routes taken from one step to the next. None: a
+    # head saved before heads kept them, or a checkpoint built by hand.
+    outputs: dict[str, Any] | None = None
+    routes: list[list[str]] | None = None
+
+    def took(self, here: Iterable[str], after: Iterable[str]) -> None:
+        """The step of the nodes ``here`` routed on to the nodes ``after``."""
+        if self.routes is None:
+            return
+        for route in map(list, product(here, list(after))):
+            if route not in self.routes:
+                self.routes.append(route)
 
 
 BOOKKEEPING: tuple[str, ...] = tuple(f.name for f in fields(RunBookkeeping))
@@ -178,6 +193,8 @@ class Draft(Head):
         self.last_completed = {"node": entry["node"], "task_id": entry.get("task_id"),
                                "cancelled": bool(entry.get("cancelled"))}
         self.additions.history.append(entry)
+        if self.engine.outputs is not None and not entry.get("cancelled"):
+            self.engine.outputs[entry["node"]] = entry["output"]
 
     def add_resolved(self, records: list[dict[str, Any]]) -> None:
         """Interrupts that ended (answered or cancelled)."""
@@ -191,7 +208,7 @@ FIELD_NAMES: tuple[str, ...] = (
     "created_at", "run_id", "parent_id", "namespace", "status", "step", "graph",
     "root_thread_id", "parent_run_id", "parent_thread_id", "sub_agent_id", "tasks",
     "interrupts", "resolved", "answers", "cancels", "steering", "once", "output", "error",
-    "forked_from", "children", "lease", "metadata",
+    "forked_from", "children", "lease", "metadata", "outputs", "routes",
 )
 
 

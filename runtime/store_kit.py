@@ -133,9 +133,11 @@ def _overrides(cls: type, name: str) -> bool:
 
 def _step_of(cp: Draft, encoded: Encoded, ended: Iterable[dict[str, Any]]) -> Step:
     base = encoded.base_id if encoded.base_id != cp.parent_id else None
-    return Step(encoded.record, encoded.head_text, base,
-                not _records.is_fork_start(cp, encoded), encoded.small, encoded.was_pending,
-                encoded.base_run_id, tuple(ended))
+    # A fork's first checkpoint keeps no head, which its record and the original's
+    # rebuild (so a fork writes almost nothing).
+    fork_start = cp.parent_id is None and encoded.base_id is not None
+    return Step(encoded.record, encoded.head_text, base, not fork_start, encoded.small,
+                encoded.was_pending, encoded.base_run_id, tuple(ended))
 
 
 class RecordStore(ABC):

@@ -1,13 +1,13 @@
 """What a reviewer needs beside the question: the run's input, the paused node's input,
 the latest state and the steering notes already given to the run.
 
-Checkpoint content is read only through the public ``runtime.Head`` fields the store
-returns (``paused_heads``): the thread's latest head, read as a run goes on from it, not
-rebuilt from the thread's records; an earlier checkpoint's only for an interrupt no longer
+Checkpoint content is read only through the ``runtime.Head`` the store returns
+(``paused_heads``): the thread's latest head, read as a run goes on from it, not rebuilt
+from the thread's records; an earlier checkpoint's only for an interrupt no longer
 pending. The state is a LangGraph thread's values, read where ``ForgeSaver`` keeps them,
-or a forge graph's per-node outputs, which only the latest checkpoint whole holds. The
-run's input comes from the ``Run`` row, which keeps what its first checkpoint was started
-with; the whole ``history`` is never read.
+or a forge graph's latest output of each node, which its head keeps. The run's input
+comes from the ``Run`` row, which keeps what its first checkpoint was started with; the
+whole ``history`` is read only for a head saved before heads kept the outputs.
 """
 
 from __future__ import annotations
@@ -57,11 +57,13 @@ def paused_heads(interrupt: Interrupt) -> tuple[Head | None, Head | None]:
 
 def latest_state(latest: Head) -> dict[str, Any]:
     """The state at the thread's latest checkpoint: a LangGraph graph's values, or a
-    forge graph's outputs by node, rebuilt from its records."""
+    forge graph's latest output of each node, as its head keeps them."""
     mirrored = latest.metadata.get(langgraph.LANGGRAPH_CHECKPOINT)
     if mirrored:
         return langgraph.values_at(latest.thread_id, mirrored) or {}
-    whole = DjangoCheckpointStore().load_by_id_sync(latest.id)
+    if latest.engine.outputs is not None:
+        return latest.engine.outputs
+    whole = DjangoCheckpointStore().load_by_id_sync(latest.id)  # a head kept no outputs
     return whole.state if whole is not None else {}
 
 

@@ -16,6 +16,7 @@ from forgeui.runs import registry
 from forgeui.runs.exceptions import ForgeUIError
 from forgeui.store import DjangoCheckpointStore
 from forgeui.web import graphsvg
+from runtime import Head
 
 LIVE = {RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED}
 
@@ -74,7 +75,7 @@ def build(root_thread_id: str) -> RunNode | None:
     for interrupt in Interrupt.objects.of_tree(root_thread_id).pending().by_age():
         pending[interrupt.run_id].append(interrupt)
     nodes = {run.run_id: RunNode(run, pending[run.run_id]) for run in runs}
-    roots = []
+    roots: list[RunNode] = []
     for node in nodes.values():
         parent = nodes.get(node.run.parent_run_id or "")
         (parent.children if parent else roots).append(node)
@@ -123,8 +124,10 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
     done = {tuple(n.run.namespace[1:]) for n in root.walk()
             if n.depth and n.run.status == RunStatus.COMPLETED}
     store = DjangoCheckpointStore()
-    done |= _completed(store, root.run)
-    observed = {(): _steps_taken(store, root.run.thread_id)} if routed else {}
+    head = store.load_run_head_sync(root.run.run_id)
+    done |= _completed(store, head)
+    observed: dict[graphsvg.Path, set[graphsvg.Edge]] = (
+        {(): _routes_taken(store, head)} if routed and head is not None else {})
     running, cancelled = _task_states(store, root)
     running = (running | working(root)) - done
     failed = {(*n.run.namespace[1:], n.run.error["node"]) for n in root.walk()
@@ -134,13 +137,20 @@ def marks(root: RunNode, routed: bool) -> graphsvg.Marks:
                           cancelled=frozenset(cancelled))
 
 
-def _completed(store: DjangoCheckpointStore, run: Run) -> set[graphsvg.Path]:
-    """The root's nodes that completed, from its history. A LangGraph run keeps none in
-    forge (its values are ``ForgeSaver``'s), as its head says: then nothing is rebuilt."""
-    head = store.load_run_head_sync(run.run_id)
+def _completed(store: DjangoCheckpointStore, head: Head | None) -> set[graphsvg.Path]:
+    """The root's nodes that completed, as its head keeps them (their latest outputs). A
+    LangGraph run keeps none in forge (its values are ``ForgeSaver``'s), as its head
+    says; only a head saved before heads kept them is rebuilt from its history."""
     if head is None or head.metadata.get(langgraph.LANGGRAPH_CHECKPOINT):
         return set()
-    latest = store.load_by_id_sync(head.id)
+    if head.engine.outputs is None:
+        return _completed_in_history(store, head.id)
+    return {(node,) for node in head.engine.outputs}
+
+
+def _completed_in_history(store: DjangoCheckpointStore, checkpoint_id: str
+                          ) -> set[graphsvg.Path]:
+    latest = store.load_by_id_sync(checkpoint_id)
     history = latest.history if latest is not None else []
     return {(step["node"],) for step in history if not step.get("cancelled")}
 
@@ -174,8 +184,16 @@ def working(root: RunNode) -> set[tuple[str, ...]]:
             in answered.values_list("namespace", "node")}
 
 
-def _steps_taken(store: DjangoCheckpointStore, thread_id: str) -> set[tuple[str, str]]:
-    """Node pairs of consecutive steps: where the root's routes have led so far."""
+def _routes_taken(store: DjangoCheckpointStore, head: Head) -> set[tuple[str, str]]:
+    """Node pairs of consecutive steps: where the root's routes have led so far, as its
+    head keeps them (else, for a head saved before, read from every checkpoint)."""
+    if head.engine.routes is None:
+        return _routes_in_checkpoints(store, head.thread_id)
+    return {(a, b) for a, b in head.engine.routes}
+
+
+def _routes_in_checkpoints(store: DjangoCheckpointStore,
+                           thread_id: str) -> set[tuple[str, str]]:
     steps: dict[int, set[str]] = defaultdict(set)
     for cp in store.list_sync(thread_id):
         steps[cp.step].update(task["node"] for task in cp.engine.tasks)

@@ -281,12 +281,17 @@ class Cluster:
             self.start_worker()
 
 
+# The scraper's token: /readyz shows its holder the workers' heartbeats.
+METRICS_TOKEN = "cluster-metrics-" + "m" * 24
+
+
 def environment(database_url: str, redis_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
                REDIS_URL=redis_url, DEBUG="1", SECRET_KEY="forge-cluster-" + "x" * 40,
                ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
                FORGE_GRAPH_CAPS=json.dumps(CAPS), FORGE_WORKER_HEARTBEAT_SECONDS="0.5",
+               FORGE_METRICS_TOKEN=METRICS_TOKEN,
                PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
                # CLUSTER_LOG_LEVEL=INFO puts each task's outcome in the worker logs.
                LOG_LEVEL=os.environ.get("CLUSTER_LOG_LEVEL", "WARNING"))

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import deep, missing, require_service
-from tests.forgeui.cluster import CAPS, ROOT, Cluster, cluster, kill, stop
+from tests.forgeui.cluster import CAPS, METRICS_TOKEN, ROOT, Cluster, cluster, kill, stop
 from tests.forgeui.conftest import lines
 from tests.forgeui.watcher import Watcher
 from tests.processes import wait_until
@@ -382,7 +382,9 @@ def test_idle_inbox_sockets_workers_and_sweeper_survive_redis_client_timeouts(
         wait_until(lambda: all(w.saw([interrupt_id]) for w in watchers), 30,
                    "the new row on the sockets that were idle")
         for url in forge.urls:
-            with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
+            asked = urllib.request.Request(
+                url + "/readyz", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+            with urllib.request.urlopen(asked, timeout=10) as response:
                 ready = json.loads(response.read())
             assert ready["checks"] == {"database": "ok", "redis": "ok", "graphs": "ok"}
             # Each live worker beat within its heartbeat interval, however idle.

@@ -1,4 +1,6 @@
-"""``/healthz`` and ``/readyz``: anonymous JSON probes; 503 names what failed."""
+"""``/healthz`` and ``/readyz``: anonymous JSON probes. An anonymous caller of ``/readyz``
+learns only the status; the scraper's token or a staff session also learns what failed
+and which workers beat."""
 
 from __future__ import annotations
 
@@ -8,12 +10,22 @@ import sys
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from forgeui.runs import registry
-from tests.forgeui.conftest import ROOT
+from forgeui.web import health
+from tests.forgeui.conftest import ROOT, logged_in
 
 CLOSED = "127.0.0.1:1"  # nothing listens on port 1: connections are refused at once
+TOKEN = "scrape-" + "r" * 30
+WORKERS = [{"id": 7, "last_heartbeat": "2026-01-01T00:00:00+00:00", "seconds_ago": 1.0,
+            "in_flight": 3}]
+
+
+def scraper() -> Client:
+    """A client holding the metrics token (the tests set ``FORGE_METRICS_TOKEN``)."""
+    return Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
 
 
 def test_healthz_is_anonymous_json_and_needs_no_database() -> None:
@@ -24,8 +36,9 @@ def test_healthz_is_anonymous_json_and_needs_no_database() -> None:
 
 
 @pytest.mark.django_db
+@override_settings(FORGE_METRICS_TOKEN=TOKEN)
 def test_readyz_is_ready_with_the_database_alone() -> None:
-    response = Client().get("/readyz")
+    response = scraper().get("/readyz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "failed": [],
                                "checks": {"database": "ok", "graphs": "ok"}}
@@ -34,31 +47,76 @@ def test_readyz_is_ready_with_the_database_alone() -> None:
 @pytest.mark.django_db
 def test_readyz_is_503_naming_a_graph_that_does_not_load(settings: Any) -> None:
     registry.clear()
+    settings.FORGE_METRICS_TOKEN = TOKEN
     settings.FORGE_GRAPHS = {**settings.FORGE_GRAPHS, "broken": "forgeui.no_such_module:graph",
                              "typo": "forgeui.demo.graphs"}
     try:
-        response = Client().get("/readyz")
+        response, anonymous = scraper().get("/readyz"), Client().get("/readyz")
     finally:
         registry.clear()
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failed": ["graphs"],
                                "checks": {"database": "ok", "graphs": "failed"},
                                "broken_graphs": ["broken", "typo"]}
+    assert anonymous.status_code == 503 and anonymous.json() == {"status": "unavailable"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("graphs", ["{not json", '["a", "b"]', {"a": 1}, 5])
+def test_readyz_is_503_with_a_reason_when_forge_graphs_is_malformed(
+        settings: Any, graphs: Any) -> None:
+    registry.clear()
+    settings.FORGE_METRICS_TOKEN = TOKEN
+    settings.FORGE_GRAPHS = graphs
+    try:
+        response, anonymous = scraper().get("/readyz"), Client().get("/readyz")
+    finally:
+        registry.clear()
+    assert response.status_code == 503, response.content
+    body = response.json()
+    assert body["failed"] == ["graphs"] and body["checks"]["graphs"] == "failed"
+    assert body["reason"].startswith("FORGE_GRAPHS") and len(body["reason"]) <= 200
+    assert anonymous.status_code == 503 and anonymous.json() == {"status": "unavailable"}
+
+
+@pytest.mark.django_db
+@override_settings(FORGE_METRICS_TOKEN=TOKEN, FORGE_QUEUE="procrastinate")
+def test_anonymous_callers_see_only_the_status_not_the_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health.status, "workers", lambda: WORKERS)
+    anonymous = Client().get("/readyz")
+    assert anonymous.status_code == 200 and anonymous.json() == {"status": "ok"}
+    wrong = Client(HTTP_AUTHORIZATION="Bearer wrong").get("/readyz")
+    assert wrong.json() == {"status": "ok"}
+    assert scraper().get("/readyz").json()["workers"] == WORKERS
+
+
+@pytest.mark.django_db
+@override_settings(FORGE_QUEUE="procrastinate")
+def test_a_staff_session_sees_the_workers_and_other_people_do_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(health.status, "workers", lambda: WORKERS)
+    staff = User.objects.create_user("ops", password="ops", is_staff=True)
+    person = User.objects.create_user("someone", password="someone")
+    assert logged_in(staff).get("/readyz").json()["workers"] == WORKERS
+    assert logged_in(person).get("/readyz").json() == {"status": "ok"}
+    # Without FORGE_METRICS_TOKEN set, no bearer token opens the details.
+    assert Client(HTTP_AUTHORIZATION="Bearer ").get("/readyz").json() == {"status": "ok"}
 
 
 @pytest.mark.redis
 @pytest.mark.django_db
-@override_settings(REDIS_URL="redis://127.0.0.1:6379/0")
+@override_settings(REDIS_URL="redis://127.0.0.1:6379/0", FORGE_METRICS_TOKEN=TOKEN)
 def test_readyz_checks_redis_when_it_is_configured() -> None:
-    response = Client().get("/readyz")
+    response = scraper().get("/readyz")
     assert response.status_code == 200
     assert response.json()["checks"] == {"database": "ok", "redis": "ok", "graphs": "ok"}
 
 
 @pytest.mark.django_db
-@override_settings(REDIS_URL=f"redis://{CLOSED}/0")
+@override_settings(REDIS_URL=f"redis://{CLOSED}/0", FORGE_METRICS_TOKEN=TOKEN)
 def test_readyz_is_503_naming_redis_when_redis_is_down() -> None:
-    response = Client().get("/readyz")
+    response = scraper().get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failed": ["redis"],
                                "checks": {"database": "ok", "redis": "failed",
@@ -69,7 +127,7 @@ PROBE = """
 import json, django
 django.setup()
 from django.test import Client
-client = Client(HTTP_HOST="localhost")
+client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION="Bearer probe-token")
 ready, alive = client.get("/readyz"), client.get("/healthz")
 print(json.dumps({"ready": [ready.status_code, ready.json()],
                   "alive": [alive.status_code, alive.json()]}))
@@ -79,7 +137,8 @@ print(json.dumps({"ready": [ready.status_code, ready.json()],
 def test_readyz_is_503_naming_the_database_when_it_is_unreachable() -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
            "DJANGO_SETTINGS_MODULE": "forgeui.settings",
-           "DATABASE_URL": f"postgres://postgres@{CLOSED}/forge", "REDIS_URL": f"redis://{CLOSED}/0"}
+           "DATABASE_URL": f"postgres://postgres@{CLOSED}/forge", "REDIS_URL": f"redis://{CLOSED}/0",
+           "FORGE_METRICS_TOKEN": "probe-token"}
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
