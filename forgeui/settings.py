@@ -38,6 +38,13 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_json(name: str, default: str) -> Any:
+    """The variable's JSON; text that is not JSON is kept for a system check to name."""
+    with contextlib.suppress(ValueError):
+        return json.loads(os.environ.get(name) or default)
+    return os.environ.get(name) or default
+
+
 def database(url: str) -> dict[str, Any]:
     """One DATABASES entry; SQLite gets WAL, a busy timeout and write-locking transactions,
     PostgreSQL server-side binding and prepared statements."""
@@ -87,23 +94,16 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 # A site's FORGE_GRAPHS replaces the example graphs; FORGE_EXAMPLES=1 keeps them beside it.
 # Text that is not JSON is kept, for the system check (forgeui.E002) to name the error.
-FORGE_GRAPHS: Any = os.environ.get("FORGE_GRAPHS") or "null"
-with contextlib.suppress(ValueError):
-    FORGE_GRAPHS = json.loads(FORGE_GRAPHS)
+FORGE_GRAPHS: Any = env_json("FORGE_GRAPHS", "null")
 FORGE_GRAPHS = FORGE_GRAPHS or DEFAULT_GRAPHS
 if env_bool("FORGE_EXAMPLES", False) and isinstance(FORGE_GRAPHS, dict):
     FORGE_GRAPHS = {**DEFAULT_GRAPHS, **FORGE_GRAPHS}
 # Approval policies, {name: {"nodes": ["graph/node"], "agents": [...], "approvals": M, ...}}
-# (forgeui.runs.policies.config). Text that is not JSON is kept, for the system check
-# (forgeui.E010) to name the error instead of a traceback here.
-FORGE_POLICIES: Any = os.environ.get("FORGE_POLICIES") or "{}"
-with contextlib.suppress(ValueError):
-    FORGE_POLICIES = json.loads(FORGE_POLICIES)
+# (forgeui.runs.policies.config); the system check E010 names what is wrong.
+FORGE_POLICIES: Any = env_json("FORGE_POLICIES", "{}")
 # Teams, {team: {"graphs": ["graph", "graph/*"], "agents": ["agent-name"]}}
-# (forgeui.team.teams); text that is not JSON is kept for the check (E050) to name.
-FORGE_TEAMS: Any = os.environ.get("FORGE_TEAMS") or "{}"
-with contextlib.suppress(ValueError):
-    FORGE_TEAMS = json.loads(FORGE_TEAMS)
+# (forgeui.team.teams); the system check E050 names what is wrong.
+FORGE_TEAMS: Any = env_json("FORGE_TEAMS", "{}")
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")
 # Extra exact websocket origins, e.g. "https://forge.example.com" behind a TLS proxy.
@@ -256,10 +256,8 @@ FORGE_SLACK_BOT_TOKEN = os.environ.get("FORGE_SLACK_BOT_TOKEN", "")
 FORGE_SLACK_SIGNING_SECRET = os.environ.get("FORGE_SLACK_SIGNING_SECRET", "")
 FORGE_SLACK_CHANNEL = os.environ.get("FORGE_SLACK_CHANNEL", "")
 # Channels by what asks, {"policy:NAME" | "agent:NAME" | "graph:NAME[/node]": channel}
-# (forgeui.slack.channels); text that is not JSON is kept for the check (E040) to name.
-FORGE_SLACK_CHANNELS: Any = os.environ.get("FORGE_SLACK_CHANNELS") or "{}"
-with contextlib.suppress(ValueError):
-    FORGE_SLACK_CHANNELS = json.loads(FORGE_SLACK_CHANNELS)
+# (forgeui.slack.channels); the system check E040 names what is wrong.
+FORGE_SLACK_CHANNELS: Any = env_json("FORGE_SLACK_CHANNELS", "{}")
 FORGE_SLACK_API_URL = os.environ.get("FORGE_SLACK_API_URL", "https://slack.com/api/")
 FORGE_SLACK_LINK_BY_EMAIL = env_bool("FORGE_SLACK_LINK_BY_EMAIL", False)
 

@@ -16,6 +16,9 @@ from forgeui.team.roles import team_q
 
 from .runs import ID_LENGTH
 
+# The built-in graph each request runs (``forgeui.requests.graph``; a test keeps them equal).
+REQUEST_GRAPH = "forge.request"
+
 
 class AgentRequestQuerySet(models.QuerySet["AgentRequest"]):
     def visible_to(self, user: object, agent: str) -> AgentRequestQuerySet:

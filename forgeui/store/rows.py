@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 from django.utils import timezone
 
-from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
 from forgeui.team import teams
 from runtime.checkpoint import Head
 
 from ..models import AgentRequest, EventKind, Interrupt, InterruptStatus, RunStatus, queries
 from ..models import assignees as assignment  # the stored form of assignees
 from ..models.events import EventDraft
+from ..models.requests import REQUEST_GRAPH
 
 
 def from_ms(value: Any, default: datetime) -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
+from forgeui.models.requests import REQUEST_GRAPH
 from forgeui.requests import graph, present, shapes
 from forgeui.runs import registry
 from forgeui.runs.exceptions import InvalidRequest
@@ -16,7 +17,7 @@ ACTIONS = [{"name": "send", "args": {"to": "a"},
 
 
 def test_the_registry_knows_the_request_graph_by_its_own_name() -> None:
-    assert registry.REQUEST_GRAPH == graph.GRAPH == graph.request_graph.name
+    assert registry.REQUEST_GRAPH == graph.GRAPH == graph.request_graph.name == REQUEST_GRAPH
 
 
 def test_the_answer_schema_takes_exactly_what_the_actions_offer() -> None:
