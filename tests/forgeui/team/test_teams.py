@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 from typing import Any
 
@@ -15,8 +16,9 @@ from django.test import override_settings
 from forgeui.apps import SETTINGS_CHECKS
 from forgeui.models import AgentRequest, AuditEntry, Interrupt, Run
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
-from forgeui.team import teams
+from forgeui.team import sso, teams
 from forgeui.team.roles import Action, allowed, team_q, teams_where
+from tests.docblocks import block
 
 TEAMS = {"finance": {"graphs": ["payments", "payments/*"], "agents": ["billing-*"]},
          "support": {"graphs": ["tickets"], "agents": ["helpdesk-bot"], "label": "Support"}}
@@ -166,3 +168,14 @@ def test_assign_teams_moves_rows_to_the_teams_the_setting_names_now() -> None:
         call_command("assign_teams", stdout=out)
         assert out.getvalue() == "7 rows moved\n"  # finance's rows belong to nobody now
     assert teams_of(Run)["r0"] == "" and teams_of(Interrupt)["qi1"] == "support"
+
+
+def test_the_documented_settings_are_accepted() -> None:
+    declared = block("docs/teams.md", "export FORGE_TEAMS=", "sh")
+    setting = json.loads(declared.partition("'")[2].rpartition("'")[0])
+    assert sorted(teams.parse(setting)) == ["finance", "support"]
+    mapped = block("docs/teams.md", "export FORGE_OIDC_TEAMS=", "sh")
+    oidc = json.loads(mapped.partition("'")[2].rpartition("'")[0])
+    with override_settings(FORGE_SSO=True, FORGE_OIDC_ISSUER="https://id.example.com",
+                           FORGE_OIDC_ROLES={}, FORGE_TEAMS=setting, FORGE_OIDC_TEAMS=oidc):
+        assert sso.check_settings() == []
