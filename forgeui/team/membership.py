@@ -103,7 +103,7 @@ def on_group_deleted(sender: Any, instance: Group, using: str, **kwargs: Any) ->
     record(REMOVED, held(instance, True, None, using), using)
 
 
-
 @receiver(pre_delete, sender=get_user_model(), dispatch_uid="forgeui.membership.user_deleted")
 def on_user_deleted(sender: Any, instance: Any, using: str, **kwargs: Any) -> None:
+    """A deleted user leaves every group they were in, without an m2m signal either."""
     record(REMOVED, held(instance, False, None, using), using)
