@@ -374,8 +374,8 @@ TEAM_CALLERS = [f"{team}:{role.value}" for team in TEAMS for role in Role]
 # Path parameters that name an object some team owns: another team's is not found.
 OWNED_PARAMETERS = frozenset({"interrupt_id", "run_id", "thread_id", "checkpoint_id",
                               "request_id", "name"})
-# Bodies naming another team's objects; the answer may not act on them either.
-FOREIGN_BODIES: dict[str, Any] = {
+# Bodies naming a team's objects (its graph to start, its interrupts to answer in bulk).
+TEAM_BODIES: dict[str, Any] = {
     **BODIES, "api:start_run": {"graph": "{name}", "input": {"payload": {}}},
     "forgeui:bulk": {"ids": ["{interrupt_id}"], "value": "approve"},
     "forgeui:start-run": {"graph": "{name}"},
@@ -507,19 +507,29 @@ def test_another_teams_objects_are_not_found_by_any_role(
                 continue
             for route in team_routes():
                 ids = other.ids | RANDOM_IDS
-                body = filled(FOREIGN_BODIES.get(route.name, {}), ids)
+                body = filled(TEAM_BODIES.get(route.name, {}), ids)
                 named = parameters(route) & OWNED_PARAMETERS
-                if not named and not (route.rule[0] == "POST" and body):
-                    continue
+                if route.name == "api:create_request" or not (
+                        named or (route.rule[0] == "POST" and body)):
+                    continue  # a new request names no object of anyone's
                 response = call_with(clients[caller], route, ids, body)
-                sent = {ids[p] for p in named} | set(re.findall(r"[\w-]+", json_text(body)))
-                if named and response.status_code != 404:
+                sent = {ids[p] for p in named} | set(re.findall(r"[\w-]+", json.dumps(body)))
+                if named and response.status_code not in not_found(caller, route):
                     wrong.append(f"{route.rule[0]} /{route.pattern} of {owner or 'nobody'} as "
                                  f"{caller}: {response.status_code}, not 404")
                 if found := leaked(response, strangers(teams_world, team), sent):
                     wrong.append(f"{route.rule[0]} /{route.pattern} as {caller} shows {found}")
     assert wrong == [], "\n".join(wrong)
     assert state_of(teams_world) == before, "another team's objects were changed"
+
+
+def not_found(caller: str, route: Route) -> set[int]:
+    """404; or 403 where the caller's role may not do the route's action in any team: that
+    refusal comes before any object is looked up, so it says nothing of the object."""
+    needs, role = route.rule[1], Role(caller.split(":")[1])
+    if isinstance(needs, Action) and role not in PERMISSIONS[needs]:
+        return {403, 404}
+    return {404}
 
 
 def test_team_roles_do_in_their_team_what_the_role_table_says(
@@ -534,7 +544,9 @@ def test_team_roles_do_in_their_team_what_the_role_table_says(
             may_act = Role(role) in PERMISSIONS[route.rule[1]]
             if route.rule[0] == "POST" and may_act:
                 continue
-            response = call(clients[caller], route, teams_world[team].ids | RANDOM_IDS)
+            ids = teams_world[team].ids | RANDOM_IDS
+            response = call_with(clients[caller], route, ids,
+                                 filled(TEAM_BODIES.get(route.name, {}), ids))
             if not may_act and response.status_code != 403:
                 wrong.append(f"{route.rule[0]} /{route.pattern} as {caller}: "
                              f"{response.status_code}, not 403")
@@ -550,10 +562,6 @@ def call_with(client: Client, route: Route, ids: dict[str, str], body: Any) -> A
     if not route.api:
         return client.post(url, body)
     return client.post(url, body, content_type="application/json")
-
-
-def json_text(body: Any) -> str:
-    return json.dumps(body)
 
 
 def state_of(world: dict[str, Owned]) -> dict[str, Any]:
