@@ -212,7 +212,11 @@ class UserAdmin(MembershipAuditMixin, auth_admin.UserAdmin):
 
 
 class GroupAdmin(MembershipAuditMixin, auth_admin.GroupAdmin):
-    pass
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "name" and field is not None:
+            field.help_text = GROUPS_HELP
+        return field
 
 
 for model, model_admin in ((get_user_model(), UserAdmin), (Group, GroupAdmin)):

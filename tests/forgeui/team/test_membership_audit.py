@@ -106,8 +106,9 @@ def test_the_admin_change_form_records_the_admin_and_says_what_groups_are() -> N
     finance = group("finance:reviewer")
     client = Client()
     client.force_login(admin)
-    page = client.get(f"/admin/auth/user/{dana.pk}/change/")
-    assert page.status_code == 200 and "TEAM:ROLE" in page.content.decode()
+    for url in (f"/admin/auth/user/{dana.pk}/change/", "/admin/auth/group/add/"):
+        page = client.get(url)
+        assert page.status_code == 200 and "TEAM:ROLE" in page.content.decode(), url
     form = {"username": "dana", "groups": [str(finance.pk)], "is_active": "on",
             "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00",
             "initial-date_joined_0": "2026-01-01", "initial-date_joined_1": "00:00:00"}
