@@ -2,21 +2,29 @@
 time from an interrupt's commit to its row arriving at 50 connected websocket clients.
 
     python bench/inbox_bench.py [--pending 10000] [--clients 50] [--interrupts 100]
+                                [--teams 20] [--db sqlite|postgres]
 
 Runs on the embedded settings (SQLite file in a temporary folder, in-memory channel
-layer, in-process tasks), as ``make run`` serves them, with ``DEBUG=0``:
+layer, in-process tasks), as ``make run`` serves them, with ``DEBUG=0``; ``--db postgres``
+puts the database on PostgreSQL (``forge_bench_inbox`` on 127.0.0.1, made anew):
 
 1. Render: 10,000 pending interrupts (one run each, across graphs, namespaces and
    sub-agents) are inserted; a logged-in reviewer GETs ``/`` (the whole page: filters,
    count, first 50 rows) through Django's full request stack, in process. Reported:
    median and p95 over the timed requests, after warm-up.
+   With ``--teams N`` the pending interrupts are spread over N teams (``FORGE_TEAMS``,
+   rows stamped as ``assign_teams`` stamps them) and the page is read by a member of one
+   team (``team00:reviewer``): the inbox then holds that team's share. Also reported: the
+   filtered first page's own queries (50 rows and the count), and rows of other teams
+   the page showed (must be 0).
 2. Push: daphne serves the same database; 50 websocket clients connect as a browser
    would (session cookie, same-origin ``Origin``) and send their catch-up cursor. Runs of
    ``transfer`` are started through the API one after another; each pauses at an
    interrupt inside daphne's task pool. Latency = arrival of the row at a client minus
    the commit of the interrupt (the ``interrupt.created`` event row's ``created_at``,
    stamped in the ``on_commit`` hook right after the commit). Reported: p50, p95, max
-   over every (client, interrupt) pair.
+   over every (client, interrupt) pair. With teams, the clients are that member and
+   ``transfer`` belongs to their team.
 """
 
 from __future__ import annotations
@@ -34,18 +42,53 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_DB = os.environ.get("FORGE_BENCH_DB", "forge_bench_inbox")
 ROW = re.compile(r'<tr id="int-([0-9a-f]+)" class="row')
 GRAPHS = [("transfer", [], "ask"), ("supervisor", ["research_agent"], "find_sources"),
           ("supervisor", ["writer_agent"], "draft"),
           ("nested", ["team_agent", "specialist_agent"], "investigate")]
 
 
-def configure(folder: Path) -> dict[str, str]:
+def team_name(n: int) -> str:
+    return f"team{n:02d}"
+
+
+def teams_setting(teams: int) -> str:
+    """N teams; the first owns ``transfer`` (the push part's runs), the rest graphs of
+    their own (the seeded rows are stamped directly)."""
+    return json.dumps({team_name(n): {"graphs": ["transfer" if n == 0 else f"{team_name(n)}/*"]}
+                       for n in range(teams)})
+
+
+def database_url(db: str, folder: Path) -> str:
+    if db == "sqlite":
+        return f"sqlite:///{folder / 'bench.sqlite3'}"
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}"')
+        conn.execute(f'CREATE DATABASE "{PG_DB}"')
+    return f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
+
+
+def drop_database() -> None:
+    import psycopg
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}"')
+
+
+def configure(folder: Path, db: str = "sqlite", teams: int = 0) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DEBUG="0", LOG_LEVEL="WARNING",
-               DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}", PYTHONPATH=str(ROOT),
+               DATABASE_URL=database_url(db, folder), PYTHONPATH=str(ROOT),
+               FORGE_TEAMS=teams_setting(teams) if teams else "{}",
                ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
                # Production settings over plain HTTP on loopback, with static files
                # collected into the bench's own folder (whitenoise serves the manifest).
@@ -62,8 +105,9 @@ def configure(folder: Path) -> dict[str, str]:
     return env
 
 
-def seed(pending: int) -> None:
-    """``pending`` paused runs, each with one pending interrupt, inserted in bulk."""
+def seed(pending: int, teams: int = 0) -> None:
+    """``pending`` paused runs, each with one pending interrupt, inserted in bulk; with
+    teams, run ``n`` and its interrupt belong to team ``n % teams``."""
     from django.core.management import call_command
     from django.utils import timezone
 
@@ -79,26 +123,71 @@ def seed(pending: int) -> None:
     for n in range(pending):
         graph, path, node = GRAPHS[n % len(GRAPHS)]
         run_id, thread = f"{n:032x}", f"bench-{n}"
+        team = team_name(n % teams) if teams else ""
         runs.append(Run(run_id=run_id, thread_id=thread, root_thread_id=thread, graph=graph,
                         namespace=[graph, *path], sub_agent_id=path[-1] if path else "",
                         status="interrupted", latest_checkpoint_id=f"cp-{n}",
-                        created_at=now, updated_at=now))
+                        created_at=now, updated_at=now, team=team))
         interrupts.append(Interrupt(
             id=f"{n:032x}", run_id=run_id, thread_id=thread, root_thread_id=thread, node=node,
             task_id=f"task-{n}", namespace=[graph, *path], sub_agent_id=path[-1] if path else "",
-            checkpoint_id=f"cp-{n}", created_at=now - timezone.timedelta(seconds=n),
+            checkpoint_id=f"cp-{n}", created_at=now - timezone.timedelta(seconds=n), team=team,
             payload={"question": f"Approve request #{n}?", "amount": n,
                      "actions": ["accept", "edit", "respond", "ignore"]}))
     Run.objects.bulk_create(runs, batch_size=2000)
     Interrupt.objects.bulk_create(interrupts, batch_size=2000)
+    if teams:
+        member_of(team_name(0))
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # the planner's statistics, as autovacuum keeps them
+        cursor.execute("ANALYZE")
 
 
-def bench_render(repeat: int) -> dict[str, float]:
+def member_of(team: str) -> str:
+    """A reviewer of ``team`` only; their username."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(f"{team}-reviewer")
+    user.groups.add(Group.objects.get_or_create(name=f"{team}:reviewer")[0])
+    return user.get_username()
+
+
+def reader(teams: int) -> str:
+    return f"{team_name(0)}-reviewer" if teams else "reviewer"
+
+
+def bench_query(repeat: int, username: str) -> dict[str, float]:
+    """The inbox's own two reads for ``username``, in its default order (deadline): the
+    first 50 rows of their teams and their count."""
+    from django.contrib.auth.models import User
+
+    from forgeui.inbox.rows import InboxFilters
+    from forgeui.models import Interrupt
+    from forgeui.team.assignment import Viewer
+
+    user = User.objects.get(username=username)
+    timings = []
+    for n in range(repeat + 5):
+        begun = time.perf_counter()
+        found = InboxFilters().apply(Interrupt.objects.visible_to(user), Viewer.of(user))
+        rows, total = list(found[:50]), found.count()
+        if n >= 5:
+            timings.append((time.perf_counter() - begun) * 1000)
+    return {"median_ms": statistics.median(timings), "rows": len(rows), "count": total}
+
+
+def foreign_rows(html: str, teams: int) -> int:
+    """Rows on the page of a team other than the reader's (team 0)."""
+    return sum(1 for found in ROW.findall(html) if teams and int(found, 16) % teams)
+
+
+def bench_render(repeat: int, username: str = "reviewer", teams: int = 0) -> dict[str, float]:
     from django.contrib.auth.models import User
     from django.test import Client
 
     client = Client()
-    client.force_login(User.objects.get(username="reviewer"))
+    client.force_login(User.objects.get(username=username))
     for _ in range(5):
         assert client.get("/").status_code == 200
     timings = []
@@ -108,16 +197,17 @@ def bench_render(repeat: int) -> dict[str, float]:
         timings.append((time.perf_counter() - begun) * 1000)
         assert response.status_code == 200 and len(ROW.findall(response.content.decode())) == 50
     return {"median_ms": statistics.median(timings),
-            "p95_ms": statistics.quantiles(timings, n=20)[18], "requests": repeat}
+            "p95_ms": statistics.quantiles(timings, n=20)[18], "requests": repeat,
+            "foreign_rows": foreign_rows(response.content.decode(), teams)}
 
 
-def session_cookie() -> str:
+def session_cookie(username: str = "reviewer") -> str:
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.test import Client
 
     client = Client()
-    client.force_login(User.objects.get(username="reviewer"))
+    client.force_login(User.objects.get(username=username))
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
@@ -211,26 +301,50 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.05, help="seconds between runs")
     parser.add_argument("--renders", type=int, default=50)
     parser.add_argument("--port", type=int, default=8799)
+    parser.add_argument("--teams", type=int, default=0, help="spread the pending over N teams")
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--no-push", action="store_true", help="the first page only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        env = configure(Path(folder))
-        seed(args.pending)
-        render = bench_render(args.renders)
-        print(f"inbox first page, {args.pending} pending: median {render['median_ms']:.1f} ms,"
-              f" p95 {render['p95_ms']:.1f} ms over {render['requests']} requests"
-              f" (target: median < 100 ms)")
-        server = start_daphne(env, args.port)
-        try:
-            push = asyncio.run(bench_push(args.port, session_cookie(), api_token("supervisor"),
-                                          args.clients, args.interrupts, args.gap))
-        finally:
-            server.terminate()
-            server.wait(10)
-        print(f"commit -> websocket row, {push['clients']} clients, {push['interrupts']} "
-              f"interrupts: p50 {push['p50_ms']:.1f} ms, p95 {push['p95_ms']:.1f} ms, "
-              f"max {push['max_ms']:.1f} ms; delivered {push['delivered']}/{push['expected']}"
-              f" (target: p95 < 200 ms)")
-        print(json.dumps({"render": render, "push": push}))
+        env = configure(Path(folder), args.db, args.teams)
+        seed(args.pending, args.teams)
+        found = {"render": report_render(args)}
+        if not args.no_push:
+            found["push"] = report_push(args, env)
+        print(json.dumps(found))
+    if args.db == "postgres":
+        drop_database()
+
+
+def report_render(args: argparse.Namespace) -> dict[str, Any]:
+    render = bench_render(args.renders, reader(args.teams), args.teams)
+    who = f", a member of 1 of {args.teams} teams" if args.teams else ""
+    print(f"{args.db}: inbox first page, {args.pending} pending{who}: median "
+          f"{render['median_ms']:.1f} ms, p95 {render['p95_ms']:.1f} ms over "
+          f"{render['requests']} requests (target: median < 100 ms)")
+    if args.teams:
+        query = bench_query(args.renders, reader(args.teams))
+        print(f"  its queries (50 rows + count of {query['count']}): median "
+              f"{query['median_ms']:.2f} ms; rows of other teams on the page: "
+              f"{render['foreign_rows']} (must be 0)")
+        render["query"] = query
+    return render
+
+
+def report_push(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    server = start_daphne(env, args.port)
+    try:
+        push = asyncio.run(bench_push(args.port, session_cookie(reader(args.teams)),
+                                      api_token("supervisor"), args.clients,
+                                      args.interrupts, args.gap))
+    finally:
+        server.terminate()
+        server.wait(10)
+    print(f"commit -> websocket row, {push['clients']} clients, {push['interrupts']} "
+          f"interrupts: p50 {push['p50_ms']:.1f} ms, p95 {push['p95_ms']:.1f} ms, "
+          f"max {push['max_ms']:.1f} ms; delivered {push['delivered']}/{push['expected']}"
+          f" (target: p95 < 200 ms)")
+    return push
 
 
 if __name__ == "__main__":

@@ -6,12 +6,16 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import admin as auth_admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from . import models
 from .runs.policies.config import policies
 from .slack import admin as slack_admin
+from .team import membership, sign_in
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -177,4 +181,45 @@ class SsoIdentityAdmin(admin.ModelAdmin):
         return False  # made at the first sign-in, never by hand
 
 
+class MembershipAuditMixin:
+    """Memberships the admin changes are audited as the admin's (``team.membership``)."""
+
+    def save_related(self, request: HttpRequest, *args: Any, **kwargs: Any) -> None:
+        with membership.acting(request.user, sign_in.method_of(request.user)):
+            super().save_related(request, *args, **kwargs)  # type: ignore[misc]
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with membership.acting(request.user, sign_in.method_of(request.user)):
+            super().delete_model(request, obj)  # type: ignore[misc]
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        with membership.acting(request.user, sign_in.method_of(request.user)):
+            super().delete_queryset(request, queryset)  # type: ignore[misc]
+
+
+GROUPS_HELP = ("Roles are groups: reviewer, supervisor and auditor hold everywhere; "
+               "TEAM:ROLE (finance:reviewer) holds for that team's graphs and agents only "
+               "(FORGE_TEAMS). Each change is an audit entry.")
+
+
+class UserAdmin(MembershipAuditMixin, auth_admin.UserAdmin):
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest,
+                                 **kwargs: Any) -> Any:
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name == "groups" and field is not None:
+            field.help_text = GROUPS_HELP
+        return field
+
+
+class GroupAdmin(MembershipAuditMixin, auth_admin.GroupAdmin):
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "name" and field is not None:
+            field.help_text = GROUPS_HELP
+        return field
+
+
+for model, model_admin in ((get_user_model(), UserAdmin), (Group, GroupAdmin)):
+    admin.site.unregister(model)
+    admin.site.register(model, model_admin)
 slack_admin.register(admin.site)

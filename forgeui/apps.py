@@ -17,7 +17,8 @@ class ForgeUIConfig(AppConfig):
     def ready(self) -> None:
         # Logging out or losing a role closes that user's inbox websockets (inbox.access).
         # demo registers its deploy check; lockouts audits django-axes' lockouts; sign_in
-        # keeps in the session how each person logged in, and audits each sign-in.
+        # keeps in the session how each person logged in, and audits each sign-in;
+        # membership audits each change of who holds which role.
         from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
@@ -26,7 +27,7 @@ class ForgeUIConfig(AppConfig):
         from forgeui.slack import channels as slack_channels
         from forgeui.slack import models as slack_models  # noqa: F401
         from forgeui.slack import tasks as slack_tasks
-        from forgeui.team import lockouts, sign_in, sso, teams  # noqa: F401
+        from forgeui.team import lockouts, membership, sign_in, sso, teams  # noqa: F401
 
         checks.register(check_graphs, GRAPHS_CHECK)
         checks.register(check_setting, SETTINGS_CHECKS)

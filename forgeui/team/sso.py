@@ -6,8 +6,11 @@ provider account (``SsoIdentity``: issuer and subject), never a local account th
 their e-mail or name. On every sign-in their forge roles are set from the groups claim
 (``FORGE_OIDC_GROUPS_CLAIM``) through ``FORGE_OIDC_ROLES``: roles the claim maps to are
 added, forge roles it no longer maps to are removed, other Django groups are left alone.
-SSO never makes anyone staff or superuser, nor an account named as agents are
-(``agent:NAME``): such a sign-in is refused with a message on the login page.
+Team roles (groups ``team:role`` of the teams ``FORGE_TEAMS`` names) follow the claim the
+same way through ``FORGE_OIDC_TEAMS``. Each group added or removed is an audit entry
+(``forgeui.team.membership``). SSO never makes anyone staff or superuser, nor an account
+named as agents are (``agent:NAME``): such a sign-in is refused with a message on the
+login page.
 
 An SSO session ends ``FORGE_SSO_SESSION_SECONDS`` (an hour) after the sign-in
 (``forgeui.team.sign_in``): the next sign-in, usually silent at the provider, sets the
@@ -43,7 +46,8 @@ from forgeui.models import (
     SsoIdentity,
     reserved_for_agents,
 )
-from forgeui.team.roles import Role
+from forgeui.team import membership, teams
+from forgeui.team.roles import ROLE_NAMES, Role
 
 logger = logging.getLogger(__name__)
 
@@ -61,28 +65,66 @@ def role_map() -> dict[str, frozenset[Role]]:
     return found
 
 
-def roles_from_claims(claims: dict[str, Any]) -> frozenset[Role]:
-    """The forge roles the groups claim grants; a claim that is not a list grants none."""
+def team_role_map() -> dict[str, frozenset[str]]:
+    """Claim group -> the team-role groups it grants (``FORGE_OIDC_TEAMS``); a name that
+    is not a role of a configured team grants nothing (the check names it)."""
+    found: dict[str, frozenset[str]] = {}
+    for group, names in getattr(settings, "FORGE_OIDC_TEAMS", {}).items():
+        listed = [names] if isinstance(names, str) else names if isinstance(names, list) else []
+        found[str(group)] = frozenset(str(n) for n in listed if is_team_role(str(n)))
+    return found
+
+
+def is_team_role(name: str) -> bool:
+    """Is ``name`` a ``team:role`` group of a team ``FORGE_TEAMS`` names now?"""
+    parts = teams.split_group(name)
+    return parts is not None and parts[0] in teams.configured() and parts[1] in ROLE_NAMES
+
+
+def claimed_groups(claims: dict[str, Any]) -> list[str]:
+    """The provider's groups for this sign-in; a claim that is not a list names none."""
     groups = claims.get(settings.FORGE_OIDC_GROUPS_CLAIM)
     if isinstance(groups, str):
         groups = [groups]
-    if not isinstance(groups, list):
-        return frozenset()
+    return [str(g) for g in groups] if isinstance(groups, list) else []
+
+
+def roles_from_claims(claims: dict[str, Any]) -> frozenset[Role]:
+    """The forge roles the groups claim grants."""
     mapping = role_map()
-    return frozenset().union(*(mapping.get(str(g), frozenset()) for g in groups))
+    return frozenset().union(*(mapping.get(g, frozenset()) for g in claimed_groups(claims)))
+
+
+def team_roles_from_claims(claims: dict[str, Any]) -> frozenset[str]:
+    """The team-role groups (``finance:reviewer``) the groups claim grants."""
+    mapping = team_role_map()
+    return frozenset().union(*(mapping.get(g, frozenset()) for g in claimed_groups(claims)))
 
 
 def sync_roles(user: Any, roles: frozenset[Role]) -> tuple[list[str], list[str]]:
     """Make ``user``'s forge roles exactly ``roles``; the roles (added, removed)."""
     current = set(user.groups.filter(name__in=list(Role)).values_list("name", flat=True))
-    added = sorted(set(roles) - current)
-    removed = sorted(current - set(roles))
+    return sync_groups(user, current, {str(role) for role in roles})
+
+
+def sync_team_roles(user: Any, wanted: frozenset[str]) -> tuple[list[str], list[str]]:
+    """Make ``user``'s roles in the configured teams exactly ``wanted``; groups of teams
+    no longer configured, and every other group, are left alone."""
+    current = {name for name in user.groups.values_list("name", flat=True)
+               if is_team_role(name)}
+    return sync_groups(user, current, set(wanted))
+
+
+def sync_groups(user: Any, current: set[str], wanted: set[str]) -> tuple[list[str], list[str]]:
+    """Add the groups of ``wanted`` not in ``current``, remove those of ``current`` not
+    wanted; the names (added, removed)."""
+    added, removed = sorted(wanted - current), sorted(current - wanted)
     if added:
         user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in added])
     if removed:
         user.groups.remove(*Group.objects.filter(name__in=removed))
-    if hasattr(user, "_forge_roles"):
-        del user._forge_roles  # roles_of caches them on the user
+    for cached in ("_forge_groups", "_forge_roles", "_forge_team_roles"):
+        user.__dict__.pop(cached, None)  # forgeui.team.roles caches them on the user
     return added, removed
 
 
@@ -131,7 +173,10 @@ class ForgeOIDCBackend(OIDCAuthenticationBackend):
             user.email = claims["email"]
             user.save(update_fields=["email"])
         SsoIdentity.objects.filter(user=user).update(last_sign_in_at=timezone.now())
-        added, removed = sync_roles(user, roles_from_claims(claims))
+        with membership.acting(user, SignInMethod.SSO.value):
+            added, removed = sync_roles(user, roles_from_claims(claims))
+            in_teams = sync_team_roles(user, team_roles_from_claims(claims))
+        added, removed = added + in_teams[0], removed + in_teams[1]
         if added or removed:
             AuditEntry.objects.create(actor=user, sign_in=SignInMethod.SSO,
                                       action="sso.roles_synced", object_type="user",
@@ -200,7 +245,36 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
             errors.append(checks.Error(
                 f"FORGE_OIDC_ROLES maps {group!r} to {roles!r}; roles are "
                 f"{', '.join(Role)}", id="forgeui.E030"))
+    errors += check_team_map()
     if not settings.FORGE_OIDC_ISSUER:
         errors.append(checks.Error("FORGE_SSO needs FORGE_OIDC_ISSUER (the provider's "
                                    "issuer, as its ID tokens name it)", id="forgeui.E031"))
     return errors
+
+
+def check_team_map() -> list[Any]:
+    """E032: ``FORGE_OIDC_TEAMS`` maps a provider group to no role of a configured team."""
+    errors = []
+    for group, names in getattr(settings, "FORGE_OIDC_TEAMS", {}).items():
+        listed = [names] if isinstance(names, str) else names
+        if not isinstance(listed, list):
+            listed = [repr(names)]
+        wrong = [str(name) for name in listed if not is_team_role(str(name))]
+        if wrong:
+            errors.append(checks.Error(
+                f"FORGE_OIDC_TEAMS maps {group!r} to {', '.join(map(repr, wrong))}: "
+                f"{unknown_team_role(wrong[0])}", id="forgeui.E032",
+                hint="a team role is TEAM:ROLE, with a team of FORGE_TEAMS"))
+    return errors
+
+
+def unknown_team_role(name: str) -> str:
+    """Why ``name`` is no team role: the unknown team, or the unknown role."""
+    parts = teams.split_group(name)
+    if parts is None:
+        return f"{name!r} is not TEAM:ROLE"
+    team, role = parts
+    if team not in teams.configured():
+        known = ", ".join(sorted(teams.configured())) or "none"
+        return f"no team {team!r} in FORGE_TEAMS (teams: {known})"
+    return f"no role {role!r} (roles: {', '.join(Role)})"

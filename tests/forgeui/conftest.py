@@ -26,14 +26,23 @@ def users(transactional_db: None) -> dict[str, User]:
     """One user per role, plus ``nobody`` (no role).
 
     Transactional tests flush the tables, the role groups of migration 0002 included.
+    Each holds their role from before the test: the join rows are written as they are,
+    without the membership entries a change of roles adds to the audit log.
     """
     made = {}
     for name in ("reviewer", "supervisor", "auditor", "nobody"):
         user = User.objects.create_user(name, password=name)
         if name != "nobody":
-            user.groups.add(Group.objects.get_or_create(name=name)[0])
+            held_already(user, name)
         made[name] = user
     return made
+
+
+def held_already(user: User, *groups: str) -> None:
+    """``user`` in ``groups``, as if always: no membership audit entry is written."""
+    User.groups.through.objects.bulk_create([
+        User.groups.through(user=user, group=Group.objects.get_or_create(name=name)[0])
+        for name in groups])
 
 
 @pytest.fixture

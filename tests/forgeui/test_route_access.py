@@ -9,23 +9,37 @@ each role: refused (403) unless the role table allows the route's action.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from forgeui.models import ApiToken, Checkpoint, Interrupt
+from forgeui.asgi import application
+from forgeui.models import (
+    AgentRequest,
+    Answer,
+    ApiToken,
+    Checkpoint,
+    Interrupt,
+    Run,
+    SteeringNote,
+)
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import services
 from forgeui.slack import linking
 from forgeui.team import decision_links
 from forgeui.team.roles import PERMISSIONS, Action, Role
+from tests.forgeui.inbox.test_consumers import headers, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -347,3 +361,253 @@ def _ask(token: str, name: str) -> dict[str, Any]:
     read = client.get(f"/api/requests/{made.json()['id']}")
     assert read.status_code == 200, read.content
     return dict(read.json())
+
+
+# -- teams: every route, for each role held in one team ----------------------------------
+# Two teams and a graph no team owns. A member of one team must find nothing of the
+# other's, nor of the unowned graph's, in any body: ids and payload text are searched for
+# in what comes back, whatever the status. Another team's object is 404 to every role.
+TEAMS = {"finance": {"graphs": ["custom"], "agents": ["finance-bot"]},
+         "support": {"graphs": ["signoff"], "agents": ["support-bot"]}}
+UNOWNED = "race"  # owned by no team: plain roles only
+TEAM_CALLERS = [f"{team}:{role.value}" for team in TEAMS for role in Role]
+# Path parameters that name an object some team owns: another team's is not found.
+OWNED_PARAMETERS = frozenset({"interrupt_id", "run_id", "thread_id", "checkpoint_id",
+                              "request_id", "name"})
+# Bodies naming a team's objects (its graph to start, its interrupts to answer in bulk).
+TEAM_BODIES: dict[str, Any] = {
+    **BODIES, "api:start_run": {"graph": "{name}", "input": {"payload": {}}},
+    "forgeui:bulk": {"ids": ["{interrupt_id}"], "value": "approve"},
+    "forgeui:start-run": {"graph": "{name}"},
+}
+
+
+@dataclass
+class Owned:
+    """What one team (or nobody) owns: the ids for the URLs, and every text of theirs."""
+
+    ids: dict[str, str]
+    secrets: set[str]
+
+
+def owned_by(owner: str, graph: str, supervisor: User, reviewer: User) -> Owned:
+    """A paused run, an answered one and an agent's request, each with a secret text (the
+    unowned graph shows only the amount in its payload: a number nothing else has)."""
+    secret = f"{owner or 'nobody'}-secret-{(owner or 'nobody')[::-1]}"
+    amount = 917364251 if graph == UNOWNED else 1
+    order = {"amount": amount, "ledger": os.devnull}
+    run = services.start_run(supervisor, graph, {**order, "payload": {"note": f"{secret}-p"}})
+    done = services.start_run(supervisor, graph, {**order, "payload": {"note": f"{secret}-a"}})
+    answered = Interrupt.objects.get(run_id=done.run_id)
+    services.answer_interrupt(reviewer, answered.pk, True)
+    agent = TEAMS[owner]["agents"][0] if owner else "stray-bot"
+    asked = service.create(Caller(User.objects.create_user(f"agent:{agent}"), agent), {
+        "actions": [{"name": "send_email", "args": {"to": f"{secret}-r"}}]})
+    checkpoint = Checkpoint.objects.filter(thread_id=run.thread_id).latest("seq")
+    ids = {"interrupt_id": Interrupt.objects.get(run_id=run.run_id).pk, "run_id": run.run_id,
+           "thread_id": run.thread_id, "checkpoint_id": checkpoint.pk, "name": graph,
+           "request_id": asked.row.id}
+    texts = {str(amount)} if graph == UNOWNED else {f"{secret}-p", f"{secret}-a"}
+    found = {*ids.values(), answered.pk, done.run_id, done.thread_id, f"{secret}-r", *texts,
+             *Interrupt.objects.filter(run_id=asked.row.id).values_list("id", flat=True)}
+    return Owned(ids, found - {graph})
+
+
+@pytest.fixture
+def teams_world(users: dict[str, User]) -> Any:
+    with override_settings(FORGE_TEAMS=TEAMS):
+        world = {owner: owned_by(owner, graph, users["supervisor"], users["reviewer"])
+                 for owner, graph in (("finance", "custom"), ("support", "signoff"),
+                                      ("", UNOWNED))}
+        for caller in TEAM_CALLERS:
+            member = User.objects.create_user(caller.replace(":", "-"))
+            member.groups.add(Group.objects.get_or_create(name=caller)[0])
+            users[caller] = member
+        yield world
+
+
+def strangers(world: dict[str, Owned], team: str) -> set[str]:
+    """Every text of the objects ``team``'s members may not see."""
+    return {text for owner, owned in world.items() if owner != team for text in owned.secrets}
+
+
+def leaked(response: Any, secrets: set[str], sent: set[str] = frozenset()) -> list[str]:
+    """The ``secrets`` found in the body (not counting what the caller itself sent)."""
+    body = b"".join(response) if getattr(response, "streaming", False) else response.content
+    text = body.decode(errors="replace")
+    return sorted(s for s in secrets - sent if s in text)
+
+
+def team_routes() -> list[Route]:
+    """Every route a person may call (the admin site is for staff, tested above)."""
+    return [r for r in routes() if not r.name.startswith(f"{STAFF_NAMESPACE}:")
+            and r.rule[1] not in (STAFF, SCRAPER) and r.name != "logout"]
+
+
+def parameters(route: Route) -> set[str]:
+    return {m.group("parameter") for m in (*CONVERTER.finditer(route.pattern),
+                                           *GROUP.finditer(route.pattern))}
+
+
+def list_urls(own: Owned, other: Owned) -> list[tuple[str, set[str]]]:
+    """The lists and exports, and their searches for the other team's words (each URL
+    with what it sends: a search box may show the words it was given)."""
+    word = sorted(s for s in other.secrets if "-secret-" in s)[0]
+    run = other.ids["run_id"]
+    return [(url_of(r.pattern, own.ids | RANDOM_IDS), set()) for r in team_routes()
+            if r.rule[0] == "GET" and not parameters(r) & OWNED_PARAMETERS] + [
+        (f"/?q={word}", {word}), (f"/?tab=mine&q={word}", {word}),
+        (f"/api/interrupts?q={word}", {word}), ("/api/interrupts?status=answered", set()),
+        ("/api/runs?status=completed", set()), (f"/audit/?object={run}", {run}),
+        (f"/api/audit?object={run}", {run}), (f"/audit/decisions/?q={word}", {word}),
+        (f"/audit/decisions/export.csv?q={word}", {word})]
+
+
+# Ids no team owns, for the routes whose other parameters are not objects.
+RANDOM_IDS = {"rest": "no/such/route", "url": "no-such-page/", "token": "no-such-token",
+              "signed": "no-such-link", "object_id": "1", "id": "1", "app_label": "forgeui",
+              "content_type_id": "1"}
+
+
+def test_team_members_find_nothing_of_another_team_in_any_list(
+        users: dict[str, User], teams_world: dict[str, Owned]) -> None:
+    leaks, clients = [], Clients(users)
+    for caller in TEAM_CALLERS:
+        team = caller.split(":")[0]
+        other = teams_world["support" if team == "finance" else "finance"]
+        for url, sent in list_urls(teams_world[team], other):
+            response = clients[caller].get(url)
+            if found := leaked(response, strangers(teams_world, team), sent):
+                leaks.append(f"GET {url} as {caller}: {response.status_code} shows {found}")
+    assert leaks == [], "\n".join(leaks)
+
+
+def test_team_members_see_their_own_teams_work_in_the_lists(
+        users: dict[str, User], teams_world: dict[str, Owned]) -> None:
+    missing, clients = [], Clients(users)
+    for caller in TEAM_CALLERS:
+        own = teams_world[caller.split(":")[0]]
+        for url in ("/", "/api/interrupts", "/runs/", "/api/runs"):
+            if own.ids["interrupt_id" if "interrupts" in url or url == "/" else "run_id"] \
+                    not in clients[caller].get(url).content.decode():
+                missing.append(f"GET {url} as {caller}")
+    everything = {owned.ids["interrupt_id"] for owned in teams_world.values()}
+    inbox = clients["auditor"].get("/").content.decode()  # a plain role: everywhere
+    assert missing == [] and all(i in inbox for i in everything), "\n".join(missing)
+
+
+def test_another_teams_objects_are_not_found_by_any_role(
+        users: dict[str, User], teams_world: dict[str, Owned]) -> None:
+    wrong, clients = [], Clients(users)
+    before = state_of(teams_world)
+    for caller in TEAM_CALLERS:
+        team = caller.split(":")[0]
+        for owner, other in teams_world.items():
+            if owner == team:
+                continue
+            for route in team_routes():
+                ids = other.ids | RANDOM_IDS
+                body = filled(TEAM_BODIES.get(route.name, {}), ids)
+                named = parameters(route) & OWNED_PARAMETERS
+                if route.name == "api:create_request" or not (
+                        named or (route.rule[0] == "POST" and body)):
+                    continue  # a new request names no object of anyone's
+                response = call_with(clients[caller], route, ids, body)
+                sent = {ids[p] for p in named} | set(re.findall(r"[\w-]+", json.dumps(body)))
+                if named and response.status_code not in not_found(caller, route):
+                    wrong.append(f"{route.rule[0]} /{route.pattern} of {owner or 'nobody'} as "
+                                 f"{caller}: {response.status_code}, not 404")
+                if found := leaked(response, strangers(teams_world, team), sent):
+                    wrong.append(f"{route.rule[0]} /{route.pattern} as {caller} shows {found}")
+    assert wrong == [], "\n".join(wrong)
+    assert state_of(teams_world) == before, "another team's objects were changed"
+
+
+def not_found(caller: str, route: Route) -> set[int]:
+    """404; or 403 where the caller's role may not do the route's action in any team: that
+    refusal comes before any object is looked up, so it says nothing of the object."""
+    needs, role = route.rule[1], Role(caller.split(":")[1])
+    if isinstance(needs, Action) and role not in PERMISSIONS[needs]:
+        return {403, 404}
+    return {404}
+
+
+def test_team_roles_do_in_their_team_what_the_role_table_says(
+        users: dict[str, User], teams_world: dict[str, Owned]) -> None:
+    """Refusals and reads only: an allowed POST would change the run the rest use."""
+    wrong, clients = [], Clients(users)
+    for caller in TEAM_CALLERS:
+        team, role = caller.split(":")
+        for route in team_routes():
+            if not isinstance(route.rule[1], Action) or route.name == "api:create_request":
+                continue
+            may_act = Role(role) in PERMISSIONS[route.rule[1]]
+            if route.rule[0] == "POST" and may_act:
+                continue
+            ids = teams_world[team].ids | RANDOM_IDS
+            response = call_with(clients[caller], route, ids,
+                                 filled(TEAM_BODIES.get(route.name, {}), ids))
+            if not may_act and response.status_code != 403:
+                wrong.append(f"{route.rule[0]} /{route.pattern} as {caller}: "
+                             f"{response.status_code}, not 403")
+            elif may_act and not served(response):
+                wrong.append(f"GET /{route.pattern} as {caller}: {response.status_code}")
+    assert wrong == [], "\n".join(wrong)
+
+
+def call_with(client: Client, route: Route, ids: dict[str, str], body: Any) -> Any:
+    url = url_of(route.pattern, ids)
+    if route.rule[0] == "GET":
+        return client.get(url)
+    if not route.api:
+        return client.post(url, body)
+    return client.post(url, body, content_type="application/json")
+
+
+def state_of(world: dict[str, Owned]) -> dict[str, Any]:
+    """What an action on another team's objects would change: statuses, answers, notes,
+    claims, runs and requests."""
+    runs = [owned.ids["run_id"] for owned in world.values()]
+    return {"interrupts": sorted(Interrupt.objects.filter(run_id__in=runs).values_list(
+                "id", "status", "claimed_by_id", "assignees")),
+            "runs": sorted(Run.objects.values_list("run_id", "status")),
+            "answers": Answer.objects.count(), "notes": SteeringNote.objects.count(),
+            "requests": AgentRequest.objects.count()}
+
+
+@sync_to_async
+def started_in_team(supervisor: User, graph: str, note: str) -> str:
+    run = services.start_run(supervisor, graph, {"payload": {"note": note}, "ledger": "x"})
+    return str(Interrupt.objects.get(run_id=run.run_id).pk)
+
+
+async def frames_until(socket: WebsocketCommunicator, wanted: str = "") -> str:
+    """Every frame until one holds ``wanted`` (with none wanted: until the socket is
+    quiet), then those still on their way."""
+    text = ""
+    while wanted and wanted not in text:
+        text += await socket.receive_from(timeout=5)
+    while not await socket.receive_nothing(timeout=0.5):
+        text += await socket.receive_from(timeout=1)
+    return text
+
+
+async def test_a_team_members_socket_never_carries_another_teams_rows(
+        users: dict[str, User], teams_world: dict[str, Owned]) -> None:
+    member = users["finance:reviewer"]
+    own, others = teams_world["finance"], strangers(teams_world, "finance")
+    cookie = await sync_to_async(session_cookie)(member)
+    socket = WebsocketCommunicator(application, "/ws/inbox/", headers=headers(cookie))
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    try:
+        await socket.send_json_to({"after": 0})  # the replay: every event there is
+        replayed = await frames_until(socket, own.ids["interrupt_id"])
+        assert [s for s in others if s in replayed] == []
+        theirs = await started_in_team(users["supervisor"], "signoff", "support-new-secret")
+        mine = await started_in_team(users["supervisor"], "custom", "finance-new-secret")
+        live = await frames_until(socket, mine)
+        assert "finance-new-secret" in live
+        assert [s for s in {*others, theirs, "support-new-secret"} if s in live] == []
+    finally:
+        await socket.disconnect()

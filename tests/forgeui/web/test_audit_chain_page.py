@@ -4,12 +4,13 @@ load never walks the chain itself. The periodic sweep walks it when one is due."
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client, override_settings
 
 from forgeui import scheduler
 from forgeui.models import AuditEntry, ChainCheck, verify_chain
+from tests.forgeui.conftest import held_already
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def auditor() -> Client:
     user = User.objects.create_user("auditor")
-    user.groups.add(Group.objects.get_or_create(name="auditor")[0])
+    held_already(user, "auditor")
     client = Client()
     client.force_login(user)  # a sign-in: entry 1 of the chain
     return client
