@@ -50,5 +50,5 @@ class AuditFilters(Schema):
 @router.get("/audit", response={200: list[AuditOut], **ERRORS})
 @paginate(Page)
 def list_audit(request: HttpRequest, filters: Query[AuditFilters]) -> Any:
-    """Newest first."""
-    return filters.apply(AuditEntry.objects.newest_first())
+    """Newest first; only the entries of the caller's teams."""
+    return filters.apply(AuditEntry.objects.visible_to(request.auth).newest_first())

@@ -23,6 +23,7 @@ from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
 from forgeui.runs import services
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
+from forgeui.team.sensitive import masked_payload, payload_for
 
 router = Router(tags=["forge"])
 
@@ -75,6 +76,11 @@ class InterruptOut(Schema):
         return obj.run.graph
 
     @staticmethod
+    def resolve_payload(obj: Any, context: Any = None) -> Any:
+        """Whole for who may answer it; sensitive keys masked for everyone else."""
+        return shown_payload(obj, context)
+
+    @staticmethod
     def resolve_summary(obj: Any) -> str:
         return interrupt_summary(obj)
 
@@ -124,6 +130,8 @@ class InterruptFilters(Schema):
             found = found.assigned_to(viewer)
         elif self.tab == "queue":
             found = found.queue_for(viewer)
+            if viewer.answer_teams is not None and not viewer.unrestricted:
+                found = found.filter(team__in=sorted(viewer.answer_teams))
         elif self.tab == "done":
             found = found.done_by(viewer.user_id)
         if self.status:
@@ -144,22 +152,33 @@ class AssignIn(Body):
     groups: list[Text] = Field(default_factory=list, max_length=100, description="group names")
 
 
-def shown() -> Any:
-    """Interrupts with what ``InterruptOut`` reads of their run, people and votes."""
-    return (Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+def shown_payload(interrupt: Any, context: Any) -> Any:
+    """The payload as the caller of this response may see it (masked when unknown)."""
+    request = (context or {}).get("request")
+    if request is None:
+        return masked_payload(interrupt)
+    return payload_for(request.auth, interrupt)
+
+
+def shown(user: Any) -> Any:
+    """The interrupts ``user`` may read, with what ``InterruptOut`` reads of their run,
+    people and votes."""
+    return (Interrupt.objects.visible_to(user).select_related("run", "answered_by", "claimed_by")
             .prefetch_related("approvals__user"))
 
 
 @router.get("/interrupts", response={200: list[InterruptOut], **ERRORS})
 @paginate(Page)
 def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> Any:
-    """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller."""
-    return filters.apply(shown(), assignment.Viewer.of(request.auth))
+    """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller.
+    Only the interrupts of the caller's teams; sensitive fields masked unless the caller
+    may answer."""
+    return filters.apply(shown(request.auth), assignment.Viewer.of(request.auth))
 
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
 def get_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
-    return get_one(shown(), "interrupt", interrupt_id)
+    return get_one(shown(request.auth), "interrupt", interrupt_id)
 
 
 @router.post("/interrupts/{interrupt_id}/claim",

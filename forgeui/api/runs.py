@@ -26,6 +26,8 @@ from forgeui.api.schemas import (
 )
 from forgeui.models import Interrupt, Run
 from forgeui.runs import registry, services
+from forgeui.team.roles import Action, teams_where
+from forgeui.team.teams import team_of_graph
 
 router = Router(tags=["forge"])
 
@@ -140,15 +142,27 @@ def health(request: HttpRequest) -> dict[str, str]:
 
 @router.get("/graphs", response={200: GraphList, **ERRORS})
 def list_graphs(request: HttpRequest) -> dict[str, Any]:
-    names = registry.graph_names()
+    """The graphs of the caller's teams (with a role held everywhere: all of them)."""
+    names = readable_graphs(request.auth)
     return {"items": names, "count": len(names)}
+
+
+def readable_graphs(user: Any) -> list[str]:
+    """Registered graphs whose runs ``user`` may read; one owned by no team only with a
+    role held everywhere."""
+    names = registry.graph_names()
+    teams = teams_where(user, Action.READ)
+    if teams is None:
+        return names
+    return [name for name in names if team_of_graph(name) in teams]
 
 
 @router.get("/runs", response={200: list[RunOut], **ERRORS})
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
-    """Newest first."""
-    return filters.filter(Run.objects.select_related("started_by", "forked_by")
+    """Newest first; only the runs of the caller's teams."""
+    return filters.filter(Run.objects.visible_to(request.auth)
+                          .select_related("started_by", "forked_by")
                           .order_by("-created_at", "run_id"))
 
 
@@ -163,10 +177,11 @@ def start_run(request: HttpRequest, body: StartRunIn) -> Any:
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS})
 def get_run(request: HttpRequest, run_id: Id) -> Any:
     """One run, and its whole tree (root first) with each run's pending interrupts."""
-    run = get_one(Run.objects.select_related("started_by", "forked_by"), "run", run_id)
-    pending = (Interrupt.objects.inbox().select_related("answered_by")
+    readable = Run.objects.visible_to(request.auth)
+    run = get_one(readable.select_related("started_by", "forked_by"), "run", run_id)
+    pending = (Interrupt.objects.visible_to(request.auth).inbox().select_related("answered_by")
                .prefetch_related("approvals__user"))
-    tree = Run.objects.of_tree(run.root_thread_id).prefetch_related(
+    tree = readable.of_tree(run.root_thread_id).prefetch_related(
         Prefetch("interrupts", queryset=pending, to_attr="pending"))
     run.tree = sorted(tree, key=lambda r: (r.parent_run_id is not None, len(r.namespace)))
     return run

@@ -11,8 +11,9 @@ from ninja.pagination import paginate
 from forgeui import langgraph
 from forgeui.api.pagination import BytePage
 from forgeui.api.schemas import BODY_ERRORS, CONFLICT, ERRORS, Body, Id, get_one
-from forgeui.models import Thread
+from forgeui.models import Run, Thread
 from forgeui.runs import services
+from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services.forking import wording as fork_start
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
@@ -121,6 +122,8 @@ def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
     """Oldest first, a page at most ``limit`` checkpoints and about 2 MB: ``next`` is the
     URL of the page after. Sub-agent thread ids contain '/'; send them as they are."""
     get_one(Thread.objects.filter(deleted=False), "thread", thread_id)
+    if not Run.objects.visible_to(request.auth).filter(thread_id=thread_id).exists():
+        raise NotFound(f"no thread {thread_id!r}")
     store = DjangoCheckpointStore()
     return ThreadPages(store.count_sync(thread_id), partial(store.list_sync, thread_id))
 
@@ -128,7 +131,8 @@ def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
 @router.get("/checkpoints/{checkpoint_id}", response={200: CheckpointOut, **ERRORS})
 def get_checkpoint(request: HttpRequest, checkpoint_id: Id) -> Any:
     found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
-    if found is None:
+    if found is None or not Run.objects.visible_to(request.auth).filter(
+            pk=found.run_id).exists():
         raise Http404(f"no checkpoint {checkpoint_id!r}")
     return found
 

@@ -35,7 +35,7 @@ from forgeui.requests.graph import GRAPH
 from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.runs.policies import approvals
-from forgeui.team import teams
+from forgeui.team import sensitive, teams
 from forgeui.team.roles import Action, allowed
 from runtime import RunResult
 
@@ -141,6 +141,8 @@ def _run_input(caller: Caller, body: dict[str, Any]) -> tuple[dict[str, Any], st
         raise InvalidRequest("on_deadline 'approve' is not allowed for this agent "
                              "(FORGE_REQUESTS_APPROVE_ON_DEADLINE)", ["body", "on_deadline"])
     control: dict[str, Any] = {"assignees": _assignees(body.get("assignee"))}
+    if keys := shapes.sensitive_keys(actions):
+        control["sensitive"] = keys
     if body.get("deadline_s") is not None:
         control.update(deadline_s=body["deadline_s"],
                        default=shapes.default_for(actions, on_deadline))
@@ -253,13 +255,23 @@ def outcome(row: AgentRequest) -> dict[str, Any]:
     return found
 
 
-def describe(row: AgentRequest) -> dict[str, Any]:
-    """The request as the API shows it: what was asked, and where it stands."""
+def describe(row: AgentRequest, caller: Caller | None = None) -> dict[str, Any]:
+    """The request as the API shows it: what was asked, and where it stands. Sensitive
+    args are whole for the agent that asked and for who may answer, else masked."""
     interrupt = interrupt_of(row.id)
-    asked = interrupt.payload if interrupt is not None else {}
+    asked = shown_to(caller, interrupt) if interrupt is not None else {}
     return {"id": row.id, "agent": {"name": row.agent, "session": row.session},
             "title": asked.get("title"), "actions": asked.get("calls") or [],
             "created_at": row.created_at, **outcome(row)}
+
+
+def shown_to(caller: Caller | None, interrupt: Interrupt) -> Any:
+    """The request's payload as ``caller`` may see it (masked when nobody is named)."""
+    if caller is None:
+        return sensitive.masked_payload(interrupt)
+    if caller.agent:  # only ever its own request: what it sent, it may read back
+        return interrupt.payload
+    return sensitive.payload_for(caller.user, interrupt)
 
 
 # -- deciding ------------------------------------------------------------------------------
@@ -272,8 +284,9 @@ def decide(user: Any, request_id: str, decisions: list[dict[str, Any]],
     Raises ``DecisionsRefused`` (every field that does not fit), ``Forbidden`` and
     ``StaleAnswer`` (409 with who decided when) as ``answer_interrupt`` does.
     """
-    services.require_role(user, Action.ANSWER, object_type="request", object_id=request_id)
     row = find(Caller(user), request_id)
+    services.require_role(user, Action.ANSWER, row.team, object_type="request",
+                          object_id=request_id, run_id=row.id, thread_id=row.id)
     interrupt = interrupt_of(row.id)
     if interrupt is None:
         raise NotFound(f"request {request_id!r} has no interrupt (it was cancelled)")
