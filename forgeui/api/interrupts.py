@@ -21,9 +21,9 @@ from forgeui.api.schemas import (
 from forgeui.models import Interrupt
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
 from forgeui.runs import services
-from forgeui.runs.wording import interrupt_summary
+from forgeui.runs.wording import interrupt_summary, summarize
 from forgeui.team import assignment
-from forgeui.team.sensitive import masked_payload, payload_for
+from forgeui.team.sensitive import mask, masked_payload, may_see
 
 router = Router(tags=["forge"])
 
@@ -81,8 +81,12 @@ class InterruptOut(Schema):
         return shown_payload(obj, context)
 
     @staticmethod
-    def resolve_summary(obj: Any) -> str:
-        return interrupt_summary(obj)
+    def resolve_summary(obj: Any, context: Any = None) -> str:
+        if not obj.sensitive or sees_whole(obj, context):
+            return interrupt_summary(obj)
+        keys = obj.sensitive
+        return summarize(mask(obj.payload, keys), obj.node, obj.kind, obj.summary_fields,
+                         mask(obj.run.input, keys))
 
     @staticmethod
     def resolve_request_id(obj: Any) -> str | None:
@@ -152,12 +156,18 @@ class AssignIn(Body):
     groups: list[Text] = Field(default_factory=list, max_length=100, description="group names")
 
 
+def sees_whole(interrupt: Any, context: Any) -> bool:
+    """May the caller of this response see ``interrupt``'s sensitive fields (who may
+    answer it)? Not when the response has no caller."""
+    request = (context or {}).get("request")
+    return request is not None and may_see(request.auth, interrupt)
+
+
 def shown_payload(interrupt: Any, context: Any) -> Any:
     """The payload as the caller of this response may see it (masked when unknown)."""
-    request = (context or {}).get("request")
-    if request is None:
-        return masked_payload(interrupt)
-    return payload_for(request.auth, interrupt)
+    if not interrupt.sensitive or sees_whole(interrupt, context):
+        return interrupt.payload
+    return masked_payload(interrupt)
 
 
 def shown(user: Any) -> Any:

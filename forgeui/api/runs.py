@@ -26,7 +26,8 @@ from forgeui.api.schemas import (
 )
 from forgeui.models import Interrupt, Run
 from forgeui.runs import registry, services
-from forgeui.team.roles import Action, teams_where
+from forgeui.team.roles import Action, allowed, teams_where
+from forgeui.team.sensitive import mask
 from forgeui.team.teams import team_of_graph
 
 router = Router(tags=["forge"])
@@ -101,8 +102,22 @@ class RunDetailOut(RunOut):
     tree: list[RunNodeOut] = Field(description="every run of the tree, root first")
 
     @staticmethod
-    def resolve_output(obj: Any) -> Any:
-        return obj.output if obj.status == "completed" else None
+    def resolve_output(obj: Any, context: Any = None) -> Any:
+        return shown(obj, obj.output, context) if obj.status == "completed" else None
+
+    @staticmethod
+    def resolve_input(obj: Any, context: Any = None) -> Any:
+        return shown(obj, obj.input, context)
+
+
+def shown(run: Run, value: Any, context: Any) -> Any:
+    """``value`` (the run's input or output) with the keys its interrupts mark sensitive
+    masked, unless the caller may answer in the run's team."""
+    request = (context or {}).get("request")
+    if request is not None and allowed(request.auth, Action.ANSWER, run.team):
+        return value
+    marked = Interrupt.objects.filter(run_id=run.run_id).values_list("sensitive", flat=True)
+    return mask(value, [key for keys in marked for key in keys or ()])
 
 
 class RunFilters(FilterSchema):
