@@ -109,7 +109,7 @@ def create(caller: Caller, body: dict[str, Any]) -> Created:
     started = _start(row, caller, run_input)
     # Audited once its run exists: a request refused on the way is no request.
     services.audit(caller.user, "request.create", object_type="request", object_id=row.id,
-                   thread_id=row.id, run_id=row.id,
+                   thread_id=row.id, run_id=row.id, team=row.team,
                    detail={"agent": row.agent, "on_deadline": on_deadline,
                            "idempotency_key": body.get("idempotency_key") or ""})
     tasks.auto_decide(started)  # a policy's rule may approve it before anyone looks
@@ -306,7 +306,7 @@ def withdraw(caller: Caller, request_id: str) -> bool:
         return False
     with transaction.atomic():
         services.audit(caller.user, "request.withdraw", object_type="request",
-                       object_id=row.id, thread_id=row.id, run_id=row.id,
+                       object_id=row.id, thread_id=row.id, run_id=row.id, team=row.team,
                        detail={"agent": row.agent})
         services.enqueue_on_commit(tasks.cancel_run_task, row.id)
     return True

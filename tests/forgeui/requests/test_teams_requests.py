@@ -4,18 +4,22 @@ poll); sensitive args are masked for who may not answer, and checked when sent."
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from forgeui.models import AgentRequest, ApiToken, Interrupt
-from forgeui.requests import shapes
-from forgeui.runs.exceptions import InvalidRequest
+from forgeui.models import AgentRequest, ApiToken, AuditEntry, Interrupt
+from forgeui.requests import mcp_server, service, shapes
+from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.team.sensitive import MASK
 from tests.forgeui.api.teams_site import IBAN, Site, site_fixture  # noqa: F401
 from tests.forgeui.requests.test_access import long_poll
+from tests.forgeui.requests.test_mcp_tools import call as call_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,6 +51,7 @@ def test_a_name_the_agent_gives_itself_does_not_move_its_team(site: Site) -> Non
     row = AgentRequest.objects.get(pk=made["id"])
     assert (row.agent, row.token_agent, row.team) == ("help-bot", "billing-bot", "finance")
     assert Interrupt.objects.get(root_thread_id=made["id"]).team == "finance"
+    assert AuditEntry.objects.get(action="request.create").team == "finance"
     assert made["id"] in site.api.get("fin_auditor", "/api/interrupts").content.decode()
     assert made["id"] not in site.api.get("sup_reviewer", "/api/interrupts").content.decode()
     unowned = ask(agent("stray-bot"), agent={"name": "billing-bot"})
@@ -108,3 +113,30 @@ def test_sensitive_keys_of_all_actions_together_are_at_most_64() -> None:
         shapes.sensitive_keys(actions)
     assert shapes.sensitive_keys([{"sensitive": ["a", "b"]}, {"sensitive": ["b", "c"]},
                                   {}]) == ["a", "b", "c"]
+
+
+def test_an_mcp_call_lands_in_its_agents_team(site: Site, settings: Any) -> None:
+    settings.FORGE_MCP_PROGRESS_SECONDS = 0.2
+    srv = mcp_server.build(fixed=service.agent_for_token(agent("billing-bot")), recheck_s=0.1)
+    approve = [{"type": "approve"}]
+    users = site.api.users
+
+    async def asked() -> AgentRequest:
+        for _ in range(200):
+            found = await sync_to_async(AgentRequest.objects.first)()
+            if found is not None:
+                return found
+            await asyncio.sleep(0.05)
+        raise AssertionError("no request was made")
+
+    async def scenario() -> str:
+        waiting = asyncio.create_task(call_tool(srv, "request_approval", {
+            "tool_name": "Bash", "input": {"command": "pay"}}))
+        row = await asked()
+        assert row.team == "finance"
+        with pytest.raises(NotFound):
+            await sync_to_async(service.decide)(users["sup_reviewer"], row.id, approve)
+        await sync_to_async(service.decide)(users["fin_reviewer"], row.id, approve)
+        return str((await waiting).content[0].text)
+
+    assert json.loads(async_to_sync(scenario)())["behavior"] == "allow"
