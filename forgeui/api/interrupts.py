@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db.models import Q
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.pagination import paginate
@@ -144,9 +145,18 @@ class InterruptFilters(Schema):
             found = found.filter(run_id=self.run_id)
         if self.root_thread_id:
             found = found.of_tree(self.root_thread_id)
+        if self.q:  # a masked value must not be found by searching for it
+            found = found.filter(searchable_by(viewer))
         prefix = [part for part in (self.namespace or "").split("/") if part]
         return (found.of_graph(self.graph or "").of_sub_agent(self.sub_agent_id or "")
                 .under_namespace(prefix).search(self.q or "").by_age())
+
+
+def searchable_by(viewer: Any) -> Q:
+    """The rows whose payload ``viewer`` reads whole: none masked, or theirs to answer."""
+    if viewer.unrestricted or viewer.answer_teams is None:
+        return Q()
+    return Q(sensitive=[]) | Q(team__in=sorted(viewer.answer_teams))
 
 
 class AssignIn(Body):

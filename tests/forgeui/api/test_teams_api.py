@@ -189,6 +189,10 @@ def test_sensitive_fields_are_masked_for_who_may_not_answer(site: Site) -> None:
         assert tree[0]["interrupts"][0]["payload"]["iban"] == IBAN
     support_card = site.api.get("fin_reviewer", "/api/interrupts", q=CARD).json()
     assert support_card["count"] == 0
+    assert site.api.get("auditor", "/api/interrupts", q=IBAN).json()["count"] == 0
+    assert site.api.get("auditor", "/api/interrupts", q="payroll").json()["count"] == 0
+    assert site.api.get("fin_reviewer", "/api/interrupts", q=IBAN).json()["count"] == 1
+    assert site.api.get("auditor", "/api/interrupts", q="Deploy").json()["count"] == 1
 
 
 def test_an_agents_sensitive_args_are_masked_in_its_runs_input(site: Site) -> None:
