@@ -34,7 +34,8 @@ router = Router(tags=["forge"])
 
 
 class GraphList(Schema):
-    items: list[str] = Field(description="registered graph names (FORGE_GRAPHS keys)")
+    items: list[str] = Field(description="registered graph names (FORGE_GRAPHS keys) of "
+                                         "the caller's teams")
     count: int
 
 
