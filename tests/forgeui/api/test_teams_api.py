@@ -212,3 +212,16 @@ def test_sensitive_fields_are_masked_in_checkpoints(site: Site) -> None:
         masked = text_of(site.api.get("fin_auditor", path))
         assert IBAN not in masked and MASK in masked and "Acme payroll" in masked, path
         assert IBAN in text_of(site.api.get("fin_reviewer", path)), path
+
+
+def test_sensitive_keys_in_an_answers_audit_row_are_masked(site: Site) -> None:
+    answer = {"ok": True, "iban": IBAN}
+    assert site.api.post("fin_reviewer", f"/api/interrupts/{site.of('payout')}/resume",
+                         {"value": answer}).status_code == 202
+    for who in ("auditor", "fin_auditor"):
+        body = text_of(site.api.get(who, "/api/audit", action="answer"))
+        assert IBAN not in body and MASK in body, who
+    shown = site.api.get("fin_reviewer", "/api/audit", action="answer").json()["items"]
+    (entry,) = [e for e in shown if e["action"] == "answer"]
+    assert entry["detail"]["value"]["iban"] == IBAN
+    assert AuditEntry.objects.get(action="answer").detail["value"]["iban"] == IBAN
