@@ -17,7 +17,6 @@ from forgeui.api.schemas import (
     NoteText,
     Text,
 )
-from forgeui.models import Interrupt
 from forgeui.runs import bulk, services
 from forgeui.runs.services import Decided
 from forgeui.team import assignment
@@ -205,7 +204,7 @@ def bulk_resume(request: HttpRequest, body: BulkResumeIn) -> Any:
     is not given to a breakpoint (``not_settled``): it would not stop the node there."""
     viewer = assignment.Viewer.of(request.auth)
     ids = body.ids if body.filter is None else body.filter.interrupt_ids(
-        Interrupt.objects.all(), viewer, bulk.MAX_BULK)
+        bulk.answerable(request.auth), viewer, bulk.MAX_BULK)
     outcomes = bulk.bulk_answer(request.auth, ids, body.value, body.steering)
     accepted = sum(o.outcome == "accepted" for o in outcomes)
     return {"items": outcomes, "count": len(outcomes), "accepted": accepted}

@@ -8,7 +8,9 @@ from ninja import Field, Query, Router, Schema
 from ninja.pagination import paginate
 
 from forgeui.api.schemas import ERRORS, Page, Text, When
-from forgeui.models import AuditEntry
+from forgeui.models import AuditEntry, Interrupt
+from forgeui.team.roles import Action, allowed
+from forgeui.team.sensitive import mask
 
 router = Router(tags=["forge"])
 
@@ -47,8 +49,32 @@ class AuditFilters(Schema):
                               until=self.created_before)
 
 
+class MaskedPages:
+    """Entries a page at a time, an interrupt's sensitive keys masked in the details (an
+    answer's value) for a caller who may not answer it: one query per page."""
+
+    def __init__(self, found: Any, user: Any) -> None:
+        self.found, self.user = found, user
+
+    def __len__(self) -> int:
+        return int(self.found.count())
+
+    def __getitem__(self, index: slice) -> list[AuditEntry]:
+        rows = list(self.found[index])
+        hidden = {row.object_id for row in rows if row.object_type == "interrupt"
+                  and not allowed(self.user, Action.ANSWER, row.team)}
+        keys = dict(Interrupt.objects.filter(pk__in=hidden).exclude(sensitive=[])
+                    .values_list("pk", "sensitive")) if hidden else {}
+        for row in rows:
+            if row.object_type == "interrupt" and row.object_id in keys:
+                row.detail = mask(row.detail, keys[row.object_id])  # shown, never saved
+        return rows
+
+
 @router.get("/audit", response={200: list[AuditOut], **ERRORS})
 @paginate(Page)
 def list_audit(request: HttpRequest, filters: Query[AuditFilters]) -> Any:
-    """Newest first."""
-    return filters.apply(AuditEntry.objects.newest_first())
+    """Newest first; only the entries of the caller's teams, sensitive keys masked for
+    who may not answer."""
+    found = filters.apply(AuditEntry.objects.visible_to(request.auth).newest_first())
+    return MaskedPages(found, request.auth)

@@ -3,6 +3,7 @@
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db.models import Q
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.pagination import paginate
@@ -21,8 +22,9 @@ from forgeui.api.schemas import (
 from forgeui.models import Interrupt
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
 from forgeui.runs import services
-from forgeui.runs.wording import interrupt_summary
+from forgeui.runs.wording import interrupt_summary, summarize
 from forgeui.team import assignment
+from forgeui.team.sensitive import mask, masked_payload, may_see
 
 router = Router(tags=["forge"])
 
@@ -75,8 +77,17 @@ class InterruptOut(Schema):
         return obj.run.graph
 
     @staticmethod
-    def resolve_summary(obj: Any) -> str:
-        return interrupt_summary(obj)
+    def resolve_payload(obj: Any, context: Any = None) -> Any:
+        """Whole for who may answer it; sensitive keys masked for everyone else."""
+        return shown_payload(obj, context)
+
+    @staticmethod
+    def resolve_summary(obj: Any, context: Any = None) -> str:
+        if not obj.sensitive or sees_whole(obj, context):
+            return interrupt_summary(obj)
+        keys = obj.sensitive
+        return summarize(mask(obj.payload, keys), obj.node, obj.kind, obj.summary_fields,
+                         mask(obj.run.input, keys))
 
     @staticmethod
     def resolve_request_id(obj: Any) -> str | None:
@@ -124,6 +135,8 @@ class InterruptFilters(Schema):
             found = found.assigned_to(viewer)
         elif self.tab == "queue":
             found = found.queue_for(viewer)
+            if viewer.answer_teams is not None and not viewer.unrestricted:
+                found = found.filter(team__in=sorted(viewer.answer_teams))
         elif self.tab == "done":
             found = found.done_by(viewer.user_id)
         if self.status:
@@ -132,9 +145,18 @@ class InterruptFilters(Schema):
             found = found.filter(run_id=self.run_id)
         if self.root_thread_id:
             found = found.of_tree(self.root_thread_id)
+        if self.q:  # a masked value must not be found by searching for it
+            found = found.filter(searchable_by(viewer))
         prefix = [part for part in (self.namespace or "").split("/") if part]
         return (found.of_graph(self.graph or "").of_sub_agent(self.sub_agent_id or "")
                 .under_namespace(prefix).search(self.q or "").by_age())
+
+
+def searchable_by(viewer: Any) -> Q:
+    """The rows whose payload ``viewer`` reads whole: none masked, or theirs to answer."""
+    if viewer.unrestricted or viewer.answer_teams is None:
+        return Q()
+    return Q(sensitive=[]) | Q(team__in=sorted(viewer.answer_teams))
 
 
 class AssignIn(Body):
@@ -144,22 +166,39 @@ class AssignIn(Body):
     groups: list[Text] = Field(default_factory=list, max_length=100, description="group names")
 
 
-def shown() -> Any:
-    """Interrupts with what ``InterruptOut`` reads of their run, people and votes."""
-    return (Interrupt.objects.select_related("run", "answered_by", "claimed_by")
+def sees_whole(interrupt: Any, context: Any) -> bool:
+    """May the caller of this response see ``interrupt``'s sensitive fields (who may
+    answer it)? Not when the response has no caller."""
+    request = (context or {}).get("request")
+    return request is not None and may_see(request.auth, interrupt)
+
+
+def shown_payload(interrupt: Any, context: Any) -> Any:
+    """The payload as the caller of this response may see it (masked when unknown)."""
+    if not interrupt.sensitive or sees_whole(interrupt, context):
+        return interrupt.payload
+    return masked_payload(interrupt)
+
+
+def shown(user: Any) -> Any:
+    """The interrupts ``user`` may read, with what ``InterruptOut`` reads of their run,
+    people and votes."""
+    return (Interrupt.objects.visible_to(user).select_related("run", "answered_by", "claimed_by")
             .prefetch_related("approvals__user"))
 
 
 @router.get("/interrupts", response={200: list[InterruptOut], **ERRORS})
 @paginate(Page)
 def list_interrupts(request: HttpRequest, filters: Query[InterruptFilters]) -> Any:
-    """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller."""
-    return filters.apply(shown(), assignment.Viewer.of(request.auth))
+    """Oldest first; ``status=pending`` is the inbox; ``tab`` is relative to the caller.
+    Only the interrupts of the caller's teams; sensitive fields masked unless the caller
+    may answer."""
+    return filters.apply(shown(request.auth), assignment.Viewer.of(request.auth))
 
 
 @router.get("/interrupts/{interrupt_id}", response={200: InterruptOut, **ERRORS})
 def get_interrupt(request: HttpRequest, interrupt_id: Id) -> Any:
-    return get_one(shown(), "interrupt", interrupt_id)
+    return get_one(shown(request.auth), "interrupt", interrupt_id)
 
 
 @router.post("/interrupts/{interrupt_id}/claim",

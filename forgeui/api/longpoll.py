@@ -75,7 +75,7 @@ class LongPolls:
             return 401, _json({"detail": str(exc)})
         except NotFound as exc:
             return 404, _json({"detail": str(exc)})
-        found = await wait_for(row, wait, off_loop)
+        found = await wait_for(caller, row, wait, off_loop)
         return 200, _json(RequestOut.model_validate(found).model_dump())
 
 

@@ -61,6 +61,10 @@ class ActionIn(Body):
     args_schema: dict[str, Any] | None = Field(None, description=(
         "JSON Schema an edit's args must match; formats are checked, patterns run on RE2 "
         "(no backreferences or lookaround), $ref stays inside it and is never recursive"))
+    sensitive: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None \
+        = Field(None, max_length=shapes.MAX_SENSITIVE, description=(
+            "names of args (keys at any depth) shown whole only to those who may answer; "
+            "masked in lists, exports, e-mail and webhooks, and for auditors"))
 
 
 class AgentIn(Body):
@@ -144,7 +148,7 @@ def create_request(request: HttpRequest, body: RequestIn) -> Any:
     an earlier call with the same ``idempotency_key`` made."""
     caller: Caller = request.auth  # type: ignore[attr-defined]
     made = service.create(caller, body.model_dump(exclude_none=True))
-    found = service.describe(made.row)
+    found = service.describe(made.row, caller)
     if made.callback_secret:
         found["callback_secret"] = made.callback_secret
     return Status(201 if made.created else 200, found)
@@ -158,13 +162,15 @@ async def get_request(request: HttpRequest, request_id: Id,
     token, a long poll is answered by ``forgeui.api.longpoll`` before reaching here.)"""
     caller: Caller = request.auth  # type: ignore[attr-defined]
     row = await sync_to_async(service.find)(caller, request_id)
-    return await wait_for(row, wait, sync_to_async)
+    return await wait_for(caller, row, wait, sync_to_async)
 
 
-async def wait_for(row: AgentRequest, wait: int,
+async def wait_for(caller: Caller, row: AgentRequest, wait: int,
                    off_loop: Callable[..., Callable[..., Awaitable[Any]]]) -> dict[str, Any]:
-    """The request as it stands, once it has ended or ``wait`` seconds have passed."""
-    return await waiters.until_ended(row.id, lambda: off_loop(service.describe)(row), wait)
+    """The request as ``caller`` may see it, once it has ended or ``wait`` seconds have
+    passed."""
+    return await waiters.until_ended(row.id, lambda: off_loop(service.describe)(row, caller),
+                                     wait)
 
 
 @router.post("/requests/{request_id}/decision",
@@ -177,6 +183,7 @@ def decide_request(request: HttpRequest, request_id: Id, body: DecideIn) -> Any:
         service.decide(request.auth, request_id, decisions, body.message)
     except shapes.DecisionsRefused as refused:
         return Status(422, {"detail": refused.errors})
-    return service.describe(service.find(Caller(request.auth), request_id))
+    caller = Caller(request.auth)
+    return service.describe(service.find(caller, request_id), caller)
 
 

@@ -26,12 +26,16 @@ from forgeui.api.schemas import (
 )
 from forgeui.models import Interrupt, Run
 from forgeui.runs import registry, services
+from forgeui.team.roles import Action, allowed, teams_where
+from forgeui.team.sensitive import mask
+from forgeui.team.teams import team_of_graph
 
 router = Router(tags=["forge"])
 
 
 class GraphList(Schema):
-    items: list[str] = Field(description="registered graph names (FORGE_GRAPHS keys)")
+    items: list[str] = Field(description="registered graph names (FORGE_GRAPHS keys) of "
+                                         "the caller's teams")
     count: int
 
 
@@ -99,8 +103,22 @@ class RunDetailOut(RunOut):
     tree: list[RunNodeOut] = Field(description="every run of the tree, root first")
 
     @staticmethod
-    def resolve_output(obj: Any) -> Any:
-        return obj.output if obj.status == "completed" else None
+    def resolve_output(obj: Any, context: Any = None) -> Any:
+        return shown(obj, obj.output, context) if obj.status == "completed" else None
+
+    @staticmethod
+    def resolve_input(obj: Any, context: Any = None) -> Any:
+        return shown(obj, obj.input, context)
+
+
+def shown(run: Run, value: Any, context: Any) -> Any:
+    """``value`` (the run's input or output) with the keys its interrupts mark sensitive
+    masked, unless the caller may answer in the run's team."""
+    request = (context or {}).get("request")
+    if request is not None and allowed(request.auth, Action.ANSWER, run.team):
+        return value
+    marked = Interrupt.objects.filter(run_id=run.run_id).values_list("sensitive", flat=True)
+    return mask(value, [key for keys in marked for key in keys or ()])
 
 
 class RunFilters(FilterSchema):
@@ -140,15 +158,27 @@ def health(request: HttpRequest) -> dict[str, str]:
 
 @router.get("/graphs", response={200: GraphList, **ERRORS})
 def list_graphs(request: HttpRequest) -> dict[str, Any]:
-    names = registry.graph_names()
+    """The graphs of the caller's teams (with a role held everywhere: all of them)."""
+    names = readable_graphs(request.auth)
     return {"items": names, "count": len(names)}
+
+
+def readable_graphs(user: Any) -> list[str]:
+    """Registered graphs whose runs ``user`` may read; one owned by no team only with a
+    role held everywhere."""
+    names = registry.graph_names()
+    teams = teams_where(user, Action.READ)
+    if teams is None:
+        return names
+    return [name for name in names if team_of_graph(name) in teams]
 
 
 @router.get("/runs", response={200: list[RunOut], **ERRORS})
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
-    """Newest first."""
-    return filters.filter(Run.objects.select_related("started_by", "forked_by")
+    """Newest first; only the runs of the caller's teams."""
+    return filters.filter(Run.objects.visible_to(request.auth)
+                          .select_related("started_by", "forked_by")
                           .order_by("-created_at", "run_id"))
 
 
@@ -163,10 +193,11 @@ def start_run(request: HttpRequest, body: StartRunIn) -> Any:
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS})
 def get_run(request: HttpRequest, run_id: Id) -> Any:
     """One run, and its whole tree (root first) with each run's pending interrupts."""
-    run = get_one(Run.objects.select_related("started_by", "forked_by"), "run", run_id)
-    pending = (Interrupt.objects.inbox().select_related("answered_by")
+    readable = Run.objects.visible_to(request.auth)
+    run = get_one(readable.select_related("started_by", "forked_by"), "run", run_id)
+    pending = (Interrupt.objects.visible_to(request.auth).inbox().select_related("answered_by")
                .prefetch_related("approvals__user"))
-    tree = Run.objects.of_tree(run.root_thread_id).prefetch_related(
+    tree = readable.of_tree(run.root_thread_id).prefetch_related(
         Prefetch("interrupts", queryset=pending, to_attr="pending"))
     run.tree = sorted(tree, key=lambda r: (r.parent_run_id is not None, len(r.namespace)))
     return run

@@ -11,11 +11,14 @@ from ninja.pagination import paginate
 from forgeui import langgraph
 from forgeui.api.pagination import BytePage
 from forgeui.api.schemas import BODY_ERRORS, CONFLICT, ERRORS, Body, Id, get_one
-from forgeui.models import Thread
+from forgeui.models import Interrupt, Run, Thread
 from forgeui.runs import services
+from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services.forking import wording as fork_start
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
+from forgeui.team.roles import Action, allowed
+from forgeui.team.sensitive import mask
 
 router = Router(tags=["forge"])
 
@@ -52,7 +55,7 @@ class CheckpointOut(Schema):
 
     @staticmethod
     def resolve_state(obj: Any) -> dict[str, Any]:
-        return langgraph.shown_state(obj)
+        return mask(langgraph.shown_state(obj), getattr(obj, "masked_keys", ()))
 
     @staticmethod
     def resolve_error(obj: Any) -> Any:
@@ -93,7 +96,7 @@ class CheckpointStateOut(Schema):
 
     @staticmethod
     def resolve_state(obj: Any) -> dict[str, Any]:
-        return langgraph.shown_state(obj)
+        return mask(langgraph.shown_state(obj), getattr(obj, "masked_keys", ()))
 
 
 class ForkIn(Body):
@@ -109,6 +112,41 @@ class ForkOut(Schema):
     thread_id: str
 
 
+MASKED_FIELDS = frozenset({"interrupt_payload", "pending_input", "state", "history",
+                           "interrupts", "resolved", "output", "steering"})
+
+
+class Masked:
+    """A checkpoint as someone who may not answer its thread's interrupts reads it: every
+    key they mark sensitive masked, wherever in the record it is."""
+
+    def __init__(self, record: Any, keys: tuple[str, ...]) -> None:
+        self.record, self.masked_keys = record, keys
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.record, name)
+        return mask(value, self.masked_keys) if name in MASKED_FIELDS else value
+
+
+def hidden_keys(user: Any, thread_id: str) -> tuple[str, ...]:
+    """The keys to mask in ``thread_id``'s checkpoints for ``user``: those its tree's
+    interrupts mark sensitive, unless ``user`` may answer them. ``NotFound`` when the
+    thread is not one ``user`` may read."""
+    run = (Run.objects.visible_to(user).filter(thread_id=thread_id)
+           .values("team", "root_thread_id").first())
+    if run is None:
+        raise NotFound(f"no thread {thread_id!r}")
+    if allowed(user, Action.ANSWER, run["team"]):
+        return ()
+    marked = Interrupt.objects.of_tree(run["root_thread_id"]).values_list("sensitive",
+                                                                          flat=True)
+    return tuple(dict.fromkeys(key for keys in marked for key in keys or ()))
+
+
+def shown_to(keys: tuple[str, ...], records: list[Any]) -> list[Any]:
+    return [Masked(record, keys) for record in records] if keys else records
+
+
 def checkpoint_bytes(checkpoint: Any) -> int:
     """A checkpoint's size in the list, as its JSON (each one carries its thread so far)."""
     return len(CheckpointOut.from_orm(checkpoint).model_dump_json())
@@ -121,8 +159,11 @@ def list_checkpoints(request: HttpRequest, thread_id: Id) -> Any:
     """Oldest first, a page at most ``limit`` checkpoints and about 2 MB: ``next`` is the
     URL of the page after. Sub-agent thread ids contain '/'; send them as they are."""
     get_one(Thread.objects.filter(deleted=False), "thread", thread_id)
+    keys = hidden_keys(request.auth, thread_id)
     store = DjangoCheckpointStore()
-    return ThreadPages(store.count_sync(thread_id), partial(store.list_sync, thread_id))
+    fetch = partial(store.list_sync, thread_id)
+    return ThreadPages(store.count_sync(thread_id),
+                       lambda first, last: shown_to(keys, fetch(first, last)))
 
 
 @router.get("/checkpoints/{checkpoint_id}", response={200: CheckpointOut, **ERRORS})
@@ -130,7 +171,11 @@ def get_checkpoint(request: HttpRequest, checkpoint_id: Id) -> Any:
     found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
     if found is None:
         raise Http404(f"no checkpoint {checkpoint_id!r}")
-    return found
+    try:
+        keys = hidden_keys(request.auth, found.thread_id)
+    except NotFound:
+        raise NotFound(f"no checkpoint {checkpoint_id!r}") from None
+    return shown_to(keys, [found])[0]
 
 
 @router.get("/checkpoints/{checkpoint_id}/state",

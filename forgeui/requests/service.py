@@ -35,7 +35,7 @@ from forgeui.requests.graph import GRAPH
 from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.runs.policies import approvals
-from forgeui.team import teams
+from forgeui.team import sensitive, teams
 from forgeui.team.roles import Action, allowed
 from runtime import RunResult
 
@@ -109,7 +109,7 @@ def create(caller: Caller, body: dict[str, Any]) -> Created:
     started = _start(row, caller, run_input)
     # Audited once its run exists: a request refused on the way is no request.
     services.audit(caller.user, "request.create", object_type="request", object_id=row.id,
-                   thread_id=row.id, run_id=row.id,
+                   thread_id=row.id, run_id=row.id, team=row.team,
                    detail={"agent": row.agent, "on_deadline": on_deadline,
                            "idempotency_key": body.get("idempotency_key") or ""})
     tasks.auto_decide(started)  # a policy's rule may approve it before anyone looks
@@ -141,6 +141,8 @@ def _run_input(caller: Caller, body: dict[str, Any]) -> tuple[dict[str, Any], st
         raise InvalidRequest("on_deadline 'approve' is not allowed for this agent "
                              "(FORGE_REQUESTS_APPROVE_ON_DEADLINE)", ["body", "on_deadline"])
     control: dict[str, Any] = {"assignees": _assignees(body.get("assignee"))}
+    if keys := shapes.sensitive_keys(actions):
+        control["sensitive"] = keys
     if body.get("deadline_s") is not None:
         control.update(deadline_s=body["deadline_s"],
                        default=shapes.default_for(actions, on_deadline))
@@ -253,13 +255,23 @@ def outcome(row: AgentRequest) -> dict[str, Any]:
     return found
 
 
-def describe(row: AgentRequest) -> dict[str, Any]:
-    """The request as the API shows it: what was asked, and where it stands."""
+def describe(row: AgentRequest, caller: Caller | None = None) -> dict[str, Any]:
+    """The request as the API shows it: what was asked, and where it stands. Sensitive
+    args are whole for the agent that asked and for who may answer, else masked."""
     interrupt = interrupt_of(row.id)
-    asked = interrupt.payload if interrupt is not None else {}
+    asked = shown_to(caller, interrupt) if interrupt is not None else {}
     return {"id": row.id, "agent": {"name": row.agent, "session": row.session},
             "title": asked.get("title"), "actions": asked.get("calls") or [],
             "created_at": row.created_at, **outcome(row)}
+
+
+def shown_to(caller: Caller | None, interrupt: Interrupt) -> Any:
+    """The request's payload as ``caller`` may see it (masked when nobody is named)."""
+    if caller is None:
+        return sensitive.masked_payload(interrupt)
+    if caller.agent:  # only ever its own request: what it sent, it may read back
+        return interrupt.payload
+    return sensitive.payload_for(caller.user, interrupt)
 
 
 # -- deciding ------------------------------------------------------------------------------
@@ -272,8 +284,9 @@ def decide(user: Any, request_id: str, decisions: list[dict[str, Any]],
     Raises ``DecisionsRefused`` (every field that does not fit), ``Forbidden`` and
     ``StaleAnswer`` (409 with who decided when) as ``answer_interrupt`` does.
     """
-    services.require_role(user, Action.ANSWER, object_type="request", object_id=request_id)
     row = find(Caller(user), request_id)
+    services.require_role(user, Action.ANSWER, row.team, object_type="request",
+                          object_id=request_id, run_id=row.id, thread_id=row.id)
     interrupt = interrupt_of(row.id)
     if interrupt is None:
         raise NotFound(f"request {request_id!r} has no interrupt (it was cancelled)")
@@ -293,7 +306,7 @@ def withdraw(caller: Caller, request_id: str) -> bool:
         return False
     with transaction.atomic():
         services.audit(caller.user, "request.withdraw", object_type="request",
-                       object_id=row.id, thread_id=row.id, run_id=row.id,
+                       object_id=row.id, thread_id=row.id, run_id=row.id, team=row.team,
                        detail={"agent": row.agent})
         services.enqueue_on_commit(tasks.cancel_run_task, row.id)
     return True

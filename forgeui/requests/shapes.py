@@ -1,6 +1,8 @@
 """What an agent may send, and the run input and answer schema made from it.
 
-An action proposes one tool call: ``{name, args, description?, decisions?, args_schema?}``.
+An action proposes one tool call: ``{name, args, description?, decisions?, args_schema?,
+sensitive?}``; ``sensitive`` names args (keys at any depth) shown whole only to those who
+may answer, masked for everyone else.
 A decision answers one action: ``{type: approve|edit|reject|respond, args?, message?}``;
 ``edit`` carries the edited ``args`` (checked against ``args_schema`` when there is one,
 in bounded time: ``forgeui.runs.bounded_schemas``), ``respond`` a ``message``. The
@@ -20,6 +22,8 @@ from forgeui.runs.exceptions import InvalidRequest
 DECISIONS = ("approve", "edit", "reject", "respond")
 ON_DEADLINE = ("reject", "approve")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+MAX_SENSITIVE = 64  # keys per request, as ctx.interrupt(sensitive=...) takes
+MAX_KEY = 200
 FieldErrors = list[dict[str, Any]]
 
 
@@ -47,12 +51,33 @@ def check_actions(actions: list[dict[str, Any]]) -> None:
                                  f"{', '.join(DECISIONS)}", [*loc, "decisions"])
         if action.get("decisions") == []:
             raise InvalidRequest("offer at least one decision", [*loc, "decisions"])
+        _check_sensitive(action.get("sensitive"), [*loc, "sensitive"])
         schema = action.get("args_schema")
         if schema is not None:
             problem = schema_problem(schema)
             if problem is not None:
                 raise InvalidRequest(problem.replace("answer_schema", "args_schema"),
                                      [*loc, "args_schema"])
+
+
+def _check_sensitive(keys: Any, loc: list[str | int]) -> None:
+    if keys is None:
+        return
+    if not isinstance(keys, list) or len(keys) > MAX_SENSITIVE or not all(
+            isinstance(key, str) and 1 <= len(key) <= MAX_KEY for key in keys):
+        raise InvalidRequest(f"sensitive is a list of up to {MAX_SENSITIVE} arg names "
+                             f"(1 to {MAX_KEY} characters each)", loc)
+
+
+def sensitive_keys(actions: list[dict[str, Any]]) -> list[str]:
+    """Every action's sensitive arg names, once each, in order: the request's interrupt
+    masks them wherever they appear."""
+    keys = list(dict.fromkeys(key for action in actions for key in action.get("sensitive")
+                              or []))
+    if len(keys) > MAX_SENSITIVE:
+        raise InvalidRequest(f"at most {MAX_SENSITIVE} sensitive arg names in a request, "
+                             f"all actions together", ["body", "actions"])
+    return keys
 
 
 def default_for(actions: list[dict[str, Any]], on_deadline: str) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.db.models import QuerySet
+
 from forgeui.models import Interrupt
 from forgeui.runs import foreign, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema
@@ -99,7 +101,7 @@ def bulk_answer(user: services.User, interrupt_ids: list[str], value: Any,
     if len(ids) > MAX_BULK:
         raise InvalidRequest(f"at most {MAX_BULK} interrupts at once", loc=["body", "ids"])
     services.require_json(value, "value")
-    found = Interrupt.objects.in_bulk(ids)
+    found = Interrupt.objects.visible_to(user).in_bulk(ids)  # another team's: not found
     outcomes = [_one(user, found.get(interrupt_id), interrupt_id, value, steering, action)
                 for interrupt_id in ids]
     services.audit(user, "answer.bulk", object_type="bulk", object_id=f"{len(ids)} interrupts",
@@ -108,11 +110,19 @@ def bulk_answer(user: services.User, interrupt_ids: list[str], value: Any,
     return outcomes
 
 
+def answerable(user: services.User) -> QuerySet[Interrupt]:
+    """The interrupts ``user``'s roles let them answer (in their teams): where "all
+    matching the filter" starts."""
+    return Interrupt.objects.visible_to(user, Action.ANSWER)
+
+
 def _one(user: services.User, interrupt: Interrupt | None, interrupt_id: str, value: Any,
          steering: str | None, action: BulkAction | None) -> BulkOutcome:
-    if interrupt is not None and not _fits(action, interrupt, value):
+    if interrupt is None:
+        return BulkOutcome(interrupt_id, "not_found", f"no interrupt {interrupt_id!r}")
+    if not _fits(action, interrupt, value):
         return BulkOutcome(interrupt_id, "not_settled", why_not(action, interrupt))
-    if interrupt is not None and action is not None and foreign.actions_of(interrupt.payload):
+    if action is not None and foreign.actions_of(interrupt.payload):
         value = foreign.answer(interrupt.payload, [{"type": action}] * len(
             foreign.actions_of(interrupt.payload) or []))
     try:

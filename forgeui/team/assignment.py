@@ -8,7 +8,7 @@ narrows it to one person.
 
 ``may_answer`` is the one rule, used by the services, the pages and the websocket:
 
-- the role must allow answering (``forgeui.team.roles``);
+- the role must allow answering in the interrupt's team (``forgeui.team.roles``);
 - superusers and ``None`` (the system: deadlines, commands) may always;
 - nobody else may answer what another person claimed;
 - with assignees, only a named user or a member of a named group may.
@@ -24,7 +24,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from forgeui.models.assignees import decode, token
-from forgeui.team.roles import PERMISSIONS, Action, Role, allowed, groups_of
+from forgeui.team.roles import PERMISSIONS, Action, Role, allowed, groups_of, teams_where
 
 # How a row is shown to one viewer; "refused": readable, but its policy would not count
 # this viewer's answer (chosen above this layer, where policies are known).
@@ -40,6 +40,7 @@ class Viewer:
     groups: frozenset[str]
     can_answer: bool
     unrestricted: bool  # superuser or system
+    answer_teams: frozenset[str] | None = None  # where they may answer; None: everywhere
 
     @classmethod
     def of(cls, user: Any) -> Viewer:
@@ -50,7 +51,11 @@ class Viewer:
             return cls(None, "", frozenset(), False, False)
         groups = groups_of(user)
         return cls(user.pk, user.get_username(), groups, allowed(user, Action.ANSWER),
-                   bool(user.is_superuser))
+                   bool(user.is_superuser), teams_where(user, Action.ANSWER))
+
+    def answers_in(self, team: str) -> bool:
+        """Whether their role lets them answer an interrupt of ``team``."""
+        return self.unrestricted or self.answer_teams is None or team in self.answer_teams
 
     def tokens(self) -> list[str]:
         """The assignee tokens that name this viewer."""
@@ -65,7 +70,7 @@ def may_answer(viewer: Viewer, interrupt: Any) -> bool:
     """The one rule (module docstring); reads only the row, never the database."""
     if viewer.unrestricted:
         return True
-    if not viewer.can_answer:
+    if not viewer.can_answer or not viewer.answers_in(getattr(interrupt, "team", "")):
         return False
     if interrupt.claimed_by_id is not None:
         return bool(interrupt.claimed_by_id == viewer.user_id)
@@ -81,6 +86,8 @@ def mode(viewer: Viewer, interrupt: Any) -> Mode:
 
 def refusal(viewer: Viewer, interrupt: Any) -> str:
     """Why ``viewer`` may not answer (for a 403 and its audit row)."""
+    if not viewer.answers_in(getattr(interrupt, "team", "")):
+        return f"it belongs to team {interrupt.team}, where you hold no role that answers"
     if interrupt.claimed_by_id is not None and interrupt.claimed_by_id != viewer.user_id:
         who = interrupt.claimed_by.get_username() if interrupt.claimed_by else "someone"
         return f"claimed by {who}"

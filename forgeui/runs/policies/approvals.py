@@ -13,19 +13,25 @@ from typing import Any
 from django.utils import timezone
 
 from forgeui.models import AgentRequest, Approval, Interrupt, Run, Vote
-from forgeui.runs.policies.config import Policy, policies
+from forgeui.runs.policies.config import Policies, Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
-from forgeui.team.roles import ROLE_NAMES, groups_of
+from forgeui.team.roles import PERMISSIONS, ROLE_NAMES, Action, groups_of
 
+ANSWERING = frozenset(role.value for role in PERMISSIONS[Action.ANSWER])
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
 def policy_for(interrupt: Interrupt) -> Policy | None:
     """The policy covering ``interrupt``: by its graph and node, or for an agent's request
-    by its token (its agent name, its user), tightened by the name the agent gave."""
+    by its token (its agent name, its user), tightened by the name the agent gave; else
+    its team's."""
     found = policies()
     if not found.by_name:
         return None
+    return _own_policy(found, interrupt) or found.for_team(interrupt.team)
+
+
+def _own_policy(found: Policies, interrupt: Interrupt) -> Policy | None:
     graph = interrupt.run.graph
     if graph != REQUEST_GRAPH:
         return found.for_node(graph, interrupt.node)
@@ -70,6 +76,16 @@ class Person:
     def of(cls, user: Any) -> Person:
         return cls(user.pk, user.get_username(), groups_of(user), bool(user.is_superuser))
 
+    def roles_in(self, team: str) -> frozenset[str]:
+        """The roles they hold everywhere, and those held in ``team``."""
+        held = {name.partition(":")[2] for name in self.groups if team
+                and name.startswith(f"{team}:")}
+        return frozenset((self.groups | held) & ROLE_NAMES)
+
+    def answers_in(self, team: str) -> bool:
+        """Whether a role lets them answer an interrupt of ``team`` at all."""
+        return self.is_superuser or bool(self.roles_in(team) & ANSWERING)
+
 
 def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt,
                     starters: set[int] | None = None) -> str | None:
@@ -79,6 +95,9 @@ def why_not_counted(policy: Policy, user: Any, interrupt: Interrupt,
     if person.pk in (starter_ids(interrupt) if starters is None else starters):
         return (f"policy {policy.name!r}: you started this run (or forked it, or own the "
                 f"token that asked), and nobody approves their own")
+    if interrupt.team and not person.answers_in(interrupt.team):
+        return (f"policy {policy.name!r}: only people who answer in team {interrupt.team} "
+                f"may approve")
     for part in policy.parts:  # every part's say: a name an agent chose only narrows
         if (reason := _outside(part, person, interrupt)) is not None:
             return reason
@@ -94,7 +113,7 @@ def _outside(policy: Policy, person: Person, interrupt: Interrupt) -> str | None
         return None
     if not policy.restricted:  # escalated: the group it went to decides now
         return f"policy {policy.name!r}: escalated to group {policy.escalate_to}"
-    roles = groups & ROLE_NAMES
+    roles = person.roles_in(interrupt.team)
     if (person.username in policy.users or groups & policy.groups
             or roles & policy.roles or (person.is_superuser and policy.roles)):
         return None

@@ -2,7 +2,7 @@
 
 ::
 
-    {"payments": {"nodes": ["transfer/ask"], "agents": ["billing-bot"],
+    {"payments": {"nodes": ["transfer/ask"], "agents": ["billing-bot"], "teams": ["finance"],
                   "approvals": 2, "rejections": 1,
                   "roles": ["supervisor"], "groups": ["finance"], "users": ["carol"],
                   "auto_approve": {"field": "amount", "lt": 1000},
@@ -10,11 +10,12 @@
                               "reject": {"field": "answer.ok", "eq": false}},
                   "escalate_after_s": 3600, "escalate_to": "finance-leads"}}
 
-A node (``graph/node``, or ``graph/*`` for all of a graph's) and an agent name belong to
-one policy at most, so which policy applies is never a matter of order. The settings
-are the only source: nothing in a payload or a request is read here. An agent's policy
-is the one its token names; a name the agent gives itself may only add requirements
-(``Policy.tightened_by``).
+A node (``graph/node``, or ``graph/*`` for all of a graph's), an agent name and a team
+(``FORGE_TEAMS``) belong to one policy at most, so which policy applies is never a matter
+of order; a team's policy covers those of its interrupts that no node's or agent's does.
+The settings are the only source: nothing in a payload or a request is read here. An
+agent's policy is the one its token names; a name the agent gives itself may only add
+requirements (``Policy.tightened_by``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from django.dispatch import receiver
 
 from forgeui.runs.policies import rules
 
-KEYS = frozenset({"nodes", "agents", "approvals", "rejections", "roles", "groups", "users",
+KEYS = frozenset({"nodes", "agents", "teams", "approvals", "rejections", "roles", "groups", "users",
                   "auto_approve", "answers", "escalate_after_s", "escalate_to",
                   "description"})
 ANSWER_SIDES = ("approve", "reject")
@@ -47,6 +48,7 @@ class Policy:
     name: str
     nodes: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
+    teams: tuple[str, ...] = ()
     approvals: int = 1
     rejections: int = 1
     roles: frozenset[str] = frozenset()
@@ -94,6 +96,7 @@ class Policy:
     def as_dict(self) -> dict[str, Any]:
         """The policy as recorded with a decision and shown on its page."""
         return {"name": self.name, "nodes": list(self.nodes), "agents": list(self.agents),
+                **({"teams": list(self.teams)} if self.teams else {}),
                 "approvals": self.approvals, "rejections": self.rejections,
                 "roles": sorted(self.roles), "groups": sorted(self.groups),
                 "users": sorted(self.users), "auto_approve": self.auto_approve,
@@ -104,11 +107,17 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class Policies:
-    """Every policy, and the index that finds the one covering a node or an agent."""
+    """Every policy, and the index that finds the one covering a node, an agent or a
+    team."""
 
     by_name: dict[str, Policy]
     by_node: dict[str, Policy]
     by_agent: dict[str, Policy]
+    by_team: dict[str, Policy] = field(default_factory=dict)
+
+    def for_team(self, team: str) -> Policy | None:
+        """The policy naming ``team`` ("" = owned by none: no team's policy covers it)."""
+        return self.by_team.get(team) if team else None
 
     def for_node(self, graph: str, node: str) -> Policy | None:
         return self.by_node.get(f"{graph}/{node}") or self.by_node.get(f"{graph}/*")
@@ -140,7 +149,8 @@ def parse(raw: Any) -> Policies:
     if not isinstance(raw, dict):
         raise PolicyError("FORGE_POLICIES must be a JSON object {name: policy}")
     by_name = {name: _policy(name, body) for name, body in raw.items()}
-    return Policies(by_name, _index(by_name, "nodes"), _index(by_name, "agents"))
+    return Policies(by_name, _index(by_name, "nodes"), _index(by_name, "agents"),
+                    _index(by_name, "teams"))
 
 
 def _index(by_name: dict[str, Policy], key: str) -> dict[str, Policy]:
@@ -163,13 +173,8 @@ def _policy(name: Any, body: Any) -> Policy:
         raise PolicyError(f"{where}: a JSON object, not {type(body).__name__}")
     if unknown := sorted(set(body) - KEYS):
         raise PolicyError(f"{where}: unknown keys {unknown}; known: {sorted(KEYS)}")
-    nodes, agents = _names(body, "nodes", where), _names(body, "agents", where)
-    if not nodes and not agents:
-        raise PolicyError(f"{where}: covers nothing; name 'nodes' (graph/node) or 'agents'")
-    for node in nodes:
-        graph, _, node_name = node.partition("/")
-        if not graph or not node_name:
-            raise PolicyError(f"{where}.nodes: {node!r} is not graph/node")
+    nodes, agents, teams = (_names(body, key, where) for key in ("nodes", "agents", "teams"))
+    _require_covered(nodes, agents, teams, where)
     auto = body.get("auto_approve")
     if auto is not None:
         try:
@@ -184,7 +189,7 @@ def _policy(name: Any, body: Any) -> Policy:
     if (after is None) != (not to) or not isinstance(to, str):
         raise PolicyError(f"{where}: escalate_after_s and escalate_to (a group name) go "
                           f"together")
-    return Policy(name=name, nodes=tuple(nodes), agents=tuple(agents),
+    return Policy(name=name, nodes=tuple(nodes), agents=tuple(agents), teams=tuple(teams),
                   approvals=_count(body, "approvals", where),
                   rejections=_count(body, "rejections", where),
                   roles=frozenset(_names(body, "roles", where)),
@@ -194,6 +199,17 @@ def _policy(name: Any, body: Any) -> Policy:
                   escalate_after_s=None if after is None else float(after),
                   escalate_to=to, description=str(body.get("description") or ""),
                   rule_text=json.dumps(auto, sort_keys=True) if auto is not None else "")
+
+
+def _require_covered(nodes: list[str], agents: list[str], teams: list[str],
+                     where: str) -> None:
+    if not nodes and not agents and not teams:
+        raise PolicyError(f"{where}: covers nothing; name 'nodes' (graph/node), 'agents' "
+                          f"or 'teams'")
+    for node in nodes:
+        graph, _, node_name = node.partition("/")
+        if not graph or not node_name:
+            raise PolicyError(f"{where}.nodes: {node!r} is not graph/node")
 
 
 def _answers(raw: Any, where: str) -> dict[str, Any] | None:

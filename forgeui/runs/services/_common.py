@@ -27,13 +27,16 @@ User: TypeAlias = AbstractBaseUser | AnonymousUser | None
 LIVE = (RunStatus.RUNNING, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
-def require_role(user: User, action: Action, **target: Any) -> None:
-    """Raise ``Forbidden`` unless ``user`` may do ``action``; the refusal is audited."""
-    if allowed(user, action):
+def require_role(user: User, action: Action, team: str | None = None, **target: Any) -> None:
+    """Raise ``Forbidden`` unless ``user`` may do ``action`` on an object of ``team`` (""
+    = owned by no team; None: anywhere at all); the refusal is audited."""
+    if allowed(user, action, team):
         return
-    audit(user, f"{action}.denied", **target,
-          detail={"reason": f"needs one of the roles: {needed_roles(action)}"})
-    raise Forbidden(f"{action} needs one of the roles: {needed_roles(action)}")
+    where = f" in team {team!r}" if team else ""
+    reason = f"{action} needs one of the roles: {needed_roles(action)}{where}"
+    audit(user, f"{action}.denied", **target, **({"team": team} if team else {}),
+          detail={"reason": reason})
+    raise Forbidden(reason)
 
 
 def audit(user: User, action: str, **fields: Any) -> AuditEntry:
@@ -97,19 +100,31 @@ def require_graph(run: Run) -> None:
     registry.executor_for(run.graph)
 
 
-def get_run(run_id: str) -> Run:
-    run = Run.objects.filter(pk=run_id).first()
+def get_run(user: User, run_id: str) -> Run:
+    """The run, if ``user`` may read it: one of another team is as missing as none."""
+    run = Run.objects.visible_to(user).filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"no run {run_id!r}")
     return run
 
 
-def get_interrupt(interrupt_id: str) -> Interrupt:
-    interrupt = (Interrupt.objects.select_related("run", "claimed_by")
+def get_interrupt(user: User, interrupt_id: str) -> Interrupt:
+    """The interrupt, if ``user`` may read it (else ``NotFound``, as for none)."""
+    interrupt = (Interrupt.objects.visible_to(user).select_related("run", "claimed_by")
                  .filter(pk=interrupt_id).first())
     if interrupt is None:
         raise NotFound(f"no interrupt {interrupt_id!r}")
     return interrupt
+
+
+def readable_head(user: User, thread_id: str) -> tuple[Head, str]:
+    """The thread's latest checkpoint and its team, if ``user`` may read the thread."""
+    latest = latest_head(thread_id)
+    team = (Run.objects.visible_to(user).filter(pk=latest.run_id)
+            .values_list("team", flat=True).first())
+    if team is None:
+        raise NotFound(f"no thread {thread_id!r}")
+    return latest, team
 
 
 def latest_head(thread_id: str) -> Head:
@@ -151,6 +166,7 @@ def stale_answer(interrupt_id: str, expected_checkpoint_id: str | None) -> Stale
 
 def refused(user: User, interrupt: Interrupt, stale: StaleAnswer, value: Any) -> None:
     audit(user, "answer.refused", object_type="interrupt", object_id=interrupt.pk,
+          team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=stale.latest.get("checkpoint_id") or "",
           detail={**stale.as_dict(), "value": clipped(value)})

@@ -67,7 +67,7 @@ def accept(user: User, interrupt: Interrupt, given: Given, meta: dict[str, Any] 
         expected_checkpoint_id=given.expected_checkpoint_id or "", meta=meta or {},
     )
     _keep_notes(interrupt, answer, counted)
-    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk,
+    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk, team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"answer_id": answer.pk, "value": given.value, "steering": answer.steering,
@@ -97,6 +97,7 @@ def accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
     answer = Answer.objects.create(interrupt=interrupt, user=actor, sign_in=method_of(actor),
                                    kind=AnswerKind.CANCEL, value=None, reason=reason)
     audit(user, "breakpoint.cancel", object_type="interrupt", object_id=interrupt.pk,
+          team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"answer_id": answer.pk, "decision": AnswerKind(AnswerKind.CANCEL).label,

@@ -40,8 +40,7 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
     when this person's approval is already in; then only an ``answer.refused`` audit row
     is written.
     """
-    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
-    interrupt = get_interrupt(interrupt_id)
+    interrupt = get_interrupt(user, interrupt_id)
     require_may_answer(user, interrupt, value, child_policy)
     policy = approvals.policy_for(interrupt)
     vote = require_may_count(user, interrupt, policy, value)
@@ -57,17 +56,15 @@ def answer_interrupt(user: User, interrupt_id: str, value: Any, steering: str | 
 def resume_map(user: User, thread_id: str,
                answers: dict[str, Any]) -> list[Decided]:
     """Answer several interrupts of one tree at once: all are accepted, or none is."""
-    require_role(user, Action.ANSWER, object_type="thread", object_id=thread_id,
-                 thread_id=thread_id)
     if not answers:
         raise InvalidRequest("answers is empty")
-    interrupts = [get_interrupt(interrupt_id) for interrupt_id in answers]
+    interrupts = [get_interrupt(user, interrupt_id) for interrupt_id in answers]
     for interrupt in interrupts:
         if thread_id not in (interrupt.root_thread_id, interrupt.thread_id):
             raise NotFound(f"interrupt {interrupt.pk!r} is not part of thread {thread_id!r}")
         if interrupt.sub_agent_id:  # answering a sub-agent by its place in the tree is a
             # targeted resume, whichever route carries it: the same role as /api/resume
-            require_role(user, Action.RESUME_TARGETED, object_type="interrupt",
+            require_role(user, Action.RESUME_TARGETED, interrupt.team, object_type="interrupt",
                          object_id=interrupt.pk, run_id=interrupt.run_id,
                          thread_id=interrupt.root_thread_id)
         require_may_answer(user, interrupt, answers[interrupt.pk],
@@ -96,9 +93,9 @@ def resume_targeted(user: User, run_id: str, value: Any, task_id: str | None = N
     Nothing pending there raises ``StaleResumeTarget`` (``StaleAnswer`` when the named
     interrupt was answered); several pending raises ``AmbiguousResume``.
     """
-    require_role(user, Action.RESUME_TARGETED, object_type="run", object_id=run_id,
+    run = get_run(user, run_id)
+    require_role(user, Action.RESUME_TARGETED, run.team, object_type="run", object_id=run_id,
                  run_id=run_id)
-    run = get_run(run_id)
     found = Interrupt.objects.filter(run=run).pending().by_age()
     if namespace is not None and list(namespace) != run.namespace:
         # A LangGraph run keeps its subgraphs' interrupts, each under its namespace.

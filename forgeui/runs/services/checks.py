@@ -24,8 +24,9 @@ def require_may_answer(user: User, interrupt: Interrupt, value: Any,
     resume map or in bulk, or pre-filled in a fork of its thread (checked on this, the
     source's interrupt). The role, assignment and claims, a graph that loads here, the
     value's fit; raises (audited where refused) before anything is written."""
-    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt.pk,
-                 run_id=interrupt.run_id, thread_id=interrupt.root_thread_id)
+    require_role(user, Action.ANSWER, interrupt.team, object_type="interrupt",
+                 object_id=interrupt.pk, run_id=interrupt.run_id,
+                 thread_id=interrupt.root_thread_id)
     require_answerable(user, interrupt)
     require_graph(interrupt.run)
     require_eligible(user, interrupt, approvals.policy_for(interrupt))
@@ -40,6 +41,7 @@ def require_answerable(user: User, interrupt: Interrupt,
         return
     reason = assignment.refusal(viewer, interrupt)
     audit(user, "answer.denied", object_type="interrupt", object_id=interrupt.pk,
+          team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           detail={"reason": reason})
     raise Forbidden(f"you may not answer this interrupt: {reason}")
@@ -55,6 +57,7 @@ def require_eligible(user: User, interrupt: Interrupt, policy: Policy | None) ->
 
 def policy_refusal(user: User, interrupt: Interrupt, reason: str) -> Forbidden:
     audit(user, "answer.denied", object_type="interrupt", object_id=interrupt.pk,
+          team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           detail={"reason": reason})
     return Forbidden(reason)

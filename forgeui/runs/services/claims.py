@@ -27,8 +27,8 @@ def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:
     Raises ``Forbidden`` when ``user`` may not answer it and ``AlreadyClaimed`` (409) when
     someone else claimed it first; claiming one's own claim again changes nothing.
     """
-    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
-    interrupt = get_interrupt(interrupt_id)
+    interrupt = get_interrupt(user, interrupt_id)
+    _require(user, Action.ANSWER, interrupt)
     if interrupt.claimed_by_id is not None:
         if interrupt.claimed_by_id == getattr(user, "pk", None):
             return interrupt
@@ -39,23 +39,23 @@ def claim_interrupt(user: User, interrupt_id: str) -> Interrupt:
         if taken.update(claimed_by=user, claimed_at=timezone.now()) != 1:
             raise _claim_lost(interrupt.pk)
         changed(user, "interrupt.claim", interrupt, {})
-    return get_interrupt(interrupt.pk)
+    return get_interrupt(user, interrupt.pk)
 
 
 def release_interrupt(user: User, interrupt_id: str) -> Interrupt:
     """Give a claim back; supervisors may release anyone's."""
-    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
-    interrupt = get_interrupt(interrupt_id)
+    interrupt = get_interrupt(user, interrupt_id)
+    _require(user, Action.ANSWER, interrupt)
     if interrupt.claimed_by_id is None:
         return interrupt
     mine = interrupt.claimed_by_id == getattr(user, "pk", None)
     if not mine:
-        require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
+        _require(user, Action.ASSIGN, interrupt)
     with transaction.atomic():
         Interrupt.objects.filter(pk=interrupt.pk).update(claimed_by=None, claimed_at=None)
         changed(user, "interrupt.release", interrupt,
                  {"claimed_by": interrupt.claimed_by.get_username()})
-    return get_interrupt(interrupt.pk)
+    return get_interrupt(user, interrupt.pk)
 
 
 def assign_interrupt(user: User, interrupt_id: str, users: list[str],
@@ -64,8 +64,8 @@ def assign_interrupt(user: User, interrupt_id: str, users: list[str],
 
     A claim by someone the new assignees leave out ends.
     """
-    require_role(user, Action.ASSIGN, object_type="interrupt", object_id=interrupt_id)
-    interrupt = get_interrupt(interrupt_id)
+    interrupt = get_interrupt(user, interrupt_id)
+    _require(user, Action.ASSIGN, interrupt)
     if interrupt.status != InterruptStatus.PENDING:
         raise stale_answer(interrupt.pk, None)
     _require_known(users, groups)
@@ -83,7 +83,12 @@ def assign_interrupt(user: User, interrupt_id: str, users: list[str],
                   "before": {"users": interrupt.assigned_users,
                              "groups": interrupt.assigned_groups},
                   "claim_ended": "claimed_by" in update})
-    return get_interrupt(interrupt.pk)
+    return get_interrupt(user, interrupt.pk)
+
+
+def _require(user: User, action: Action, interrupt: Interrupt) -> None:
+    require_role(user, action, interrupt.team, object_type="interrupt", object_id=interrupt.pk,
+                 run_id=interrupt.run_id, thread_id=interrupt.root_thread_id)
 
 
 def _require_known(users: list[str], groups: list[str]) -> None:
@@ -106,7 +111,7 @@ def _claim_lost(interrupt_id: str) -> ForgeUIErrorType:
 
 def changed(user: User, action: str, interrupt: Interrupt, detail: dict[str, Any]) -> None:
     """Audit a claim, release or assignment, and tell every inbox to redraw the row."""
-    audit(user, action, object_type="interrupt", object_id=interrupt.pk,
+    audit(user, action, object_type="interrupt", object_id=interrupt.pk, team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id, detail=detail)
     publish_on_commit([EventDraft(EventKind.INTERRUPT_UPDATED, interrupt.run_id,

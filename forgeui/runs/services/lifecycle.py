@@ -33,8 +33,9 @@ from forgeui.team.roles import Action
 
 def recover_run(user: User, run_id: str) -> None:
     """Go on with a failed (or abandoned) root run in a task: the failed step runs again."""
-    require_role(user, Action.RECOVER, object_type="run", object_id=run_id, run_id=run_id)
-    run = get_run(run_id)
+    run = get_run(user, run_id)
+    require_role(user, Action.RECOVER, run.team, object_type="run", object_id=run_id,
+                 run_id=run_id)
     if run.parent_run_id is not None:
         raise InvalidRequest(f"run {run_id!r} is a sub-agent; recover its root run")
     if run.status not in (RunStatus.FAILED, RunStatus.RUNNING):
@@ -43,6 +44,7 @@ def recover_run(user: User, run_id: str) -> None:
     require_graph(run)
     with transaction.atomic():
         audit(user, "run.recover", object_type="run", object_id=run_id, run_id=run_id,
+              team=run.team,
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
               detail={"error": run.error})
         run_status.mark_working([run.run_id], run.root_thread_id)
@@ -56,8 +58,9 @@ def cancel_run(user: User, run_id: str, reason: str | None = None) -> None:
     is closed and recorded as "cancelled at breakpoint" with the reason, as a reviewer's
     ``cancel_at_breakpoint`` would record it.
     """
-    require_role(user, Action.CANCEL, object_type="run", object_id=run_id, run_id=run_id)
-    run = get_run(run_id)
+    run = get_run(user, run_id)
+    require_role(user, Action.CANCEL, run.team, object_type="run", object_id=run_id,
+                 run_id=run_id)
     if run.status not in LIVE:
         raise InvalidRequest(f"run {run_id!r} is {run.status}")
     reason = None if reason is None else cancel_reason(reason)
@@ -66,6 +69,7 @@ def cancel_run(user: User, run_id: str, reason: str | None = None) -> None:
               .select_related("run")) if reason else []
     with transaction.atomic():
         audit(user, "run.cancel", object_type="run", object_id=run_id, run_id=run_id,
+              team=run.team,
               thread_id=run.root_thread_id, before_checkpoint_id=run.latest_checkpoint_id,
               detail={"reason": reason} if reason else {})
         for interrupt in at:
@@ -100,8 +104,10 @@ def cancel_at_breakpoint(user: User, interrupt_id: str, reason: str) -> Answer:
     decided first), as "cancelled at breakpoint" with the reason; a task cancels the run
     the breakpoint paused, and everything below it.
     """
-    require_role(user, Action.ANSWER, object_type="interrupt", object_id=interrupt_id)
-    interrupt = get_interrupt(interrupt_id)
+    interrupt = get_interrupt(user, interrupt_id)
+    require_role(user, Action.ANSWER, interrupt.team, object_type="interrupt",
+                 object_id=interrupt_id, run_id=interrupt.run_id,
+                 thread_id=interrupt.root_thread_id)
     if not interrupt.is_breakpoint:
         raise InvalidRequest("only a breakpoint (interrupt_before / interrupt_after) is "
                              "cancelled from its answer; this interrupt takes a value")

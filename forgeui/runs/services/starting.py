@@ -23,6 +23,7 @@ from forgeui.runs.services._common import (
 )
 from forgeui.runs.tasks import start_run_task
 from forgeui.store import DjangoCheckpointStore
+from forgeui.team import teams
 from forgeui.team.roles import Action
 
 
@@ -42,7 +43,8 @@ class StartedRun:
 
 def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) -> StartedRun:
     """Record the start and enqueue it; the task creates the run's first checkpoint."""
-    require_role(user, Action.START_RUN, object_type="graph", object_id=str(graph)[:255])
+    team = teams.team_of_graph(str(graph))
+    require_role(user, Action.START_RUN, team, object_type="graph", object_id=str(graph)[:255])
     if graph in registry.BUILTIN_GRAPHS:  # its input carries the deadline rules it obeys
         raise InvalidRequest(f"{graph!r} runs are made with POST /api/requests, not started")
     executor = registry.get_executor(graph)  # unknown or broken: refused before any write
@@ -60,7 +62,7 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     request_id = run_id = uuid.uuid4().hex
     with transaction.atomic():
         audit(user, "run.start", object_type="thread", object_id=thread_id,
-              thread_id=thread_id, run_id=run_id,
+              thread_id=thread_id, run_id=run_id, team=team,
               detail={"graph": graph, "input": input, "request_id": request_id})
         enqueue_on_commit(start_run_task, graph, thread_id, input, getattr(user, "pk", None),
                           request_id)

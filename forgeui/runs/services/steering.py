@@ -30,12 +30,13 @@ from runtime.errors import StaleResumeTarget
 def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = None,
                       interrupt_id: str | None = None) -> SteeringNote:
     """Record guidance for one run (or one of its tasks); a task hands it to the runtime."""
-    require_role(user, Action.STEER, object_type="run", object_id=run_id, run_id=run_id)
+    run = get_run(user, run_id)
+    require_role(user, Action.STEER, run.team, object_type="run", object_id=run_id,
+                 run_id=run_id)
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("a steering note needs some text")
-    run = get_run(run_id)
     require_graph(run)
-    interrupt = get_interrupt(interrupt_id) if interrupt_id else None
+    interrupt = get_interrupt(user, interrupt_id) if interrupt_id else None
     if interrupt is not None and interrupt.run_id != run.run_id:
         raise InvalidRequest(f"interrupt {interrupt_id!r} does not belong to run {run_id!r}")
     _require_steerable(user, run, task_id, interrupt)
@@ -45,7 +46,7 @@ def add_steering_note(user: User, run_id: str, text: str, task_id: str | None = 
         note = SteeringNote.objects.create(run=run, interrupt=interrupt, user=actor,
                                            sign_in=method_of(actor), task_id=reaches,
                                            text=text.strip())
-        audit(user, "steering.note", object_type="run", object_id=run.run_id,
+        audit(user, "steering.note", object_type="run", object_id=run.run_id, team=run.team,
               run_id=run.run_id, thread_id=run.root_thread_id,
               before_checkpoint_id=run.latest_checkpoint_id,
               detail={"note_id": note.pk, "text": note.text, "task_id": task_id,

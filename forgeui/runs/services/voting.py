@@ -88,6 +88,7 @@ def _count_vote(user: User, interrupt: Interrupt, given: Given, policy: Policy,
     if approval is None:
         raise _already_counted(user, interrupt, tally)
     audit(user, f"approval.{vote}", object_type="interrupt", object_id=interrupt.pk,
+          team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"approval_id": approval.pk, "policy": policy.name, "value": given.value,

@@ -22,11 +22,12 @@ from forgeui.team.roles import Action
 from runtime.checkpoint import Head
 
 
-def require_start_for_input(user: User, thread_id: str) -> None:
-    """A paused node given a new input runs again from it, as a start would."""
+def require_start_for_input(user: User, thread_id: str, team: str | None = None) -> None:
+    """A paused node given a new input runs again from it, as a start would (in the
+    thread's ``team``)."""
     try:
-        require_role(user, Action.START_RUN, object_type="thread", object_id=thread_id[:255],
-                     thread_id=thread_id[:255])
+        require_role(user, Action.START_RUN, team, object_type="thread",
+                     object_id=thread_id[:255], thread_id=thread_id[:255])
     except Forbidden as exc:
         raise Forbidden(f"a fork with an edited input starts that node again: {exc}") from None
 
@@ -52,7 +53,7 @@ def checked_edits(user: User, executor: GraphRunner, source: Head, inputs: dict[
                 raise InvalidRequest(f"interrupt {iid!r} is not pending at checkpoint "
                                      f"{source.id!r}", loc=where)
             if kind == "answer":
-                require_may_answer(user, get_interrupt(iid), value, loc=where)
+                require_may_answer(user, get_interrupt(user, iid), value, loc=where)
             else:
                 _check_input_edit(executor, record, value, where)
             edits.append({"kind": kind, "interrupt_id": iid, "node": record["node"],

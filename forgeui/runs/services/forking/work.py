@@ -11,7 +11,14 @@ from django.db import transaction
 from forgeui.models import Checkpoint, Interrupt, Run, RunStatus
 from forgeui.runs import registry, run_status
 from forgeui.runs.exceptions import NotFound
-from forgeui.runs.services._common import User, audit, enqueue_on_commit, latest_head, require_role
+from forgeui.runs.services._common import (
+    User,
+    audit,
+    enqueue_on_commit,
+    latest_head,
+    readable_head,
+    require_role,
+)
 from forgeui.runs.services.answering import answer_interrupt
 from forgeui.runs.services.forking.edits import (
     checked_edits,
@@ -41,11 +48,11 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     and claim. A copy that cannot go on by itself (taken mid-step, or with an edited
     input) is recovered in a task.
     """
-    require_role(user, Action.FORK, object_type="thread", object_id=thread_id[:255],
+    latest, team = readable_head(user, thread_id)
+    require_role(user, Action.FORK, team, object_type="thread", object_id=thread_id[:255],
                  thread_id=thread_id[:255])
     if inputs:
-        require_start_for_input(user, thread_id)
-    latest = latest_head(thread_id)
+        require_start_for_input(user, thread_id, team)
     source = _fork_source(latest, thread_id, checkpoint_id)
     executor = registry.executor_for(latest.metadata.get("registered_as") or latest.graph)
     edits = checked_edits(user, executor, source, inputs or {}, answers or {})
@@ -53,10 +60,11 @@ def fork_thread(user: User, thread_id: str, checkpoint_id: str | None = None,
     with transaction.atomic():
         new_thread = executor.fork_sync(thread_id, source.id, inputs=inputs or None)
         forked = latest_head(new_thread)
-        _audit_fork(user, latest, source, forked, edits)
+        _audit_fork(user, latest, source, forked, edits, team)
         source_tree = latest.root_thread_id or thread_id
         forked_runs = _credit_fork(user, source_tree, new_thread)
         _keep_assignment(source_tree, new_thread)
+        _keep_team(new_thread, team)
         if _goes_on(forked):  # those saved failed to be recovered are, at once: working
             run_status.mark_working([r.run_id for r in forked_runs
                                      if r.status == RunStatus.FAILED], new_thread)
@@ -73,16 +81,16 @@ def _goes_on(forked: Head) -> bool:
 
 
 def _audit_fork(user: User, latest: Head, source: Head, forked: Head,
-                edits: list[dict[str, Any]]) -> None:
+                edits: list[dict[str, Any]], team: str) -> None:
     """``thread.fork`` on the source thread (what ``links`` reads), and ``fork.edit`` on
     the copy when it came with changes."""
-    audit(user, FORK, object_type="thread", object_id=source.thread_id,
+    audit(user, FORK, object_type="thread", object_id=source.thread_id, team=team,
           thread_id=source.thread_id, run_id=latest.run_id, before_checkpoint_id=source.id,
           after_checkpoint_id=forked.id,
           detail={"new_thread_id": forked.thread_id, "new_run_id": forked.run_id,
                   "seq": _seq_of(source.id), "recovered": _goes_on(forked), "edits": edits})
     if edits:
-        audit(user, "fork.edit", object_type="thread", object_id=forked.thread_id,
+        audit(user, "fork.edit", object_type="thread", object_id=forked.thread_id, team=team,
               thread_id=forked.thread_id, run_id=forked.run_id, before_checkpoint_id=source.id,
               after_checkpoint_id=forked.id,
               detail={"source_thread_id": source.thread_id, "edits": edits})
@@ -121,6 +129,13 @@ def _keep_assignment(source_thread: str, new_thread: str) -> None:
                 original.assignees, original.claimed_by_id, original.claimed_at)
             copies.append(copy)
     Interrupt.objects.bulk_update(copies, ["assignees", "claimed_by", "claimed_at"])
+
+
+def _keep_team(new_thread: str, team: str) -> None:
+    """A fork stays in its source's team, even where its rows were stamped otherwise (a
+    request's copy has no request of its own to take a team from)."""
+    Run.objects.of_tree(new_thread).exclude(team=team).update(team=team)
+    Interrupt.objects.of_tree(new_thread).exclude(team=team).update(team=team)
 
 
 def _fork_source(latest: Head, thread_id: str, checkpoint_id: str | None) -> Head:
