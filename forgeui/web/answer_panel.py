@@ -26,16 +26,19 @@ from forgeui.web.forms import (
     schema_form_class,
     with_edit_forms,
 )
+from forgeui.web.visibility import may_answer_in, shown
 
 
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
-                  **extra: Any) -> dict[str, Any]:
+                  user: Any = None, **extra: Any) -> dict[str, Any]:
     """The answer panel: the form while pending, else who answered and where things stand.
 
-    With a ``viewer``, the form shows only if they may answer it (assignment, claim).
-    ``where`` says which form posts: ``page`` (the interrupt page, which then moves on
-    to the next item), ``panel`` (the run tree) or ``row``.
+    With a ``viewer``, the form shows only if they may answer it (assignment, claim);
+    with a ``user``, only if they may answer in its team, its sensitive keys masked if
+    not. ``where`` says which form posts: ``page`` (the interrupt page, which then moves
+    on to the next item), ``panel`` (the run tree) or ``row``.
     """
+    interrupt = shown(user, interrupt)
     context = {
         "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
         "presented": present(interrupt.payload, interrupt.node, interrupt.kind),
@@ -49,6 +52,8 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
         "request_facts": request_facts(interrupt),
         **_forms(interrupt), **_people(interrupt, viewer),
     }
+    if not may_answer_in(user, interrupt.team):  # another team's reader: read only
+        context.update(answerable=False, mode="read")
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
     return {**context, **extra}
@@ -103,7 +108,7 @@ def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | No
 def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
                    groups: list[str] | None = None, error: str = "") -> dict[str, Any] | None:
     """The assignment picker: users who may answer and every group, the chosen ticked."""
-    if not allowed(request.user, Action.ASSIGN):
+    if not allowed(request.user, Action.ASSIGN, interrupt.team):
         return None
     users = interrupt.assigned_users if users is None else users
     groups = interrupt.assigned_groups if groups is None else groups

@@ -2,11 +2,14 @@
 
 "Approve this transfer? · amount 500 · payee ACME → Approved" instead of an id and a
 JSON detail. The interrupts of a page (or of an export's chunk) are read in one query.
+Where the reader may not answer in an entry's team, the keys its run's interrupts mark
+sensitive are masked in its detail and its words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import copy
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -18,25 +21,62 @@ from forgeui.runs.wording import (
     line,
     scalar_fields,
 )
+from forgeui.team.sensitive import mask
+from forgeui.web.visibility import masked_copy
 
 DECIDING = ("answer", "answer.refused")
+Whole = Callable[[str], bool]
 
 
-def described(entries: Iterable[AuditEntry]) -> Iterator[tuple[AuditEntry, str]]:
-    """Each entry with its line ("" when there is nothing to say in words)."""
+def everyone_whole(team: str) -> bool:
+    return True
+
+
+def described(entries: Iterable[AuditEntry], whole: Whole = everyone_whole,
+              ) -> Iterator[tuple[AuditEntry, str]]:
+    """Each entry with its line ("" when there is nothing to say in words); ``whole(team)``
+    says whether sensitive keys of that team's entries are shown unmasked."""
     listed = list(entries)
     ids = {e.object_id for e in listed if e.object_type == "interrupt" and e.object_id}
     interrupts = Interrupt.objects.select_related("run").in_bulk(ids) if ids else {}
+    hidden = [e for e in listed if not whole(e.team)]
+    keys = run_keys({e.run_id for e in hidden if e.run_id}) if hidden else {}
     for entry in listed:
-        yield entry, describe(entry, interrupts.get(entry.object_id))
+        interrupt = interrupts.get(entry.object_id)
+        if whole(entry.team):
+            yield entry, describe(entry, interrupt)
+            continue
+        marked = keys.get(entry.run_id or "", frozenset()) | frozenset(
+            interrupt.sensitive if interrupt else ())
+        seen = masked_entry(entry, marked)
+        yield seen, describe(seen, interrupt and masked_copy(interrupt))
 
 
-def described_in_chunks(entries: Iterable[AuditEntry],
-                        size: int = 500) -> Iterator[tuple[AuditEntry, str]]:
+def run_keys(run_ids: set[str]) -> dict[str, frozenset[str]]:
+    """The keys each run's interrupts mark sensitive, in one query."""
+    found: dict[str, set[str]] = {}
+    marked = (Interrupt.objects.filter(run_id__in=run_ids).exclude(sensitive=[])
+              .values_list("run_id", "sensitive"))
+    for run_id, names in marked:
+        found.setdefault(run_id, set()).update(names or ())
+    return {run_id: frozenset(names) for run_id, names in found.items()}
+
+
+def masked_entry(entry: AuditEntry, keys: frozenset[str]) -> AuditEntry:
+    """A copy of ``entry`` to show, its detail masked (the chain's row is untouched)."""
+    if not keys:
+        return entry
+    seen = copy.copy(entry)
+    seen.detail = mask(entry.detail, keys)
+    return seen
+
+
+def described_in_chunks(entries: Iterable[AuditEntry], size: int = 500,
+                        whole: Whole = everyone_whole) -> Iterator[tuple[AuditEntry, str]]:
     """``described`` for an export: one lookup per ``size`` entries, never all at once."""
     found = iter(entries)
     while chunk := list(islice(found, size)):
-        yield from described(chunk)
+        yield from described(chunk, whole)
 
 
 def describe(entry: AuditEntry, interrupt: Interrupt | None) -> str:
