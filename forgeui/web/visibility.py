@@ -92,10 +92,14 @@ def shown(user: Any, interrupt: Interrupt) -> Interrupt:
 
 
 def masked_copy(interrupt: Interrupt) -> Interrupt:
+    """A copy to show, its payload and its run's input masked (summaries read both)."""
     if not interrupt.sensitive:
         return interrupt
-    seen = copy.copy(interrupt)
+    seen = copy.copy(interrupt)  # a model's copy has its own cache of related rows
     seen.payload = mask(interrupt.payload, interrupt.sensitive)
+    if Interrupt.run.is_cached(interrupt):
+        seen.run = copy.copy(interrupt.run)
+        seen.run.input = mask(interrupt.run.input, interrupt.sensitive)
     return seen
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from forgeui.models import AuditEntry
+from forgeui.models import AuditEntry, Interrupt
 from forgeui.team import decision_links
 from forgeui.team.sign_in import method_of
 
@@ -33,9 +33,10 @@ def follow(request: HttpRequest, token: str) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     if request.user.pk != link.user_id:
+        team = Interrupt.objects.filter(pk=link.interrupt_id).values_list("team", flat=True)
         AuditEntry.objects.create(actor=request.user, sign_in=method_of(request.user),
                                   action="decision_link.refused", object_type="interrupt",
-                                  object_id=link.interrupt_id,
+                                  object_id=link.interrupt_id, team=team.first() or "",
                                   detail={"sent_to": link.user_id})
         return refused(request, "This link was sent to someone else",
                        "A decision link opens only for the person it was e-mailed to. "

@@ -20,8 +20,9 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from forgeui.models import Interrupt, Run
+from forgeui.models import AuditEntry, Interrupt, Run
 from forgeui.runs import services
+from forgeui.team import decision_links
 from forgeui.team.sensitive import MASK
 from runtime import DurableExecutor, NodeContext
 from tests.forgeui.conftest import logged_in
@@ -291,3 +292,14 @@ def test_without_teams_a_team_group_alone_sees_nothing_changed_for_plain_roles(
     body = text(logged_in(users["auditor"]).get("/audit/"))
     assert interrupt.run_id in body and "entries of other teams" not in body
     assert logged_in(users["reviewer"]).get(f"/interrupts/{interrupt.pk}/").status_code == 200
+
+
+def test_a_refused_decision_link_is_audited_in_the_interrupts_team(world: World) -> None:
+    fin = world.finance.pending
+    token = decision_links.token_for(world.people["fin_reviewer"], fin.pk)
+    response = world.client("sup_reviewer").get(f"/links/{token}/")
+    assert response.status_code == 403
+    refused = AuditEntry.objects.get(action="decision_link.refused")
+    assert refused.team == "finance"
+    assert fin.pk not in text(world.client("sup_reviewer").get("/audit/"))
+    assert fin.pk in text(world.client("fin_auditor").get("/audit/"))
