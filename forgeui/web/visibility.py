@@ -15,7 +15,7 @@ from typing import Any
 
 from django.http import Http404
 
-from forgeui.models import AuditEntry, Interrupt, Run
+from forgeui.models import Interrupt, Run
 from forgeui.runs import registry
 from forgeui.runs.decision_context import Decision, StateEntry
 from forgeui.team.roles import Action, allowed, teams_where
@@ -53,10 +53,6 @@ def thread_or_404(user: Any, thread_id: str, missing: str = "") -> None:
         return
     if not Run.objects.visible_to(user).filter(thread_id=thread_id).exists():
         raise Http404(missing or f"no thread {thread_id!r}")
-
-
-def audit_entries(user: Any) -> Any:
-    return AuditEntry.objects.visible_to(user)
 
 
 def graphs_for(user: Any, action: Action = Action.READ) -> list[str]:
@@ -101,6 +97,18 @@ def masked_copy(interrupt: Interrupt) -> Interrupt:
         seen.run = copy.copy(interrupt.run)
         seen.run.input = mask(interrupt.run.input, interrupt.sensitive)
     return seen
+
+
+def masked_runs(user: Any, root: Run, runs: Iterable[Any]) -> None:
+    """Give each node of ``root``'s tree (``node.run``) a copy of its run with input and
+    output masked, unless ``user`` may answer in the tree's team."""
+    if may_answer_in(user, root.team):
+        return
+    keys = tree_keys(root.root_thread_id)
+    for node in runs if keys else ():
+        node.run = copy.copy(node.run)
+        node.run.input = mask(node.run.input, keys)
+        node.run.output = mask(node.run.output, keys)
 
 
 def masked_decision(decision: Decision, keys: Iterable[str]) -> Decision:

@@ -49,7 +49,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
     filters = InboxFilters.from_query(request.GET)
     user, viewer = request.user, assignment.Viewer.of(request.user)
     cursor = Event.objects.last_id()  # read before the rows, so no change falls between
-    found = Interrupt.objects.visible_to(user).select_related("run", "claimed_by")
+    # The queue is what the user may take: rows of teams they only read stay out of it.
+    needed = Action.ANSWER if filters.tab == "queue" else Action.READ
+    found = Interrupt.objects.visible_to(user, needed).select_related("run", "claimed_by")
     rows = Paginator(filters.apply(found, viewer), PAGE_SIZE)
     current = rows.get_page(request.GET.get("page"))
     facts = RowFacts.of(current)
@@ -162,8 +164,8 @@ def next_item(request: HttpRequest, answered_one: Interrupt,
     """After an answer on the interrupt page: the next one this person may answer, in the
     inbox's order, or the inbox when there is none."""
     viewer = assignment.Viewer.of(request.user)
-    following = (InboxFilters().apply(Interrupt.objects.visible_to(request.user, "answer"),
-                                      viewer)
+    answerable = Interrupt.objects.visible_to(request.user, Action.ANSWER)
+    following = (InboxFilters().apply(answerable, viewer)
                  .exclude(pk=answered_one.pk).select_related("run", "claimed_by"))
     upcoming = next((i for i in following[:50] if assignment.may_answer(viewer, i)), None)
     note = note or f"Your answer to “{interrupt_summary(answered_one)}” was recorded."
@@ -226,7 +228,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
         if problem := storable.text_problem(parse_qs(query)):  # a %00 inside the query
             return refusal(request, InvalidRequest(f"the inbox filter cannot be used: {problem}"))
         filters = InboxFilters.from_query(query)
-        answerable = Interrupt.objects.visible_to(request.user, "answer")
+        answerable = Interrupt.objects.visible_to(request.user, Action.ANSWER)
         found = filters.apply(answerable, assignment.Viewer.of(request.user))
         ids = bulk_answers.settleable(chosen, found.pending().iterator(chunk_size=200))
     else:

@@ -42,7 +42,13 @@ from forgeui.web.views.common import (
     refusal,
     requires,
 )
-from forgeui.web.visibility import decision_for, graphs_for, run_or_404, thread_or_404
+from forgeui.web.visibility import (
+    decision_for,
+    graphs_for,
+    masked_runs,
+    run_or_404,
+    thread_or_404,
+)
 from runtime.errors import ForgeError
 
 
@@ -153,6 +159,7 @@ def tree_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
     tree = runtree.build(run.root_thread_id)
     nodes = tree.walk() if tree else []
     prefill = "answers" in runtree.fork_edits(tree) if tree else False
+    masked_runs(user, run, nodes)
     for node in nodes:
         node.panels = [panel_context(interrupt, viewer, user=user, decision=decision_for(
                            user, interrupt, decision_context.for_interrupt(interrupt)))

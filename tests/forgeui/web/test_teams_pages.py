@@ -35,8 +35,9 @@ GRAPHS = {**settings.FORGE_GRAPHS, "vault": "tests.forgeui.web.test_teams_pages:
 
 
 def ask_to_pay(order: dict[str, Any], ctx: NodeContext) -> Any:
-    return ctx.interrupt({"question": "Pay this IBAN?", "iban": order["iban"]},
+    paid = ctx.interrupt({"question": "Pay this IBAN?", "iban": order["iban"]},
                          sensitive=("iban",))
+    return {"iban": order["iban"], "paid": paid}
 
 
 vault = DurableExecutor(nodes=[("pay", ask_to_pay)], name="vault")
@@ -223,7 +224,10 @@ def test_buttons_follow_the_objects_team(world: World) -> None:
     assert f'/interrupts/{sup.pk}/note/' not in theirs
     row = text(client.get("/"))
     assert sup.pk in row and f'/interrupts/{sup.pk}/answer/' not in row
+    queue = text(client.get("/", {"tab": "queue"}))
+    assert fin.pk in queue and sup.pk not in queue
     run_page = text(client.get(f"/runs/{sup.run_id}/"))
+    assert f"/runs/{sup.run_id}/cancel/" not in run_page
     assert f"/threads/{sup.root_thread_id}/fork/" not in run_page
     assert f"/runs/{sup.run_id}/steer/" not in run_page
 
@@ -232,10 +236,14 @@ def test_sensitive_keys_whole_to_answerers_masked_to_readers(world: World) -> No
     fin = world.finance.pending
     for name in ("fin_reviewer", "reviewer", "fin_supervisor"):
         assert IBAN in text(world.client(name).get(f"/interrupts/{fin.pk}/")), name
+    done = world.finance.answered
+    assert Run.objects.get(pk=done.run_id).output["iban"] == IBAN
+    assert IBAN in text(world.client("fin_reviewer").get(f"/runs/{done.run_id}/"))
     readers = ("fin_auditor", "auditor")
     pages = [f"/interrupts/{fin.pk}/", f"/runs/{fin.run_id}/", "/",
              f"/threads/{fin.root_thread_id}/", f"/threads/{fin.root_thread_id}/tree/",
-             "/audit/", "/audit/decisions/"]
+             "/audit/", "/audit/decisions/", f"/runs/{done.run_id}/",
+             f"/interrupts/{done.pk}/", f"/threads/{done.root_thread_id}/"]
     for name in readers:
         for url in pages:
             body = text(world.client(name).get(url))
