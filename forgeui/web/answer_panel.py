@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -19,6 +20,7 @@ from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
 from forgeui.team.roles import Action, allowed
+from forgeui.team.sensitive import mask
 from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,
@@ -26,7 +28,7 @@ from forgeui.web.forms import (
     schema_form_class,
     with_edit_forms,
 )
-from forgeui.web.visibility import may_answer_in, shown
+from forgeui.web.visibility import masked_copy, may_answer_in
 
 
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
@@ -38,25 +40,37 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
     not. ``where`` says which form posts: ``page`` (the interrupt page, which then moves
     on to the next item), ``panel`` (the run tree) or ``row``.
     """
-    interrupt = shown(user, interrupt)
+    whole = may_answer_in(user, interrupt.team)
+    interrupt = interrupt if whole else masked_copy(interrupt)
     context = {
         "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
         "presented": present(interrupt.payload, interrupt.node, interrupt.kind),
         "summary": interrupt_summary(interrupt), "where": "panel",
         "path": "/".join(interrupt.namespace), "note_to": note_to(interrupt),
         "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
-        "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
-                         .order_by("created_at"),
+        "answers": answers_of(interrupt, () if whole else interrupt.sensitive),
         "pending": interrupt.status == InterruptStatus.PENDING,
         "request": with_edit_forms(request_form(interrupt), interrupt),
         "request_facts": request_facts(interrupt),
         **_forms(interrupt), **_people(interrupt, viewer),
     }
-    if not may_answer_in(user, interrupt.team):  # another team's reader: read only
+    if not whole:  # a reader of its team only: no form
         context.update(answerable=False, mode="read")
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
     return {**context, **extra}
+
+
+def answers_of(interrupt: Interrupt, keys: Any) -> list[Answer]:
+    """The answers given to ``interrupt``, oldest first, ``keys`` masked in their values."""
+    found = list(Answer.objects.filter(interrupt_id=interrupt.pk).select_related("user")
+                 .order_by("created_at"))
+    if not keys:
+        return found
+    shown = [copy.copy(answer) for answer in found]
+    for answer in shown:
+        answer.value = mask(answer.value, keys)
+    return shown
 
 
 def _forms(interrupt: Interrupt) -> dict[str, Any]:

@@ -81,18 +81,20 @@ def pending_of(thread_id: str) -> Interrupt:
     return found
 
 
-def work(users: dict[str, User], graph: str, given: dict[str, Any], answered_by: str) -> Work:
+def work(users: dict[str, User], graph: str, given: dict[str, Any], answered_by: str,
+         answer: Any = True) -> Work:
     """A pending interrupt of ``graph`` and another one answered by ``answered_by``."""
     pending = pending_of(services.start_run(users["supervisor"], graph, given).thread_id)
     done = pending_of(services.start_run(users["supervisor"], graph, given).thread_id)
-    services.answer_interrupt(users[answered_by], done.pk, True, steering=f"{graph} checked")
+    services.answer_interrupt(users[answered_by], done.pk, answer, steering=f"{graph} checked")
     return Work(pending, Interrupt.objects.get(pk=done.pk))
 
 
 @pytest.fixture
 def world(users: dict[str, User]) -> Iterator[World]:
     with override_settings(FORGE_TEAMS=TEAMS, FORGE_GRAPHS=GRAPHS):
-        finance = work(users, "vault", {"iban": IBAN}, "reviewer")
+        # The answer repeats the IBAN: masked wherever the question's is.
+        finance = work(users, "vault", {"iban": IBAN}, "reviewer", {"iban": IBAN, "ok": True})
         support = work(users, "deploy", {"memo": "support-only"}, "supervisor")
         unowned = pending_of(
             services.start_run(users["supervisor"], "parallel_approvals", {}).thread_id)
@@ -238,7 +240,8 @@ def test_sensitive_keys_whole_to_answerers_masked_to_readers(world: World) -> No
         assert IBAN in text(world.client(name).get(f"/interrupts/{fin.pk}/")), name
     done = world.finance.answered
     assert Run.objects.get(pk=done.run_id).output["iban"] == IBAN
-    assert IBAN in text(world.client("fin_reviewer").get(f"/runs/{done.run_id}/"))
+    for url in (f"/runs/{done.run_id}/", f"/interrupts/{done.pk}/", "/audit/decisions/"):
+        assert IBAN in text(world.client("fin_reviewer").get(url)), url
     readers = ("fin_auditor", "auditor")
     pages = [f"/interrupts/{fin.pk}/", f"/runs/{fin.run_id}/", "/",
              f"/threads/{fin.root_thread_id}/", f"/threads/{fin.root_thread_id}/tree/",
