@@ -9,7 +9,7 @@ sensitive are masked in its detail and its words.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -22,17 +22,12 @@ from forgeui.runs.wording import (
     scalar_fields,
 )
 from forgeui.team.sensitive import mask
-from forgeui.web.visibility import masked_copy
+from forgeui.web.visibility import Whole, masked_copy, nobody
 
 DECIDING = ("answer", "answer.refused")
-Whole = Callable[[str], bool]
 
 
-def everyone_whole(team: str) -> bool:
-    return True
-
-
-def described(entries: Iterable[AuditEntry], whole: Whole = everyone_whole,
+def described(entries: Iterable[AuditEntry], whole: Whole = nobody,
               ) -> Iterator[tuple[AuditEntry, str]]:
     """Each entry with its line ("" when there is nothing to say in words); ``whole(team)``
     says whether sensitive keys of that team's entries are shown unmasked."""
@@ -72,7 +67,7 @@ def masked_entry(entry: AuditEntry, keys: frozenset[str]) -> AuditEntry:
 
 
 def described_in_chunks(entries: Iterable[AuditEntry], size: int = 500,
-                        whole: Whole = everyone_whole) -> Iterator[tuple[AuditEntry, str]]:
+                        whole: Whole = nobody) -> Iterator[tuple[AuditEntry, str]]:
     """``described`` for an export: one lookup per ``size`` entries, never all at once."""
     found = iter(entries)
     while chunk := list(islice(found, size)):

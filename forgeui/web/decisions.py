@@ -9,7 +9,7 @@ out as CSV or JSON (``forgeui.web.exports``).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,7 @@ from forgeui.runs.services.forking.links import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
 from forgeui.team.roles import team_q
 from forgeui.team.sensitive import mask
-from forgeui.web.visibility import masked_copy
+from forgeui.web.visibility import Whole, masked_copy, nobody
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
 COLUMNS = ["answered_at", "answered_by", "signed_in_with", "graph", "path", "node", "summary",
@@ -32,7 +32,6 @@ COLUMNS = ["answered_at", "answered_by", "signed_in_with", "graph", "path", "nod
            "run_id", "thread_id", "checkpoint_id", "outcome", "reason", "forked_from",
            "forked_by"]
 CHUNK = 500
-Whole = Callable[[str], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +119,7 @@ def row(answer: Answer, fork: ForkLink | None = None,
     }
 
 
-def page_rows(answers: Iterable[Answer], whole: Whole = lambda team: False,
-              ) -> list[dict[str, Any]]:
+def page_rows(answers: Iterable[Answer], whole: Whole = nobody) -> list[dict[str, Any]]:
     """``row`` of each answer, with the fork links of their trees read at once;
     ``whole(team)``: are that team's sensitive keys shown to this reader?"""
     found = list(answers)

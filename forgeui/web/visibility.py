@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.http import Http404
@@ -64,6 +64,14 @@ def graphs_for(user: Any, action: Action = Action.READ) -> list[str]:
 
 def may_answer_in(user: Any, team: str) -> bool:
     return allowed(user, Action.ANSWER, team)
+
+
+# Whether a reader sees a team's sensitive keys whole; exports and mail use ``nobody``.
+Whole = Callable[[str], bool]
+
+
+def nobody(team: str) -> bool:
+    return False
 
 
 def sensitive_keys(interrupts: Any) -> frozenset[str]:

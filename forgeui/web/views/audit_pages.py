@@ -27,7 +27,14 @@ from forgeui.web.views.common import (
     page,
     requires,
 )
-from forgeui.web.visibility import filtered, graphs_for, may_answer_in, thread_or_404, tree_keys
+from forgeui.web.visibility import (
+    filtered,
+    graphs_for,
+    may_answer_in,
+    nobody,
+    thread_or_404,
+    tree_keys,
+)
 
 # A long thread's timeline is read a page at a time: each page replays only its records.
 TIMELINE_PAGE = 50
@@ -110,7 +117,7 @@ def audit(request: HttpRequest) -> HttpResponse:
     user = request.user
     current = Paginator(audit_entries(request), PAGE_SIZE).get_page(request.GET.get("page"))
     rows = audit_lines.described(current, lambda team: may_answer_in(user, team))
-    actions = AuditEntry.objects.visible_to(user).values_list("action", flat=True)
+    actions = AuditEntry.objects.visible_to(user).order_by().values_list("action", flat=True)
     context = {"page": current, "rows": list(rows),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
                "actions": sorted(set(actions.distinct())),
@@ -144,7 +151,7 @@ AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "o
 def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
     """The filtered audit log as JSON or CSV, streamed in chunks."""
     found = audit_entries(request).iterator(chunk_size=500)
-    described = audit_lines.described_in_chunks(found, whole=lambda team: False)
+    described = audit_lines.described_in_chunks(found, whole=nobody)
     rows = (audit_dict(entry, line) for entry, line in described)
     if fmt == "csv":
         return exports.as_csv(AUDIT_COLUMNS, rows, "audit.csv")
