@@ -19,8 +19,9 @@ from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_
 from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import Action, allowed
+from forgeui.team.roles import PERMISSIONS, ROLE_NAMES, Action, allowed
 from forgeui.team.sensitive import mask
+from forgeui.team.teams import enabled, split_group
 from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,
@@ -127,10 +128,41 @@ def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] 
     users = interrupt.assigned_users if users is None else users
     groups = interrupt.assigned_groups if groups is None else groups
     return {"users": [{"name": name, "roles": roles, "checked": name in users}
-                      for name, roles in assignment.answerers()],
+                      for name, roles in answerers_in(interrupt.team)],
             "groups": [{"name": name, "checked": name in groups}
-                       for name in assignment.group_names()],
+                       for name in groups_in(interrupt.team)],
             "error": error}
+
+
+def answerers_in(team: str) -> list[tuple[str, str]]:
+    """Who may answer in ``team``: holders of a plain answering role, then of that team's
+    (``finance:reviewer``); nobody of another team is offered."""
+    found = assignment.answerers()
+    if not enabled() or not team:
+        return found
+    roles = [f"{team}:{role}" for role in sorted(PERMISSIONS[Action.ANSWER])]
+    listed = {name for name, _ in found}
+    members = (get_user_model().objects.filter(is_active=True, groups__name__in=roles)
+               .distinct().order_by("username").prefetch_related("groups"))
+    return found + [(member.get_username(),
+                     ", ".join(sorted(g.name for g in member.groups.all() if g.name in roles)))
+                    for member in members if member.get_username() not in listed]
+
+
+def groups_in(team: str) -> list[str]:
+    """The groups an interrupt of ``team`` may be assigned to: not another team's roles."""
+    names = assignment.group_names()
+    if not enabled():
+        return names
+    return [name for name in names if offered(name, team)]
+
+
+def offered(group: str, team: str) -> bool:
+    """Any group but a role of another team, or a role of ``team`` that may not answer."""
+    split = split_group(group)
+    if split is None or split[1] not in ROLE_NAMES:
+        return True
+    return split[0] == team and split[1] in PERMISSIONS[Action.ANSWER]
 
 
 def pretty(value: Any) -> str:

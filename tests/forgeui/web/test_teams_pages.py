@@ -172,7 +172,8 @@ def test_acting_on_another_teams_objects_is_not_found(world: World) -> None:
              f"/interrupts/{sup.pk}/cancel/": {"reason": "no"},
              f"/runs/{sup.run_id}/cancel/": {}, f"/runs/{sup.run_id}/steer/": {"text": "x"},
              f"/runs/{sup.run_id}/fork/": {"interrupt_id": sup.pk, "value": "{}"},
-             f"/threads/{sup.root_thread_id}/fork/": {}}
+             f"/threads/{sup.root_thread_id}/fork/": {},
+             f"/interrupts/{sup.pk}/decide/": {}}
     for url, data in posts.items():
         assert client.post(url, data).status_code == 404, url
     still = Interrupt.objects.get(pk=sup.pk)
@@ -314,3 +315,15 @@ def test_a_refused_decision_link_is_audited_in_the_interrupts_team(world: World)
     assert refused.team == "finance"
     assert fin.pk not in text(world.client("sup_reviewer").get("/audit/"))
     assert fin.pk in text(world.client("fin_auditor").get("/audit/"))
+
+
+def test_the_assignment_picker_offers_only_people_and_groups_of_the_team(
+        world: World) -> None:
+    Group.objects.get_or_create(name="oncall")
+    body = text(world.client("fin_supervisor").get(f"/interrupts/{world.finance.pending.pk}/"))
+    picker = body[body.index('id="assignment"'):]
+    for offered in ("fin_reviewer", "fin_supervisor", "mixed", "reviewer",
+                    "finance:reviewer", "oncall"):
+        assert f'value="{offered}"' in picker, offered
+    for hidden in ("sup_reviewer", "fin_auditor", "support:reviewer", "finance:auditor"):
+        assert f'value="{hidden}"' not in picker, hidden
