@@ -57,7 +57,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
     facts = RowFacts.of(current)
     context = {
         "filters": filters, "cursor": cursor, "page": current, "tabs": tab_links(filters),
-        "rows": [row_for(request, i, facts) for i in current],
+        "rows": [row_for(user, viewer, i, facts) for i in current],
         "graphs": graphs_for(user), "sub_agents": sub_agents(user),
     }
     partial = "more" if request.GET.get("page") else "inbox"
@@ -69,11 +69,11 @@ def sub_agents(user: Any) -> list[str]:
     return sorted(set(pending.values_list("sub_agent_id", flat=True).distinct()))
 
 
-def row_for(request: HttpRequest, interrupt: Interrupt, facts: RowFacts) -> dict[str, Any]:
-    """One inbox row as the user sees it: read-only where they may not answer in its
+def row_for(user: Any, viewer: assignment.Viewer, interrupt: Interrupt,
+            facts: RowFacts) -> dict[str, Any]:
+    """One inbox row as ``user`` sees it: read-only where they may not answer in its
     team, its sensitive keys masked there."""
-    user = request.user
-    shown_mode = (row_mode(assignment.Viewer.of(user), interrupt, facts)
+    shown_mode = (row_mode(viewer, interrupt, facts)
                   if may_answer_in(user, interrupt.team) else "read")
     return row_context(shown(user, interrupt), shown_mode, facts)
 
@@ -271,7 +271,8 @@ def claim(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     if not is_htmx(request):
         return redirect("forgeui:interrupt", interrupt_id=interrupt_id)
     return render(request, "forgeui/inbox.html#row",
-                  {"row": row_for(request, interrupt, RowFacts.of([interrupt]))})
+                  {"row": row_for(request.user, assignment.Viewer.of(request.user), interrupt,
+                                  RowFacts.of([interrupt]))})
 
 
 @require_POST
@@ -306,7 +307,7 @@ def answered(request: HttpRequest, interrupt: Interrupt, where: str, status: int
     if bound is not None:
         panel["edit_form" if bound.prefix == "edit" else "schema_form"] = bound
     if where == "row":
-        row = row_for(request, interrupt, RowFacts.of([interrupt]))
+        row = row_for(request.user, viewer, interrupt, RowFacts.of([interrupt]))
         if "error" in extra:  # the row itself again, with the message and the note kept
             row.update(error=extra["error"], note=panel["typed"].get("steering", ""))
             name = "forgeui/inbox.html#row"

@@ -296,14 +296,17 @@ def test_the_decisions_page_lists_only_the_members_teams(world: World) -> None:
     assert "<strong>2</strong> decisions" in both
 
 
-def test_without_teams_a_team_group_alone_sees_nothing_changed_for_plain_roles(
+def test_without_teams_plain_roles_see_and_do_as_before(
         users: dict[str, User]) -> None:
     started = services.start_run(users["supervisor"], "deploy", {})
     interrupt = pending_of(started.thread_id)
     assert interrupt.team == "" and Run.objects.get(pk=started.run_id).team == ""
     body = text(logged_in(users["auditor"]).get("/audit/"))
     assert interrupt.run_id in body and "entries of other teams" not in body
-    assert logged_in(users["reviewer"]).get(f"/interrupts/{interrupt.pk}/").status_code == 200
+    page = logged_in(users["reviewer"]).get(f"/interrupts/{interrupt.pk}/")
+    assert page.status_code == 200
+    assert f'action="/interrupts/{interrupt.pk}/answer/"' in text(page)
+    assert "/runs/start/" in text(logged_in(users["supervisor"]).get("/graphs/deploy/"))
 
 
 def test_a_refused_decision_link_is_audited_in_the_interrupts_team(world: World) -> None:
