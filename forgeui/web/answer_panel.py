@@ -41,25 +41,35 @@ def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
     not. ``where`` says which form posts: ``page`` (the interrupt page, which then moves
     on to the next item), ``panel`` (the run tree) or ``row``.
     """
-    whole = may_answer_in(user, interrupt.team)
-    interrupt = interrupt if whole else masked_copy(interrupt)
+    interrupt, answers = _seen_by(user, interrupt)
     context = {
         "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
         "presented": present(interrupt.payload, interrupt.node, interrupt.kind),
         "summary": interrupt_summary(interrupt), "where": "panel",
         "path": "/".join(interrupt.namespace), "note_to": note_to(interrupt),
         "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
-        "answers": answers_of(interrupt, () if whole else interrupt.sensitive),
+        "answers": answers,
         "pending": interrupt.status == InterruptStatus.PENDING,
         "request": with_edit_forms(request_form(interrupt), interrupt),
         "request_facts": request_facts(interrupt),
-        **_forms(interrupt), **_people(interrupt, viewer),
+        **_forms(interrupt), **_people(interrupt, viewer), **_read_only(user, interrupt),
     }
-    if not whole:  # a reader of its team only: no form
-        context.update(answerable=False, mode="read")
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
     return {**context, **extra}
+
+
+def _seen_by(user: Any, interrupt: Interrupt) -> tuple[Interrupt, list[Answer]]:
+    """The interrupt and its answers as ``user`` may see them (masked unless they may
+    answer in its team)."""
+    if may_answer_in(user, interrupt.team):
+        return interrupt, answers_of(interrupt, ())
+    return masked_copy(interrupt), answers_of(interrupt, interrupt.sensitive)
+
+
+def _read_only(user: Any, interrupt: Interrupt) -> dict[str, Any]:
+    """No form for a reader of the interrupt's team who may not answer there."""
+    return {} if may_answer_in(user, interrupt.team) else {"answerable": False, "mode": "read"}
 
 
 def answers_of(interrupt: Interrupt, keys: Any) -> list[Answer]:
@@ -140,13 +150,24 @@ def answerers_in(team: str) -> list[tuple[str, str]]:
     found = assignment.answerers()
     if not enabled() or not team:
         return found
+    return merged(found, team_answerers(team))
+
+
+def merged(people: list[tuple[str, str]], more: list[tuple[str, str]],
+           ) -> list[tuple[str, str]]:
+    """``people``, then those of ``more`` not among them."""
+    listed = {name for name, _ in people}
+    return people + [person for person in more if person[0] not in listed]
+
+
+def team_answerers(team: str) -> list[tuple[str, str]]:
+    """Active holders of ``team``'s answering roles, with those roles."""
     roles = [f"{team}:{role}" for role in sorted(PERMISSIONS[Action.ANSWER])]
-    listed = {name for name, _ in found}
     members = (get_user_model().objects.filter(is_active=True, groups__name__in=roles)
                .distinct().order_by("username").prefetch_related("groups"))
-    return found + [(member.get_username(),
-                     ", ".join(sorted(g.name for g in member.groups.all() if g.name in roles)))
-                    for member in members if member.get_username() not in listed]
+    return [(member.get_username(),
+             ", ".join(sorted(g.name for g in member.groups.all() if g.name in roles)))
+            for member in members]
 
 
 def groups_in(team: str) -> list[str]:

@@ -32,24 +32,37 @@ def described(entries: Iterable[AuditEntry], whole: Whole = nobody,
     """Each entry with its line ("" when there is nothing to say in words); ``whole(team)``
     says whether sensitive keys of that team's entries are shown unmasked."""
     listed = list(entries)
-    ids = {e.object_id for e in listed if e.object_type == "interrupt" and e.object_id}
-    interrupts = Interrupt.objects.select_related("run").in_bulk(ids) if ids else {}
-    hidden = [e for e in listed if not whole(e.team)]
-    keys = run_keys({e.run_id for e in hidden if e.run_id}) if hidden else {}
+    interrupts = interrupts_named(listed)
+    keys = run_keys({e.run_id for e in listed if e.run_id and not whole(e.team)})
     for entry in listed:
         interrupt = interrupts.get(entry.object_id)
         if whole(entry.team):
             yield entry, describe(entry, interrupt)
-            continue
-        marked = keys.get(entry.run_id or "", frozenset()) | frozenset(
-            interrupt.sensitive if interrupt else ())
-        seen = masked_entry(entry, marked)
-        yield seen, describe(seen, interrupt and masked_copy(interrupt))
+        else:
+            yield masked_line(entry, interrupt, keys.get(entry.run_id or "", frozenset()))
+
+
+def interrupts_named(entries: list[AuditEntry]) -> dict[str, Interrupt]:
+    """The interrupts the entries are about, with their runs, in one query."""
+    ids = {e.object_id for e in entries if e.object_type == "interrupt" and e.object_id}
+    return Interrupt.objects.select_related("run").in_bulk(ids) if ids else {}
+
+
+def masked_line(entry: AuditEntry, interrupt: Interrupt | None,
+                run_keys: frozenset[str]) -> tuple[AuditEntry, str]:
+    """``entry`` and its line with its run's and its interrupt's sensitive keys masked."""
+    if interrupt is None:
+        seen = masked_entry(entry, run_keys)
+        return seen, describe(seen, None)
+    seen = masked_entry(entry, run_keys | frozenset(interrupt.sensitive or ()))
+    return seen, describe(seen, masked_copy(interrupt))
 
 
 def run_keys(run_ids: set[str]) -> dict[str, frozenset[str]]:
-    """The keys each run's interrupts mark sensitive, in one query."""
+    """The keys each run's interrupts mark sensitive, in one query (none for no runs)."""
     found: dict[str, set[str]] = {}
+    if not run_ids:
+        return {}
     marked = (Interrupt.objects.filter(run_id__in=run_ids).exclude(sensitive=[])
               .values_list("run_id", "sensitive"))
     for run_id, names in marked:
