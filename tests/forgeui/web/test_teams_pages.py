@@ -18,7 +18,9 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 
 from forgeui.models import AuditEntry, Interrupt, Run
 from forgeui.runs import services
@@ -330,3 +332,18 @@ def test_the_assignment_picker_offers_only_people_and_groups_of_the_team(
         assert f'value="{offered}"' in picker, offered
     for hidden in ("sup_reviewer", "fin_auditor", "support:reviewer", "finance:auditor"):
         assert f'value="{hidden}"' not in picker, hidden
+
+
+def inbox_statements(client: Client) -> int:
+    with CaptureQueriesContext(connection) as seen:
+        assert client.get("/").status_code == 200
+    return len(seen.captured_queries)
+
+
+def test_the_team_filter_costs_no_statement_per_row(world: World) -> None:
+    client = world.client("mixed")  # answers finance rows, only reads support's
+    before = inbox_statements(client)
+    for graph in ("vault", "deploy", "vault"):
+        services.start_run(world.people["supervisor"], graph, {"iban": IBAN})
+    assert '<strong id="pending-count">5</strong>' in text(client.get("/"))
+    assert inbox_statements(client) == before
