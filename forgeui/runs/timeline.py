@@ -160,8 +160,8 @@ def entries(thread_id: str, first: int = 1, last: int | None = None,
     ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
     answers = _answers({r["id"] for records in ended for r in records})
     counted = Approval.objects.counted_for(answers.values())
-    inputs = mask(dict(Run.objects.filter(thread_id=thread_id).values_list("run_id", "input")),
-                  keys)
+    inputs = {run_id: mask(given, keys) for run_id, given
+              in Run.objects.filter(thread_id=thread_id).values_list("run_id", "input")}
     previous: RuntimeCheckpoint | None = None
     states = [mask(langgraph.shown_state(cp), keys) for cp in checkpoints]
     result = []

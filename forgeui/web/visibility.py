@@ -46,6 +46,13 @@ def run_or_404(user: Any, run_id: str) -> Run:
     return found
 
 
+def run_seen_or_404(user: Any, run_id: str) -> None:
+    """404 unless ``user`` may read the run; nothing to check for who sees every team (a
+    missing run is then the service's to name)."""
+    if filtered(user):
+        run_or_404(user, run_id)
+
+
 def thread_or_404(user: Any, thread_id: str, missing: str = "") -> None:
     """404 (saying ``missing``) unless ``user`` may read the thread's run, or sees every
     team."""

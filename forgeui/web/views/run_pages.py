@@ -47,6 +47,7 @@ from forgeui.web.visibility import (
     graphs_for,
     masked_runs,
     run_or_404,
+    run_seen_or_404,
     thread_or_404,
 )
 from runtime.errors import ForgeError
@@ -227,7 +228,7 @@ def recover(request: HttpRequest, run_id: str) -> HttpResponse:
 def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
                done: str, cancelling: str = "", recovering: str = "") -> HttpResponse:
     """Do ``act``, then redraw the tree of the page the form was on (``page_run``)."""
-    run_or_404(request.user, run_id)
+    run_seen_or_404(request.user, run_id)
     run = run_or_404(request.user, request.POST.get("page_run") or run_id)
     try:
         act()
