@@ -243,7 +243,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
             steering=request.POST.get("steering", "").strip() or None, action=chosen)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
-    lines = bulk_report.report(outcomes, bulk_answers.VALUES[chosen])
+    lines = bulk_report.report(outcomes, bulk_answers.VALUES[chosen], request.user)
     return render(request, "forgeui/inbox.html#bulk-results",
                   {"lines": lines, "accepted": sum(line.ok for line in lines)})
 

@@ -347,3 +347,12 @@ def test_the_team_filter_costs_no_statement_per_row(world: World) -> None:
         services.start_run(world.people["supervisor"], graph, {"iban": IBAN})
     assert '<strong id="pending-count">5</strong>' in text(client.get("/"))
     assert inbox_statements(client) == before
+
+
+def test_a_bulk_report_sums_up_rows_as_the_user_may_see_them(world: World) -> None:
+    reader = person("reader", "support:reviewer", "finance:auditor")
+    fin = world.finance.pending
+    response = logged_in(reader).post("/interrupts/bulk/", {"action": "approve",
+                                                            "ids": [fin.pk]})
+    assert response.status_code == 200 and "Pay this IBAN?" in text(response)
+    assert IBAN not in text(response)
