@@ -235,6 +235,10 @@ def test_buttons_follow_the_objects_team(world: World) -> None:
     assert f"/runs/{sup.run_id}/cancel/" not in run_page
     assert f"/threads/{sup.root_thread_id}/fork/" not in run_page
     assert f"/runs/{sup.run_id}/steer/" not in run_page
+    assert f"/threads/{sup.root_thread_id}/fork/" not in text(
+        client.get(f"/threads/{sup.root_thread_id}/"))
+    assert f"/threads/{fin.root_thread_id}/fork/" in text(
+        client.get(f"/threads/{fin.root_thread_id}/"))
 
 
 def test_sensitive_keys_whole_to_answerers_masked_to_readers(world: World) -> None:
