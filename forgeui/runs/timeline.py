@@ -9,7 +9,7 @@ The same entries feed the page and the JSON export.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -22,6 +22,7 @@ from forgeui.runs.wording import answer_words, record_summary
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
 from forgeui.store.rows import from_ms
+from forgeui.team.sensitive import mask
 from runtime.checkpoint import Checkpoint as RuntimeCheckpoint
 from runtime.store_kit import json_text, patch_of
 
@@ -128,33 +129,41 @@ def readable_patch(patch: dict[str, Any] | None) -> Any:
     return readable
 
 
-def tree_history(root_thread_id: str, sub_agent: str = "") -> list[Entry]:
+def tree_history(root_thread_id: str, sub_agent: str = "",
+                 keys: frozenset[str] = frozenset()) -> list[Entry]:
     """Every run of a tree, its entries interleaved by time (oldest first), each with its
-    namespace; ``sub_agent`` keeps one sub-agent's runs (and those below it)."""
+    namespace; ``sub_agent`` keeps one sub-agent's runs (and those below it); ``keys``
+    as for ``entries``."""
     runs = Run.objects.of_tree(root_thread_id).values_list("thread_id", "namespace")
     threads = list(dict.fromkeys(
         thread for thread, namespace in runs if not sub_agent or sub_agent in namespace[1:]))
-    found = [entry for thread in threads for entry in entries(thread)]
+    found = [entry for thread in threads for entry in entries(thread, keys=keys)]
     return sorted(found, key=lambda entry: (entry.created_at, len(entry.namespace)))
 
 
-def pages(thread_id: str, newest_first: bool = False) -> ThreadPages:
+def pages(thread_id: str, newest_first: bool = False,
+          keys: frozenset[str] = frozenset()) -> ThreadPages:
     """The thread's entries for a paginator: a page rebuilds only the records it needs."""
     store = DjangoCheckpointStore()
-    return ThreadPages(store.count_sync(thread_id), partial(entries, thread_id),
+    return ThreadPages(store.count_sync(thread_id), partial(entries, thread_id, keys=keys),
                        newest_first)
 
 
-def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Entry]:
+def entries(thread_id: str, first: int = 1, last: int | None = None,
+            keys: frozenset[str] = frozenset()) -> list[Entry]:
     """The checkpoints of ``thread_id`` at positions ``first`` to ``last`` (default: all),
-    oldest first, with answers and notes placed."""
-    checkpoints = DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last)
+    oldest first, with answers and notes placed; the payload, input, state and answer
+    entries named in ``keys`` (sensitive ones, for a reader who may not see them) masked
+    before anything is summed up from them."""
+    checkpoints = masked(DjangoCheckpointStore().list_sync(thread_id, max(first - 1, 1), last),
+                         keys)
     ended = [_ended(cp, prev) for prev, cp in zip([None, *checkpoints], checkpoints, strict=False)]
     answers = _answers({r["id"] for records in ended for r in records})
     counted = Approval.objects.counted_for(answers.values())
-    inputs = dict(Run.objects.filter(thread_id=thread_id).values_list("run_id", "input"))
+    inputs = {run_id: mask(given, keys) for run_id, given
+              in Run.objects.filter(thread_id=thread_id).values_list("run_id", "input")}
     previous: RuntimeCheckpoint | None = None
-    states = [langgraph.shown_state(cp) for cp in checkpoints]
+    states = [mask(langgraph.shown_state(cp), keys) for cp in checkpoints]
     result = []
     for index, (cp, records) in enumerate(zip(checkpoints, ended, strict=True)):
         seq = _place(cp)
@@ -169,6 +178,18 @@ def entries(thread_id: str, first: int = 1, last: int | None = None) -> list[Ent
         thread_id)
     _place_notes(result, checkpoints, before, checkpoints[-1].created_at if more else None)
     return result
+
+
+def masked(checkpoints: list[RuntimeCheckpoint],
+           keys: frozenset[str]) -> list[RuntimeCheckpoint]:
+    """Copies of ``checkpoints`` with ``keys`` masked wherever people read them (the
+    stored checkpoints keep them whole)."""
+    if not keys:
+        return checkpoints
+    return [replace(cp, state=mask(cp.state, keys), interrupts=mask(cp.interrupts, keys),
+                    resolved=mask(cp.resolved, keys), history=mask(cp.history, keys),
+                    engine=replace(cp.engine, tasks=mask(cp.engine.tasks, keys)))
+            for cp in checkpoints]
 
 
 def _place(cp: RuntimeCheckpoint) -> int:

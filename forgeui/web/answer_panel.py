@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -18,7 +19,9 @@ from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_
 from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import Action, allowed
+from forgeui.team.roles import PERMISSIONS, ROLE_NAMES, Action, allowed
+from forgeui.team.sensitive import mask
+from forgeui.team.teams import enabled, split_group
 from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,
@@ -26,32 +29,59 @@ from forgeui.web.forms import (
     schema_form_class,
     with_edit_forms,
 )
+from forgeui.web.visibility import masked_copy, may_answer_in
 
 
 def panel_context(interrupt: Interrupt, viewer: assignment.Viewer | None = None,
-                  **extra: Any) -> dict[str, Any]:
+                  user: Any = None, **extra: Any) -> dict[str, Any]:
     """The answer panel: the form while pending, else who answered and where things stand.
 
-    With a ``viewer``, the form shows only if they may answer it (assignment, claim).
-    ``where`` says which form posts: ``page`` (the interrupt page, which then moves on
-    to the next item), ``panel`` (the run tree) or ``row``.
+    With a ``viewer``, the form shows only if they may answer it (assignment, claim);
+    with a ``user``, only if they may answer in its team, its sensitive keys masked if
+    not. ``where`` says which form posts: ``page`` (the interrupt page, which then moves
+    on to the next item), ``panel`` (the run tree) or ``row``.
     """
+    interrupt, answers = _seen_by(user, interrupt)
     context = {
         "interrupt": interrupt, "payload_json": pretty(interrupt.payload),
         "presented": present(interrupt.payload, interrupt.node, interrupt.kind),
         "summary": interrupt_summary(interrupt), "where": "panel",
         "path": "/".join(interrupt.namespace), "note_to": note_to(interrupt),
         "typed": {}, "limits": {"note": MAX_NOTE_CHARS, "json": MAX_JSON_CHARS},
-        "answers": Answer.objects.filter(interrupt=interrupt).select_related("user")
-                         .order_by("created_at"),
+        "answers": answers,
         "pending": interrupt.status == InterruptStatus.PENDING,
         "request": with_edit_forms(request_form(interrupt), interrupt),
         "request_facts": request_facts(interrupt),
-        **_forms(interrupt), **_people(interrupt, viewer),
+        **_forms(interrupt), **_people(interrupt, viewer), **_read_only(user, interrupt),
     }
     if not context["pending"] and "stale" not in extra:  # who closed it, where things stand
         context["stale"] = services.stale_answer(interrupt.pk, None)
     return {**context, **extra}
+
+
+def _seen_by(user: Any, interrupt: Interrupt) -> tuple[Interrupt, list[Answer]]:
+    """The interrupt and its answers as ``user`` may see them (masked unless they may
+    answer in its team)."""
+    if may_answer_in(user, interrupt.team):
+        return interrupt, answers_of(interrupt, ())
+    return masked_copy(interrupt), answers_of(interrupt, interrupt.sensitive)
+
+
+def _read_only(user: Any, interrupt: Interrupt) -> dict[str, Any]:
+    """No form for a reader of the interrupt's team who may not answer there."""
+    return {} if may_answer_in(user, interrupt.team) else {"answerable": False, "mode": "read"}
+
+
+def answers_of(interrupt: Interrupt, keys: Any) -> list[Answer]:
+    """The answers given to ``interrupt``, oldest first, ``keys`` masked in their values."""
+    found = list(Answer.objects.filter(interrupt_id=interrupt.pk).select_related("user")
+                 .order_by("created_at"))
+    if not keys:
+        return found
+    shown = [copy.copy(answer) for answer in found]
+    for answer in shown:
+        answer.value = mask(answer.value, keys)
+    return shown
 
 
 def _forms(interrupt: Interrupt) -> dict[str, Any]:
@@ -103,15 +133,57 @@ def policy_refusal(tally: approvals.Tally | None, viewer: assignment.Viewer | No
 def assign_choices(request: HttpRequest, interrupt: Interrupt, users: list[str] | None = None,
                    groups: list[str] | None = None, error: str = "") -> dict[str, Any] | None:
     """The assignment picker: users who may answer and every group, the chosen ticked."""
-    if not allowed(request.user, Action.ASSIGN):
+    if not allowed(request.user, Action.ASSIGN, interrupt.team):
         return None
     users = interrupt.assigned_users if users is None else users
     groups = interrupt.assigned_groups if groups is None else groups
     return {"users": [{"name": name, "roles": roles, "checked": name in users}
-                      for name, roles in assignment.answerers()],
+                      for name, roles in answerers_in(interrupt.team)],
             "groups": [{"name": name, "checked": name in groups}
-                       for name in assignment.group_names()],
+                       for name in groups_in(interrupt.team)],
             "error": error}
+
+
+def answerers_in(team: str) -> list[tuple[str, str]]:
+    """Who may answer in ``team``: holders of a plain answering role, then of that team's
+    (``finance:reviewer``); nobody of another team is offered."""
+    found = assignment.answerers()
+    if not enabled() or not team:
+        return found
+    return merged(found, team_answerers(team))
+
+
+def merged(people: list[tuple[str, str]], more: list[tuple[str, str]],
+           ) -> list[tuple[str, str]]:
+    """``people``, then those of ``more`` not among them."""
+    listed = {name for name, _ in people}
+    return people + [person for person in more if person[0] not in listed]
+
+
+def team_answerers(team: str) -> list[tuple[str, str]]:
+    """Active holders of ``team``'s answering roles, with those roles."""
+    roles = [f"{team}:{role}" for role in sorted(PERMISSIONS[Action.ANSWER])]
+    members = (get_user_model().objects.filter(is_active=True, groups__name__in=roles)
+               .distinct().order_by("username").prefetch_related("groups"))
+    return [(member.get_username(),
+             ", ".join(sorted(g.name for g in member.groups.all() if g.name in roles)))
+            for member in members]
+
+
+def groups_in(team: str) -> list[str]:
+    """The groups an interrupt of ``team`` may be assigned to: not another team's roles."""
+    names = assignment.group_names()
+    if not enabled():
+        return names
+    return [name for name in names if offered(name, team)]
+
+
+def offered(group: str, team: str) -> bool:
+    """Any group but a role of another team, or a role of ``team`` that may not answer."""
+    split = split_group(group)
+    if split is None or split[1] not in ROLE_NAMES:
+        return True
+    return split[0] == team and split[1] in PERMISSIONS[Action.ANSWER]
 
 
 def pretty(value: Any) -> str:

@@ -2,10 +2,13 @@
 
 "Approve this transfer? · amount 500 · payee ACME → Approved" instead of an id and a
 JSON detail. The interrupts of a page (or of an export's chunk) are read in one query.
+Where the reader may not answer in an entry's team, the keys its run's interrupts mark
+sensitive are masked in its detail and its words.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -18,25 +21,70 @@ from forgeui.runs.wording import (
     line,
     scalar_fields,
 )
+from forgeui.team.sensitive import mask
+from forgeui.web.visibility import Whole, masked_copy, nobody
 
 DECIDING = ("answer", "answer.refused")
 
 
-def described(entries: Iterable[AuditEntry]) -> Iterator[tuple[AuditEntry, str]]:
-    """Each entry with its line ("" when there is nothing to say in words)."""
+def described(entries: Iterable[AuditEntry], whole: Whole = nobody,
+              ) -> Iterator[tuple[AuditEntry, str]]:
+    """Each entry with its line ("" when there is nothing to say in words); ``whole(team)``
+    says whether sensitive keys of that team's entries are shown unmasked."""
     listed = list(entries)
-    ids = {e.object_id for e in listed if e.object_type == "interrupt" and e.object_id}
-    interrupts = Interrupt.objects.select_related("run").in_bulk(ids) if ids else {}
+    interrupts = interrupts_named(listed)
+    keys = run_keys({e.run_id for e in listed if e.run_id and not whole(e.team)})
     for entry in listed:
-        yield entry, describe(entry, interrupts.get(entry.object_id))
+        interrupt = interrupts.get(entry.object_id)
+        if whole(entry.team):
+            yield entry, describe(entry, interrupt)
+        else:
+            yield masked_line(entry, interrupt, keys.get(entry.run_id or "", frozenset()))
 
 
-def described_in_chunks(entries: Iterable[AuditEntry],
-                        size: int = 500) -> Iterator[tuple[AuditEntry, str]]:
+def interrupts_named(entries: list[AuditEntry]) -> dict[str, Interrupt]:
+    """The interrupts the entries are about, with their runs, in one query."""
+    ids = {e.object_id for e in entries if e.object_type == "interrupt" and e.object_id}
+    return Interrupt.objects.select_related("run").in_bulk(ids) if ids else {}
+
+
+def masked_line(entry: AuditEntry, interrupt: Interrupt | None,
+                run_keys: frozenset[str]) -> tuple[AuditEntry, str]:
+    """``entry`` and its line with its run's and its interrupt's sensitive keys masked."""
+    if interrupt is None:
+        seen = masked_entry(entry, run_keys)
+        return seen, describe(seen, None)
+    seen = masked_entry(entry, run_keys | frozenset(interrupt.sensitive or ()))
+    return seen, describe(seen, masked_copy(interrupt))
+
+
+def run_keys(run_ids: set[str]) -> dict[str, frozenset[str]]:
+    """The keys each run's interrupts mark sensitive, in one query (none for no runs)."""
+    found: dict[str, set[str]] = {}
+    if not run_ids:
+        return {}
+    marked = (Interrupt.objects.filter(run_id__in=run_ids).exclude(sensitive=[])
+              .values_list("run_id", "sensitive"))
+    for run_id, names in marked:
+        found.setdefault(run_id, set()).update(names or ())
+    return {run_id: frozenset(names) for run_id, names in found.items()}
+
+
+def masked_entry(entry: AuditEntry, keys: frozenset[str]) -> AuditEntry:
+    """A copy of ``entry`` to show, its detail masked (the chain's row is untouched)."""
+    if not keys:
+        return entry
+    seen = copy.copy(entry)
+    seen.detail = mask(entry.detail, keys)
+    return seen
+
+
+def described_in_chunks(entries: Iterable[AuditEntry], size: int = 500,
+                        whole: Whole = nobody) -> Iterator[tuple[AuditEntry, str]]:
     """``described`` for an export: one lookup per ``size`` entries, never all at once."""
     found = iter(entries)
     while chunk := list(islice(found, size)):
-        yield from described(chunk)
+        yield from described(chunk, whole)
 
 
 def describe(entry: AuditEntry, interrupt: Interrupt | None) -> str:

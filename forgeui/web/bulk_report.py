@@ -10,6 +10,7 @@ from typing import Any
 from forgeui.models import Interrupt
 from forgeui.runs.bulk import BulkOutcome
 from forgeui.runs.wording import answer_words, interrupt_summary
+from forgeui.web.visibility import shown
 
 # Why a row was not answered, said without ids or schema terms; "stale" and "forbidden"
 # carry their own plain reason (who answered or claimed it, whom it is assigned to).
@@ -28,10 +29,16 @@ class BulkLine:
     ok: bool
 
 
-def report(outcomes: Sequence[BulkOutcome], value: Any) -> list[BulkLine]:
-    """One line per outcome, in the order answered; interrupts read in one query."""
+def report(outcomes: Sequence[BulkOutcome], value: Any, user: Any) -> list[BulkLine]:
+    """One line per outcome, in the order answered, each row summed up as ``user`` may
+    see it; interrupts read in one query."""
     rows = Interrupt.objects.select_related("run").in_bulk([o.interrupt_id for o in outcomes])
-    return [line(outcome, rows.get(outcome.interrupt_id), value) for outcome in outcomes]
+    return [line(outcome, seen(user, rows.get(outcome.interrupt_id)), value)
+            for outcome in outcomes]
+
+
+def seen(user: Any, interrupt: Interrupt | None) -> Interrupt | None:
+    return None if interrupt is None else shown(user, interrupt)
 
 
 def line(outcome: BulkOutcome, interrupt: Interrupt | None, value: Any) -> BulkLine:

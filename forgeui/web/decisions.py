@@ -8,6 +8,7 @@ out as CSV or JSON (``forgeui.web.exports``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,9 @@ from forgeui.models import Answer, Approval
 from forgeui.runs.services.forking import links as forks
 from forgeui.runs.services.forking.links import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
+from forgeui.team.roles import team_q
+from forgeui.team.sensitive import mask
+from forgeui.web.visibility import Whole, masked_copy, nobody
 
 # "decision" is the line an auditor reads; "answer" keeps the exact value, as JSON.
 COLUMNS = ["answered_at", "answered_by", "signed_in_with", "graph", "path", "node", "summary",
@@ -76,17 +80,25 @@ class DecisionFilters:
         return found
 
 
-def decisions() -> Any:
-    """Every accepted answer, newest first, with what the rows show."""
-    return (Answer.objects.select_related("user", "interrupt", "interrupt__run")
+def decisions(user: Any) -> Any:
+    """Every accepted answer ``user`` may read (by its interrupt's team), newest first,
+    with what the rows show."""
+    return (Answer.objects.filter(team_q(user, field="interrupt__team"))
+            .select_related("user", "interrupt", "interrupt__run")
             .order_by("-created_at", "-id"))
 
 
 def row(answer: Answer, fork: ForkLink | None = None,
-        counted: list[Approval] | None = None) -> dict[str, Any]:
+        counted: list[Approval] | None = None, whole: bool = False) -> dict[str, Any]:
     """One decision as exported (and as the page reads it); ``fork``: the fork link of
     the run tree it was made in, when that tree is a fork; ``counted``: the votes a policy
-    counted toward it. ``steering`` is the answerer's own note."""
+    counted toward it. ``steering`` is the answerer's own note. Unless ``whole``, the keys
+    the interrupt marks sensitive are masked, in the question and in the answer."""
+    keys = () if whole else answer.interrupt.sensitive or ()
+    if keys:
+        answer = copy.copy(answer)
+        answer.value = mask(answer.value, keys)
+        answer.interrupt = masked_copy(answer.interrupt)
     interrupt = answer.interrupt
     summary = interrupt_summary(interrupt)
     words = decision_words(answer)
@@ -107,12 +119,14 @@ def row(answer: Answer, fork: ForkLink | None = None,
     }
 
 
-def page_rows(answers: Iterable[Answer]) -> list[dict[str, Any]]:
-    """``row`` of each answer, with the fork links of their trees read at once."""
+def page_rows(answers: Iterable[Answer], whole: Whole = nobody) -> list[dict[str, Any]]:
+    """``row`` of each answer, with the fork links of their trees read at once;
+    ``whole(team)``: are that team's sensitive keys shown to this reader?"""
     found = list(answers)
     links = forks.origins(a.interrupt.root_thread_id for a in found)
     counted = Approval.objects.counted_for(found)
-    return [row(a, links.get(a.interrupt.root_thread_id), counted.get(a.interrupt_id))
+    return [row(a, links.get(a.interrupt.root_thread_id), counted.get(a.interrupt_id),
+                whole(a.interrupt.team))
             for a in found]
 
 

@@ -17,15 +17,23 @@ from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
 from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run, chain_check_every
-from forgeui.runs import registry, timeline
+from forgeui.runs import timeline
 from forgeui.runs.services.forking import links as forks
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team.roles import Action
+from forgeui.team.roles import Action, team_q, teams_where
 from forgeui.web import audit_lines, exports
 from forgeui.web import decisions as answer_rows
 from forgeui.web.views.common import (
     page,
     requires,
+)
+from forgeui.web.visibility import (
+    filtered,
+    graphs_for,
+    may_answer_in,
+    nobody,
+    thread_or_404,
+    tree_keys,
 )
 
 # A long thread's timeline is read a page at a time: each page replays only its records.
@@ -33,8 +41,8 @@ TIMELINE_PAGE = 50
 TREE_PAGE = 100
 
 
-def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
-    entries = timeline.entries(thread_id)
+def _timeline_or_404(thread_id: str, keys: frozenset[str]) -> list[timeline.Entry]:
+    entries = timeline.entries(thread_id, keys=keys)
     if not entries:
         raise Http404(f"no thread {thread_id!r}")
     return entries
@@ -44,23 +52,35 @@ def _timeline_or_404(thread_id: str) -> list[timeline.Entry]:
 @requires(Action.READ)
 def tree_history(request: HttpRequest, thread_id: str) -> HttpResponse:
     """One history for a whole run tree: every run's checkpoints interleaved by time."""
-    runs = Run.objects.of_tree(thread_id)
+    runs = Run.objects.visible_to(request.user).of_tree(thread_id)
     if not runs.exists():
         raise Http404(f"no run tree {thread_id!r}")
     agents = sorted({run.sub_agent_id for run in runs if run.sub_agent_id})
     sub_agent = request.GET.get("agent", "")
-    events = timeline.tree_history(thread_id, sub_agent if sub_agent in agents else "")
+    events = timeline.tree_history(thread_id, sub_agent if sub_agent in agents else "",
+                                   timeline_keys(request.user, thread_id))
     context = {"thread_id": thread_id, "agents": agents, "agent": sub_agent,
                "page": Paginator(events, TREE_PAGE).get_page(request.GET.get("page"))}
     return render(request, "forgeui/tree_history.html", context)
+
+
+def timeline_keys(user: Any, thread_id: str, export: bool = False) -> frozenset[str]:
+    """404 unless ``user`` may read the thread; the keys to mask in its history (none for
+    who may answer in its team, on the page; every sensitive key in an export)."""
+    thread_or_404(user, thread_id)
+    run = Run.objects.filter(thread_id=thread_id).values_list("team", "root_thread_id").first()
+    if run is None or (not export and may_answer_in(user, run[0])):
+        return frozenset()
+    return tree_keys(run[1])
 
 
 @require_GET
 @requires(Action.READ)
 def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
     newest_first = request.GET.get("order") == "newest"
+    keys = timeline_keys(request.user, thread_id)
     cursor = Event.objects.last_id()  # before the timeline is read, as on the inbox
-    found = timeline.pages(thread_id, newest_first)
+    found = timeline.pages(thread_id, newest_first, keys)
     if not len(found):
         raise Http404(f"no thread {thread_id!r}")
     current = Paginator(found, TIMELINE_PAGE).get_page(request.GET.get("page"))
@@ -71,13 +91,14 @@ def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
                "newest_first": newest_first, "run": runs_here.first(),
                "children": children, "fork": forks.origin(thread_id),
                "forks": forks.forks_of(thread_id), "cursor": cursor}
-    return page(request, "forgeui/timeline.html", "entries", context)
+    team = runs_here[0].team if runs_here else None
+    return page(request, "forgeui/timeline.html", "entries", context, team=team)
 
 
 @require_GET
 @requires(Action.READ)
 def thread_export(request: HttpRequest, thread_id: str) -> JsonResponse:
-    entries = _timeline_or_404(thread_id)
+    entries = _timeline_or_404(thread_id, timeline_keys(request.user, thread_id, export=True))
     body = {"thread_id": thread_id, "checkpoints": [entry.as_dict() for entry in entries]}
     return download(body, f"timeline-{thread_id}.json")
 
@@ -93,12 +114,22 @@ AUDIT_FILTERS = ("actor", "action", "object", "since", "until")
 @require_GET
 @requires(Action.READ)
 def audit(request: HttpRequest) -> HttpResponse:
+    user = request.user
     current = Paginator(audit_entries(request), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": current, "rows": list(audit_lines.described(current)),
+    rows = audit_lines.described(current, lambda team: may_answer_in(user, team))
+    actions = AuditEntry.objects.visible_to(user).order_by().values_list("action", flat=True)
+    context = {"page": current, "rows": list(rows),
                "query": {name: request.GET.get(name, "") for name in AUDIT_FILTERS},
-               "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True))),
-               **chain_status()}
+               "actions": sorted(set(actions.distinct())),
+               "teams_only": shown_teams(user), **chain_status()}
     return page(request, "forgeui/audit.html", "rows", context)
+
+
+def shown_teams(user: Any) -> list[str]:
+    """The teams whose entries a filtered reader sees ([] when they see every entry)."""
+    if not filtered(user):
+        return []
+    return sorted(teams_where(user, Action.READ) or ())
 
 
 def chain_status() -> dict[str, Any]:
@@ -120,7 +151,8 @@ AUDIT_COLUMNS = ["id", "created_at", "actor", "sign_in", "action", "summary", "o
 def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
     """The filtered audit log as JSON or CSV, streamed in chunks."""
     found = audit_entries(request).iterator(chunk_size=500)
-    rows = (audit_dict(entry, line) for entry, line in audit_lines.described_in_chunks(found))
+    described = audit_lines.described_in_chunks(found, whole=nobody)
+    rows = (audit_dict(entry, line) for entry, line in described)
     if fmt == "csv":
         return exports.as_csv(AUDIT_COLUMNS, rows, "audit.csv")
     return exports.as_json(rows, "audit.json")
@@ -130,15 +162,18 @@ def audit_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpRespon
 @requires(Action.READ)
 def decisions(request: HttpRequest) -> HttpResponse:
     """Every answered interrupt: who, what, when, the answer and the note."""
+    user = request.user
     filters = decision_filters(request)
-    found = filters.apply(answer_rows.decisions())
+    found = filters.apply(answer_rows.decisions(user))
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
-    answerers = {*_people(Answer.objects.filter(user__isnull=False)),
-                 *_people(Approval.objects.all())}  # whose vote counted under a policy
-    context = {"page": current, "rows": answer_rows.page_rows(current),
+    theirs = team_q(user, field="interrupt__team")
+    answerers = {*_people(Answer.objects.filter(theirs, user__isnull=False)),
+                 *_people(Approval.objects.filter(theirs))}  # whose vote counted
+    rows = answer_rows.page_rows(current, lambda team: may_answer_in(user, team))
+    context = {"page": current, "rows": rows,
                "filters": filters, "query": request.GET.urlencode(),
                "since": request.GET.get("since", ""), "until": request.GET.get("until", ""),
-               "answerers": sorted(answerers), "graphs": registry.graph_names()}
+               "answerers": sorted(answerers), "graphs": graphs_for(user)}
     return page(request, "forgeui/decisions.html", "rows", context)
 
 
@@ -149,7 +184,8 @@ def _people(rows: Any) -> Any:
 @require_GET
 @requires(Action.READ)
 def decisions_export(request: HttpRequest, fmt: str = "json") -> StreamingHttpResponse:
-    rows = answer_rows.rows(decision_filters(request).apply(answer_rows.decisions()))
+    found = decision_filters(request).apply(answer_rows.decisions(request.user))
+    rows = answer_rows.rows(found)
     if fmt == "csv":
         return exports.as_csv(answer_rows.COLUMNS, rows, "decisions.csv")
     return exports.as_json(rows, "decisions.json")
@@ -168,13 +204,14 @@ def checkpoint(request: HttpRequest, checkpoint_id: str) -> HttpResponse:
     found = DjangoCheckpointStore().load_by_id_sync(checkpoint_id)
     if found is None:
         raise Http404(f"no checkpoint {checkpoint_id!r}")
+    thread_or_404(request.user, found.thread_id, f"no checkpoint {checkpoint_id!r}")
     timeline_url = reverse("forgeui:timeline", kwargs={"thread_id": found.thread_id})
     return redirect(f"{timeline_url}#cp-{checkpoint_id}")
 
 
 def audit_entries(request: HttpRequest) -> Any:
     get = request.GET
-    return AuditEntry.objects.newest_first().matching(
+    return AuditEntry.objects.visible_to(request.user).newest_first().matching(
         actor=get.get("actor", "").strip(), action=get.get("action", "").strip(),
         obj=get.get("object", "").strip(), since=when(get.get("since", "")),
         until=when(get.get("until", ""), end_of_day=True),

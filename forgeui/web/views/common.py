@@ -19,13 +19,19 @@ from forgeui.runs.exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
-from forgeui.team.roles import Action, allowed, roles_of
+from forgeui.team.roles import Action, allowed, roles_of, team_roles
 from runtime.errors import ForgeError
 
 View = Callable[..., HttpResponse]
 REFUSAL_STATUS = [(NotFound, 404), (Forbidden, 403), (StaleAnswer, 409), (ThreadTaken, 409),
                   (GraphUnavailable, 409), (ForgeUIError, 422),
                   (ForgeError, 409)]
+
+
+# The template flag ``can_<name>`` of each action a page may offer.
+BUTTONS = [("answer", Action.ANSWER), ("steer", Action.STEER), ("assign", Action.ASSIGN),
+           ("fork", Action.FORK), ("cancel", Action.CANCEL), ("recover", Action.RECOVER),
+           ("start", Action.START_RUN)]
 
 
 def is_htmx(request: HttpRequest) -> bool:
@@ -57,20 +63,25 @@ def requires(action: Action) -> Callable[[View], View]:
 
 
 def page(request: HttpRequest, template: str, partial: str, context: dict[str, Any],
-         status: int = 200) -> HttpResponse:
-    """The whole page, or only ``partial`` of it for htmx."""
+         status: int = 200, team: str | None = None) -> HttpResponse:
+    """The whole page, or only ``partial`` of it for htmx; ``team``: the team of the one
+    object the page is about, whose buttons it shows (None: a list of many teams')."""
     name = f"{template}#{partial}" if is_htmx(request) else template
-    return render(request, name, {**context, **permissions(request)}, status=status)
+    return render(request, name, {**context, **permissions(request, team)}, status=status)
 
 
-def permissions(request: HttpRequest) -> dict[str, Any]:
+def permissions(request: HttpRequest, team: str | None = None) -> dict[str, Any]:
+    """What the page's buttons may offer: in ``team`` (an object's), or anywhere."""
     user = request.user
-    return {"can_answer": allowed(user, Action.ANSWER), "can_steer": allowed(user, Action.STEER),
-            "can_assign": allowed(user, Action.ASSIGN),
-            "can_fork": allowed(user, Action.FORK), "can_cancel": allowed(user, Action.CANCEL),
-            "can_recover": allowed(user, Action.RECOVER),
-            "can_start": allowed(user, Action.START_RUN),
-            "roles": sorted(roles_of(user)) or (["admin"] if user.is_superuser else [])}
+    return {**{f"can_{name}": allowed(user, action, team) for name, action in BUTTONS},
+            "roles": role_names(user)}
+
+
+def role_names(user: Any) -> list[str]:
+    """The roles shown beside the user's name: plain ones, then ``team:role`` ones."""
+    held = [*sorted(roles_of(user)), *sorted(
+        f"{team}:{role}" for team, roles in team_roles(user).items() for role in roles)]
+    return held or (["admin"] if user.is_superuser else [])
 
 
 def refusal(request: HttpRequest, exc: Exception) -> HttpResponse:

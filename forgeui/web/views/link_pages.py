@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from forgeui.models import AuditEntry
+from forgeui.models import AuditEntry, Interrupt
 from forgeui.team import decision_links
 from forgeui.team.sign_in import method_of
 
@@ -36,11 +36,18 @@ def follow(request: HttpRequest, token: str) -> HttpResponse:
         AuditEntry.objects.create(actor=request.user, sign_in=method_of(request.user),
                                   action="decision_link.refused", object_type="interrupt",
                                   object_id=link.interrupt_id,
+                                  team=team_of(link.interrupt_id),
                                   detail={"sent_to": link.user_id})
         return refused(request, "This link was sent to someone else",
                        "A decision link opens only for the person it was e-mailed to. "
                        "Log out and sign in as them, or open the inbox.", status=403)
     return redirect(reverse("forgeui:interrupt", args=[link.interrupt_id]))
+
+
+def team_of(interrupt_id: str) -> str:
+    """The team of the interrupt a link names, for the audit row ("" once it is gone)."""
+    found = Interrupt.objects.filter(pk=interrupt_id).values_list("team", flat=True).first()
+    return found or ""
 
 
 def refused(request: HttpRequest, title: str, why: str, status: int) -> HttpResponse:

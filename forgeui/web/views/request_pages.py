@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from forgeui.models import Interrupt
 from forgeui.requests import present, service
-from forgeui.runs import decision_context, foreign, services
+from forgeui.runs import foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
@@ -16,15 +15,15 @@ from forgeui.team.roles import Action
 from forgeui.web.answer_panel import panel_context
 from forgeui.web.forms import read_request
 from forgeui.web.views.common import page, refusal, requires
-from forgeui.web.views.inbox_pages import next_item
+from forgeui.web.views.inbox_pages import context_for, next_item
+from forgeui.web.visibility import interrupt_or_404
 
 
 @require_POST
 @requires(Action.ANSWER)
 def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
     """All of a request's decisions in one submission; a refusal keeps what was typed."""
-    interrupt = get_object_or_404(Interrupt.objects.select_related("run", "claimed_by"),
-                                  pk=interrupt_id)
+    interrupt = interrupt_or_404(request.user, interrupt_id)
     if not present.is_request(interrupt):
         return refusal(request, ForgeUIError("this interrupt is not an approval request"))
     form, decisions = read_request(interrupt, request.POST)
@@ -50,7 +49,8 @@ def decide(request: HttpRequest, interrupt_id: str) -> HttpResponse:
 
 def shown(request: HttpRequest, interrupt: Interrupt, form: present.RequestForm,
           status: int, **extra: object) -> HttpResponse:
-    panel = panel_context(interrupt, assignment.Viewer.of(request.user), where="page",
-                          request=form, **extra)
+    panel = panel_context(interrupt, assignment.Viewer.of(request.user), user=request.user,
+                          where="page", request=form, **extra)
     return page(request, "forgeui/interrupt.html", "panel",
-                {"p": panel, "decision": decision_context.for_interrupt(interrupt)}, status)
+                {"p": panel, "decision": context_for(request, interrupt)}, status,
+                team=interrupt.team)

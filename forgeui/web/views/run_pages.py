@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -42,6 +42,14 @@ from forgeui.web.views.common import (
     refusal,
     requires,
 )
+from forgeui.web.visibility import (
+    decision_for,
+    graphs_for,
+    masked_runs,
+    run_or_404,
+    run_seen_or_404,
+    thread_or_404,
+)
 from runtime.errors import ForgeError
 
 
@@ -49,8 +57,8 @@ from runtime.errors import ForgeError
 @requires(Action.READ)
 def runs(request: HttpRequest) -> HttpResponse:
     graph, status = request.GET.get("graph", ""), request.GET.get("status", "")
-    found = (Run.objects.roots().select_related("started_by", "forked_by")
-             .order_by("-created_at"))
+    found = (Run.objects.visible_to(request.user).roots()
+             .select_related("started_by", "forked_by").order_by("-created_at"))
     found = found.filter(graph=graph) if graph else found
     found = found.filter(status=status) if status else found
     current = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -59,20 +67,21 @@ def runs(request: HttpRequest) -> HttpResponse:
     for r in current:
         r.fork, r.forks = origins.get(r.thread_id), made.get(r.thread_id, [])
     context = {"page": current,
-               "graph": graph, "status": status, "graphs": registry.graph_names(),
+               "graph": graph, "status": status, "graphs": graphs_for(request.user),
                "statuses": [choice for choice, _ in Run._meta.get_field("status").choices]}
     if allowed(request.user, Action.START_RUN) and not is_htmx(request):
-        context["start"] = start_context(request.GET.get("start", ""))
+        context["start"] = start_context(request.GET.get("start", ""), user=request.user)
     return page(request, "forgeui/runs.html", "rows", context)
 
 
 def start_context(graph: str, data: Any = None, error: str = "",
-                  fixed: bool = False) -> dict[str, Any]:
+                  fixed: bool = False, user: Any = None) -> dict[str, Any]:
     """The start-run form for ``graph``: fields from its input_schema, else a JSON box.
 
     ``fixed`` (the graph's own page) offers no choice of graph; it survives a refusal.
+    The graphs offered are those ``user`` may start runs of, in their teams.
     """
-    names = registry.graph_names()
+    names = graphs_for(user, Action.START_RUN)
     graph = graph if graph in names else (names[0] if names else "")
     schema, problem = None, ""
     try:
@@ -94,7 +103,7 @@ def start_context(graph: str, data: Any = None, error: str = "",
 def start_form(request: HttpRequest) -> HttpResponse:
     """The start form again, for the graph just picked."""
     return render(request, "forgeui/runs.html#start-form",
-                  {"start": start_context(request.GET.get("graph", ""))})
+                  {"start": start_context(request.GET.get("graph", ""), user=request.user)})
 
 
 @require_POST
@@ -102,7 +111,7 @@ def start_form(request: HttpRequest) -> HttpResponse:
 def start(request: HttpRequest) -> HttpResponse:
     """Start a run from the Runs page; the run's page opens, live."""
     data = request.POST
-    context = start_context(data.get("graph", ""), data)
+    context = start_context(data.get("graph", ""), data, user=request.user)
     try:
         if data.get("graph", "") != context["graph"]:  # start_context fell back to another
             raise UnknownGraph(data.get("graph", ""), context["graphs"])
@@ -127,28 +136,34 @@ def start_input(context: dict[str, Any], data: Any) -> Any:
 @require_GET
 @requires(Action.READ)
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    run = Run.objects.filter(pk=run_id).first() or queued_run(run_id)
+    user = request.user
+    run = Run.objects.visible_to(user).filter(pk=run_id).first() or queued_run(user, run_id)
     cursor = Event.objects.last_id()  # before the tree is read, as on the inbox
     return page(request, "forgeui/run.html", "tree",
-                tree_context(run, assignment.Viewer.of(request.user), cursor=cursor))
+                tree_context(run, request, cursor=cursor), team=run.team)
 
 
-def queued_run(run_id: str) -> Run:
+def queued_run(user: Any, run_id: str) -> Run:
     """A run started a moment ago whose task has not made it yet: shown as starting."""
-    start = AuditEntry.objects.filter(action="run.start", run_id=run_id).first()
+    start = (AuditEntry.objects.visible_to(user)
+             .filter(action="run.start", run_id=run_id).first())
     if start is None:
         raise Http404(f"no run {run_id!r}")
     return Run(run_id=run_id, thread_id=start.thread_id, root_thread_id=start.thread_id,
-               graph=start.detail.get("graph", ""), status="queued", namespace=[])
+               graph=start.detail.get("graph", ""), status="queued", namespace=[],
+               team=start.team)
 
 
-def tree_context(run: Run, viewer: assignment.Viewer, **extra: Any) -> dict[str, Any]:
+def tree_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    """The run tree as ``request.user`` sees it: every run of a tree is of one team."""
+    user, viewer = request.user, assignment.Viewer.of(request.user)
     tree = runtree.build(run.root_thread_id)
     nodes = tree.walk() if tree else []
     prefill = "answers" in runtree.fork_edits(tree) if tree else False
+    masked_runs(user, run, nodes)
     for node in nodes:
-        node.panels = [panel_context(interrupt, viewer,
-                                     decision=decision_context.for_interrupt(interrupt))
+        node.panels = [panel_context(interrupt, viewer, user=user, decision=decision_for(
+                           user, interrupt, decision_context.for_interrupt(interrupt)))
                        for interrupt in node.pending]
         inputs = runtree.paused_inputs(node) if node.pending else {}
         for panel in node.panels:
@@ -183,7 +198,7 @@ def cancel(request: HttpRequest, run_id: str) -> HttpResponse:
 @requires(Action.FORK)
 def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
     """Fork the run's tree with one paused node's input edited, or its answer pre-filled."""
-    run = get_object_or_404(Run, pk=run_id)
+    run = run_or_404(request.user, run_id)
     interrupt_id = request.POST.get("interrupt_id", "")
     change = "answers" if request.POST.get("change") == "answer" else "inputs"
     text = request.POST.get("value", "")
@@ -195,8 +210,8 @@ def fork_with_changes(request: HttpRequest, run_id: str) -> HttpResponse:
         error = {"interrupt_id": interrupt_id, "change": change, "text": text,
                  "message": str(exc)}
         return page(request, "forgeui/run.html", "tree",
-                    tree_context(run, assignment.Viewer.of(request.user), fork_error=error),
-                    status=403 if isinstance(exc, Forbidden) else 422)
+                    tree_context(run, request, fork_error=error),
+                    status=403 if isinstance(exc, Forbidden) else 422, team=run.team)
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     target = reverse("forgeui:run", kwargs={"run_id": Run.objects.get(thread_id=new_thread).pk})
@@ -213,14 +228,15 @@ def recover(request: HttpRequest, run_id: str) -> HttpResponse:
 def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
                done: str, cancelling: str = "", recovering: str = "") -> HttpResponse:
     """Do ``act``, then redraw the tree of the page the form was on (``page_run``)."""
-    run = get_object_or_404(Run, pk=request.POST.get("page_run") or run_id)
+    run_seen_or_404(request.user, run_id)
+    run = run_or_404(request.user, request.POST.get("page_run") or run_id)
     try:
         act()
     except (ForgeUIError, ForgeError) as exc:
         return refusal(request, exc)
     if not is_htmx(request):
         return redirect("forgeui:run", run_id=run.run_id)
-    context = tree_context(run, assignment.Viewer.of(request.user), notice=done)
+    context = tree_context(run, request, notice=done)
     for node in context["nodes"]:  # queued work: shown at once, redrawn once it is done
         if node.run.run_id == cancelling and node.live:
             node.mark_cancelling()
@@ -228,12 +244,13 @@ def run_action(request: HttpRequest, run_id: str, act: Callable[[], object],
                                                                    RunStatus.RUNNING):
             node.recovering = True
     context["busy"] = any(node.busy for node in context["nodes"])
-    return page(request, "forgeui/run.html", "tree", context)
+    return page(request, "forgeui/run.html", "tree", context, team=run.team)
 
 
 @require_POST
 @requires(Action.FORK)
 def fork(request: HttpRequest, thread_id: str) -> HttpResponse:
+    thread_or_404(request.user, thread_id)
     try:
         new_thread = services.fork_thread(request.user, thread_id,
                                           request.POST.get("checkpoint_id") or None)
