@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from forgeui.inbox.audience import Audience
 from forgeui.inbox.periodic import SocketLoopWork, of_loop
-from forgeui.inbox.rows import RowFacts, render_row, render_rows, row_mode
+from forgeui.inbox.rows import MASKED, RowFacts, render_row, render_rows, row_mode
 from forgeui.models import Event, Interrupt, InterruptStatus
-from forgeui.team.assignment import Mode, Viewer
+from forgeui.team.assignment import Viewer
 
 if TYPE_CHECKING:
     pass
@@ -40,21 +41,22 @@ class Snapshot:
     event_id: int
     root_thread_id: str = ""
     interrupt_id: str = ""
+    team: str | None = None  # whose object the event is about; None: not known
     interrupt: Interrupt | None = None  # set while pending
-    rows: dict[Mode, str] = field(default_factory=dict)  # assignment mode -> row html
+    rows: dict[str, str] = field(default_factory=dict)  # assignment mode (or MASKED) -> html
     # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
-    refreshed: list[tuple[Interrupt, dict[Mode, str]]] = field(default_factory=list)
+    refreshed: list[tuple[Interrupt, dict[str, str]]] = field(default_factory=list)
     ended: Interrupt | None = None  # set once answered, for "Done by me" tabs
     facts: RowFacts | None = None  # what the rows were rendered with, for choosing one
 
 
 def snapshot(event_id: int) -> Snapshot:
     """Read one event and its interrupt's current state; render its row both ways."""
-    event = (Event.objects.filter(pk=event_id)
-             .values("interrupt_id", "root_thread_id", "run_id").first())
+    event = (Event.objects.filter(pk=event_id).with_team()
+             .values("interrupt_id", "root_thread_id", "run_id", "team").first())
     if event is None:
         return Snapshot(event_id)
-    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
+    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"], event["team"])
     if found.interrupt_id:
         place(found, Interrupt.objects.select_related("run", "claimed_by")
               .filter(pk=found.interrupt_id).first())
@@ -72,12 +74,14 @@ def snapshot(event_id: int) -> Snapshot:
     return found
 
 
-def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None,
-          facts: RowFacts | None = None) -> None:
+def place(found: Snapshot, interrupt: Interrupt | None,
+          viewer: tuple[Viewer, Audience] | None = None, facts: RowFacts | None = None,
+          ) -> None:
     """Pending: the row to show; answered: the row for "Done by me". Rendered for
     ``viewer`` only, or for every kind of viewer when shared (``viewer=None``)."""
     if interrupt is None:
         return
+    found.team = interrupt.team
     if interrupt.status == InterruptStatus.PENDING:
         found.interrupt = interrupt
     elif interrupt.status == InterruptStatus.ANSWERED and interrupt.answered_by_id:
@@ -87,34 +91,37 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
     found.facts = facts or RowFacts.of([interrupt])
     if viewer is None:
         found.rows = render_rows(interrupt, found.facts)
+    elif not viewer[1].sees_whole(interrupt.team):
+        found.rows = {MASKED: render_row(interrupt, "read", found.facts, masked=True)}
     else:
-        shown = row_mode(viewer, interrupt, found.facts) if found.interrupt else "read"
+        shown = row_mode(viewer[0], interrupt, found.facts) if found.interrupt else "read"
         found.rows = {shown: render_row(interrupt, shown, found.facts)}
 
 
-def catch_up(after: int, viewer: Viewer,
+def catch_up(after: int, viewer: Viewer, audience: Audience,
              limit: int | None = None) -> tuple[list[Snapshot], int] | None:
     """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
     events about no interrupt), each with its interrupt's current state; the newest id.
 
     None when more than ``limit`` events came since: a client that far behind reloads its
-    page instead, so no request reads more than one page of the event table.
+    page instead, so no request reads more than one page of the event table. Only the
+    events about what ``audience`` may read are read, and count.
     """
     limit = CATCH_UP_LIMIT if limit is None else limit
-    batch = list(Event.objects.after(after)
-                 .values_list("id", "interrupt_id", "root_thread_id")[:limit + 1])
+    batch = list(Event.objects.after(after).of_teams(audience.reads)
+                 .values_list("id", "interrupt_id", "root_thread_id", "team")[:limit + 1])
     if len(batch) > limit:
         return None
     latest: dict[tuple[str, str], Snapshot] = {}
-    for event_id, interrupt_id, root in batch:
+    for event_id, interrupt_id, root, team in batch:
         key = (interrupt_id, "" if interrupt_id else root)
-        latest[key] = Snapshot(event_id, root, interrupt_id)
+        latest[key] = Snapshot(event_id, root, interrupt_id, team)
     pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
     found = list(Interrupt.objects.select_related("run", "claimed_by")
                  .filter(pk__in=list(pending)))
     facts = RowFacts.of(found)  # fork links and answers for every row at once
     for interrupt in found:
-        place(pending[interrupt.pk], interrupt, viewer, facts)
+        place(pending[interrupt.pk], interrupt, (viewer, audience), facts)
     last = batch[-1][0] if batch else after
     return sorted(latest.values(), key=lambda s: s.event_id), last
 
