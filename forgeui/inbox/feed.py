@@ -156,19 +156,20 @@ class SnapshotCache:
 snapshots = SnapshotCache()
 
 
-def settled_events(after: int, settle: float) -> list[int]:
-    """Ids of the events after ``after`` that are at least ``settle`` seconds old (the
-    channel layer had its chance to announce them), oldest first, stopping at the first
-    that is not: ``created_at`` is taken before a writer waits for the ordering lock, so
-    an event can be younger than one with a higher id, and the caller's floor must not
-    pass it before it settles."""
+def settled_events(after: int, settle: float) -> list[tuple[int, str | None]]:
+    """Ids (with their teams) of the events after ``after`` that are at least ``settle``
+    seconds old (the channel layer had its chance to announce them), oldest first,
+    stopping at the first that is not: ``created_at`` is taken before a writer waits for
+    the ordering lock, so an event can be younger than one with a higher id, and the
+    caller's floor must not pass it before it settles."""
     cutoff = timezone.now() - timedelta(seconds=settle)
-    found = Event.objects.after(after).values_list("id", "created_at")[:CATCH_UP_BATCH]
-    settled: list[int] = []
-    for event_id, created_at in found:
+    found = (Event.objects.after(after).with_team()
+             .values_list("id", "created_at", "team")[:CATCH_UP_BATCH])
+    settled: list[tuple[int, str | None]] = []
+    for event_id, created_at, team in found:
         if created_at > cutoff:
             break
-        settled.append(event_id)
+        settled.append((event_id, team))
     return settled
 
 
@@ -229,15 +230,21 @@ class EventFeed(SocketLoopWork):
                                                                 self.SETTLE_SECONDS)
         if not settled:
             return
-        self.floor = settled[-1]
+        self.floor = settled[-1][0]
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
-        for event_id in settled:
-            for consumer in list(self.sockets):
-                if not self.heard.setdefault(consumer, Heard()).has(event_id):
-                    await consumer.inbox_event({"event_ids": [event_id]})
+        for event_id, team in settled:
+            await self.hand(event_id, team)
         for heard in self.heard.values():  # below the floor nothing is looked at again
             heard.ids = {i for i in heard.ids if i > self.floor}
+
+    async def hand(self, event_id: int, team: str | None) -> None:
+        """Hand one event to each socket that may read its team and has not heard it
+        (another team's events never reach a team's sockets through their groups)."""
+        for consumer in list(self.sockets):
+            if (consumer.audience.may_read(team)
+                    and not self.heard.setdefault(consumer, Heard()).has(event_id)):
+                await consumer.inbox_event({"event_ids": [event_id]})
 
 
 def feed() -> EventFeed:
