@@ -42,6 +42,7 @@ from forgeui.inbox.rows import (
     MASKED,
     InboxFilters,
     RowFacts,
+    masked_copy,
     oob_cursor,
     oob_delete,
     oob_replace,
@@ -261,16 +262,22 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             if not self.audience.may_read(item.team):
                 continue  # another team's: not even its deletion
             shown = item.interrupt or item.ended
-            if shown is not None and self.filters.matches(shown, self.viewer):
+            if shown is not None and self.shows(shown):
                 parts.append(oob_upsert(self.row_of(shown, item.rows, item.facts),
                                         item.interrupt_id, self.filters.insert_swap))
             elif item.interrupt_id:  # answered, claimed away, gone: the row leaves
                 parts.append(oob_delete(item.interrupt_id))
             parts.extend(oob_replace(self.row_of(interrupt, rows, item.facts))
                          for interrupt, rows in item.refreshed
-                         if self.audience.may_read(interrupt.team)
-                         and self.filters.matches(interrupt, self.viewer))
+                         if self.audience.may_read(interrupt.team) and self.shows(interrupt))
         return parts
+
+    def shows(self, interrupt: Any) -> bool:
+        """Whether this page's filters take the row, judged on what the viewer may see:
+        a search must not find a row by a value it shows masked."""
+        if not self.audience.sees_whole(interrupt.team):
+            interrupt = masked_copy(interrupt)
+        return self.filters.matches(interrupt, self.viewer)
 
     def row_of(self, interrupt: Any, rows: dict[str, str], facts: RowFacts | None) -> str:
         """The row as this viewer sees it (an ended row is read-only for everyone); who

@@ -266,3 +266,18 @@ async def test_sensitive_keys_are_masked_for_who_may_not_answer_in_the_team(
     replayed = await caught_up(again, before)
     assert finance.pk in ROW.findall(replayed) and IBAN not in replayed
     assert int(CURSOR.search(replayed).group(1)) > before
+
+
+async def test_a_search_never_finds_a_row_by_a_value_shown_masked(
+        connect: Connect, team_cookies: dict[str, str], members: dict[str, User]) -> None:
+    [finance] = await started(members, "transfer")
+    await make_sensitive(finance)
+    path = f"/ws/inbox/?q={IBAN[:10]}"
+    sockets = {}
+    for name in ("fin_auditor", "fin"):
+        sockets[name], _, _ = await connect(team_cookies[name], path)
+        await caught_up(sockets[name], await last_event())
+    await publish([EventDraft(EventKind.INTERRUPT_UPDATED, finance.run_id,
+                              finance.root_thread_id, finance.pk)])
+    assert ROW.search(await frame_with(sockets["fin"], ROW)).group(1) == finance.pk
+    assert finance.pk not in ROW.findall(await everything(sockets["fin_auditor"], 1))
