@@ -121,8 +121,10 @@ class AccessWatcher(SocketLoopWork):
         for consumer in consumers:
             if consumer.access_key in closing:
                 await consumer.revoke(closing[consumer.access_key])
-            elif (audience := audiences.get(str(consumer.access_key[0]))) is not None:
-                await consumer.regroup(audience)
+            elif audiences.get(str(consumer.access_key[0])) not in (None, consumer.audience):
+                # Read again by the socket itself: this read may be older than one a
+                # signal made it apply meanwhile.
+                await consumer.access_recheck({})
 
 
 def watcher() -> AccessWatcher:

@@ -224,6 +224,20 @@ async def test_a_socket_follows_its_user_into_another_team(
     assert ROW.search(text).group(1) == support.pk
 
 
+async def test_a_team_joined_without_signals_is_followed_within_two_seconds(
+        connect: Connect, team_cookies: dict[str, str], members: dict[str, User]) -> None:
+    """Another process changed the groups on a layer that does not reach this one."""
+    await watching(connect, team_cookies["fin"])
+    support_reviewers = await sync_to_async(Group.objects.get)(name="support:reviewer")
+    await sync_to_async(User.groups.through.objects.create)(
+        user=members["fin"], group=support_reviewers)
+    for _ in range(40):
+        if team_group("support") in joined(channel_of(members["fin"])):
+            break
+        await asyncio.sleep(0.05)
+    assert team_group("support") in joined(channel_of(members["fin"]))
+
+
 async def test_a_socket_whose_user_leaves_a_team_reloads_its_page(
         connect: Connect, team_cookies: dict[str, str], members: dict[str, User]) -> None:
     fin = await watching(connect, team_cookies["fin"])
