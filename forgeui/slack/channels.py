@@ -27,6 +27,7 @@ from forgeui.runs.policies import approvals
 from forgeui.runs.registry import REQUEST_GRAPH
 from forgeui.slack import config
 from forgeui.slack.models import SlackLink
+from forgeui.team import teams
 
 KINDS = ("policy", "agent", "team", "graph")
 ASSIGNEES = "@assignees"  # each linked assignee's direct messages
@@ -94,6 +95,17 @@ def problem(found: Any) -> str | None:
 
 
 def check_channels(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """E040: a ``FORGE_SLACK_CHANNELS`` that cannot be used, with why."""
-    found = problem(getattr(settings, "FORGE_SLACK_CHANNELS", None) or {})
-    return [] if found is None else [checks.Error(found, id="forgeui.E040")]
+    """E040: a ``FORGE_SLACK_CHANNELS`` that cannot be used, with why; W040: a
+    ``"team:NAME"`` key naming no team of ``FORGE_TEAMS`` (it would never match)."""
+    named = getattr(settings, "FORGE_SLACK_CHANNELS", None) or {}
+    found = problem(named)
+    if found is not None:
+        return [checks.Error(found, id="forgeui.E040")]
+    return [checks.Warning(f"FORGE_SLACK_CHANNELS key {key!r} names no team of FORGE_TEAMS",
+                           id="forgeui.W040") for key in unknown_teams(named)]
+
+
+def unknown_teams(named: dict[str, str]) -> list[str]:
+    """The ``"team:NAME"`` keys of ``named`` whose team is not configured."""
+    known = teams.configured()
+    return [key for key in named if key.startswith("team:") and key[5:] not in known]

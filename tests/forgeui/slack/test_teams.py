@@ -66,12 +66,15 @@ def test_the_agents_channel_comes_before_its_teams(
     assert SlackMessage.objects.get(interrupt=request).channel == "C-OPS"
 
 
-def test_a_team_key_passes_the_settings_check(settings: Any) -> None:
+def test_a_team_key_passes_the_settings_check(settings: Any, teams: None) -> None:
     settings.FORGE_SLACK_CHANNELS = {"team:finance": "C-FIN"}
     assert check_channels() == []
     settings.FORGE_SLACK_CHANNELS = {"team:": "C-FIN"}
     [error] = check_channels()
     assert error.id == "forgeui.E040" and error.level == checks.ERROR
+    settings.FORGE_SLACK_CHANNELS = {"team:fnance": "C-FIN"}  # a typo: never matches
+    [warning] = check_channels()
+    assert warning.id == "forgeui.W040" and "'team:fnance'" in warning.msg
 
 
 def test_sensitive_keys_are_masked_in_the_message(
