@@ -273,9 +273,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         return parts
 
     def shows(self, interrupt: Any) -> bool:
-        """Whether this page's filters take the row, judged on what the viewer may see:
-        a search must not find a row by a value it shows masked."""
+        """Whether this page's filters take the row, judged on what the viewer may see
+        (a search must not find a row by a value it shows masked) and may do (the queue
+        holds only rows they may answer, in their team)."""
         if not self.audience.sees_whole(interrupt.team):
+            if self.filters.tab == "queue":
+                return False
             interrupt = masked_copy(interrupt)
         return self.filters.matches(interrupt, self.viewer)
 

@@ -9,6 +9,7 @@ content: the other team's interrupt id must not appear in any of them.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -44,6 +45,7 @@ TEAMS = {"finance": {"graphs": ["transfer"]}, "support": {"graphs": ["deploy"]}}
 TEAM_USERS = {"fin": "finance:reviewer", "sup": "support:reviewer",
               "fin_auditor": "finance:auditor"}
 IBAN = "DE89370400440532013000"
+SHOWN = re.compile(r'<tr (?:hx-swap-oob="true" )?id="int-([0-9a-f]+)" class="row')  # added
 # The fallback poll hands a socket what its groups did not bring after about a second:
 # quiet for longer than that, nothing more is coming.
 QUIET_S = 1.6
@@ -295,3 +297,17 @@ async def test_a_search_never_finds_a_row_by_a_value_shown_masked(
                               finance.root_thread_id, finance.pk)])
     assert ROW.search(await frame_with(sockets["fin"], ROW)).group(1) == finance.pk
     assert finance.pk not in ROW.findall(await everything(sockets["fin_auditor"], 1))
+
+
+async def test_the_queue_holds_only_rows_of_teams_the_viewer_answers_in(
+        connect: Connect, team_cookies: dict[str, str], members: dict[str, User]) -> None:
+    support_auditors = await sync_to_async(Group.objects.get_or_create)(name="support:auditor")
+    await sync_to_async(members["fin"].groups.add)(support_auditors[0])
+    queue, _, _ = await connect(team_cookies["fin"], "/ws/inbox/?tab=queue")
+    await caught_up(queue, await last_event())
+    everything_socket = await watching(connect, team_cookies["fin"])
+    finance, support = await both_teams(members)
+    queued = SHOWN.findall(await everything(queue))  # a deletion shows nothing
+    assert finance.pk in queued and support.pk not in queued
+    # The support row still shows on the other tab: the viewer reads it there.
+    assert support.pk in ANY_ROW.findall(await everything(everything_socket, 0.5))
