@@ -9,6 +9,8 @@ A socket is tied to its user and its session. Three things close it:
   no signal announces: an expired or deleted session, a change made by another process
   on a channel layer that does not reach this one.
 
+A socket whose user still reads but in other teams follows them (``consumers.regroup``).
+
 Close codes: 4401 (the session is gone) and 4403 (the role no longer allows reading).
 """
 
@@ -34,9 +36,10 @@ from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from forgeui.inbox.audience import Audience
 from forgeui.inbox.broadcast import group_send
 from forgeui.inbox.periodic import SocketLoopWork, of_loop
-from forgeui.team.roles import PERMISSIONS, Action
+from forgeui.team.roles import Action, allowed
 
 if TYPE_CHECKING:
     pass
@@ -66,15 +69,24 @@ def access_code(user_id: Any, session_key: str) -> int | None:
 
 def access_codes(sockets: set[tuple[Any, str]]) -> dict[tuple[Any, str], int]:
     """The close codes of those of ``sockets`` that must close, in a few queries."""
+    return access_state(sockets)[0]
+
+
+def access_state(sockets: set[tuple[Any, str]],
+                 ) -> tuple[dict[tuple[Any, str], int], dict[str, Audience]]:
+    """(the close codes of those of ``sockets`` that must close, each active user's
+    ``Audience`` by id), in a few queries."""
     users = {str(user.pk): user for user in User.objects.filter(
         pk__in={user_id for user_id, _ in sockets}, is_active=True).prefetch_related("groups")}
+    for user in users.values():  # the roles read the groups from here, not again
+        user._forge_groups = frozenset(group.name for group in user.groups.all())
     sessions = load_sessions({key for _, key in sockets})
     codes = {}
     for user_id, key in sockets:
         code = judge(users.get(str(user_id)), sessions.get(key, {}), user_id)
         if code is not None:
             codes[(user_id, key)] = code
-    return codes
+    return codes, {user_id: Audience.of(user) for user_id, user in users.items()}
 
 
 def judge(user: Any, session: dict[str, Any], user_id: Any) -> int | None:
@@ -83,9 +95,7 @@ def judge(user: Any, session: dict[str, Any], user_id: Any) -> int | None:
     if not constant_time_compare(session.get(HASH_SESSION_KEY, ""),
                                  user.get_session_auth_hash()):
         return SESSION_GONE  # the password changed: Django logs such sessions out too
-    readers = {role.value for role in PERMISSIONS[Action.READ]}
-    may_read = user.is_superuser or any(g.name in readers for g in user.groups.all())
-    return None if may_read else ROLE_LOST
+    return None if allowed(user, Action.READ) else ROLE_LOST
 
 
 def load_sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
@@ -106,11 +116,15 @@ class AccessWatcher(SocketLoopWork):
     async def tick(self) -> None:
         consumers = list(self.sockets)
         # Off the thread the consumers' own queries share, so rows never wait.
-        closing = await database_sync_to_async(access_codes, thread_sensitive=False)(
-            {c.access_key for c in consumers})
+        closing, audiences = await database_sync_to_async(
+            access_state, thread_sensitive=False)({c.access_key for c in consumers})
         for consumer in consumers:
             if consumer.access_key in closing:
                 await consumer.revoke(closing[consumer.access_key])
+            elif audiences.get(str(consumer.access_key[0])) not in (None, consumer.audience):
+                # Read again by the socket itself: this read may be older than one a
+                # signal made it apply meanwhile.
+                await consumer.access_recheck({})
 
 
 def watcher() -> AccessWatcher:

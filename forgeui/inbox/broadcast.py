@@ -1,10 +1,12 @@
-"""The inbox's live half of the feed: committed event ids, sent on a channel-layer group.
+"""The inbox's live half of the feed: committed event ids, sent on channel-layer groups.
 
-Consumers join ``INBOX_GROUP`` and receive ``{"type": "inbox.event", "event_ids": [N, ...]}``
-(ids in order: what one drain of the outbox found, often the events of one save). The
-event rows themselves are written by ``forgeui.models.events``, which calls ``broadcast``
-after each commit once the app is ready; a reconnecting client reads
-``Event.objects.after(last_id)`` from the database.
+Consumers receive ``{"type": "inbox.event", "event_ids": [N, ...]}`` (ids in order: what
+one drain of the outbox found, often the events of one save). ``INBOX_GROUP`` hears of
+every event: its members may read every team's objects (plain roles, superusers). With
+teams, each team has a group too (``team_group``), told only of its own objects' events;
+a socket limited to some teams joins theirs. The event rows themselves are written by
+``forgeui.models.events``, which calls ``broadcast`` after each commit once the app is
+ready; a reconnecting client reads ``Event.objects.after(last_id)`` from the database.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
+from forgeui.models import Event
+from forgeui.team import teams
+
 INBOX_GROUP = "inbox"
+TEAM_GROUP_PREFIX = "inbox.team."
 INBOX_MESSAGE_TYPE = "inbox.event"
 # How long a process with no server waits for its announcement to reach the layer.
 SEND_WAIT_S = 5.0
@@ -29,10 +35,43 @@ logger = logging.getLogger(__name__)
 
 
 def broadcast(event_ids: list[int]) -> None:
-    """Tell the inbox group about these ids, in order, without waiting; a missing or
+    """Tell the inbox groups about these ids, in order, without waiting; a missing or
     broken channel layer only costs live updates (``feed.EventFeed`` polls the table)."""
     if event_ids:
         _outbox.send(event_ids)
+
+
+def team_group(team: str) -> str:
+    """The group told of ``team``'s events (team names are valid in group names)."""
+    return TEAM_GROUP_PREFIX + team
+
+
+def teams_of(event_ids: list[int]) -> list[tuple[int, str | None]]:
+    """Each id with the team its event is about (None: no team's group hears it).
+
+    Read in the writer's thread, just after its commit; without teams, nothing is read.
+    A read that fails leaves the events to ``INBOX_GROUP`` and the teams' sockets to the
+    fallback poll, which hands every socket what it missed.
+    """
+    if not teams.enabled():
+        return [(event_id, None) for event_id in event_ids]
+    try:
+        found = dict(Event.objects.filter(pk__in=event_ids).with_team()
+                     .values_list("id", "team"))
+    except Exception:
+        logger.exception("could not read the teams of inbox events %s", event_ids)
+        found = {}
+    return [(event_id, found.get(event_id) or None) for event_id in event_ids]
+
+
+def messages_of(batch: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
+    """(group, ids) to send for ``batch``: all ids to ``INBOX_GROUP``, each team's to its
+    group; an event of no team reaches ``INBOX_GROUP`` only."""
+    found: dict[str, list[int]] = {INBOX_GROUP: [event_id for event_id, _ in batch]}
+    for event_id, team in batch:
+        if team:
+            found.setdefault(team_group(team), []).append(event_id)
+    return list(found.items())
 
 
 # The event loop serving websockets in this process (daphne has one), once a socket opened.
@@ -93,7 +132,7 @@ class _Outbox:
     """
 
     def __init__(self) -> None:
-        self._ids: deque[int] = deque()
+        self._ids: deque[tuple[int, str | None]] = deque()
         self._lock = threading.Lock()
         self._draining: asyncio.AbstractEventLoop | None = None  # the loop draining
         self._drain_done: Any = None  # that drain's task or future
@@ -103,8 +142,9 @@ class _Outbox:
         if layer is None or _nobody_listens(layer):
             return
         loop = _sending_loop()
+        found = teams_of(event_ids)
         with self._lock:
-            self._ids.extend(event_ids)
+            self._ids.extend(found)
             # A running drain takes these ids too (a stopped loop's never will).
             if self._draining is None or not self._draining.is_running():
                 self._draining = loop
@@ -129,23 +169,27 @@ class _Outbox:
                     return
                 batch = list(self._ids)
                 self._ids.clear()
-            # One message per batch: each socket then sends one frame for all of it.
-            try:
-                await layer.group_send(INBOX_GROUP, {"type": INBOX_MESSAGE_TYPE,
-                                                     "event_ids": batch})
-            except Exception:
-                logger.exception("could not announce inbox events %s", batch)
+            # One message per group and batch: each socket sends one frame for all of it.
+            for group, ids in messages_of(batch):
+                try:
+                    await layer.group_send(group, {"type": INBOX_MESSAGE_TYPE,
+                                                   "event_ids": ids})
+                except Exception:
+                    logger.exception("could not announce inbox events %s to %s", ids, group)
 
 
 _outbox = _Outbox()
 
 
 def _nobody_listens(layer: Any) -> bool:
-    """The in-memory layer reaches only this process's sockets: when none has joined the
+    """The in-memory layer reaches only this process's sockets: when none has joined an
     inbox group there is nobody to tell, and no thread need wake (the embedded default's
     runs would pay that on every save). A socket that joins later catches up from the
     ``Event`` table, after joining. Other layers reach other processes: always send."""
-    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(INBOX_GROUP)
+    if not isinstance(layer, InMemoryChannelLayer):
+        return False
+    return not any(members and (name == INBOX_GROUP or name.startswith(TEAM_GROUP_PREFIX))
+                   for name, members in list(layer.groups.items()))
 
 
 class _Announcer:

@@ -15,6 +15,10 @@ application close code (``frames``), after leaving its groups. A user's sockets 
 process are capped (``frames.SocketQuota``). Rows are rendered from the interrupt's
 current state, never from the event, so replays and out-of-order delivery end in the
 same page.
+
+With teams, a socket joins the groups of the teams its user may read and is sent nothing
+about any other team's objects (``audience``); one whose user stops reading a team
+reloads its page.
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth import get_user_model
 
 from forgeui.inbox import access, broadcast, frames
-from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE
+from forgeui.inbox.audience import Audience
+from forgeui.inbox.broadcast import INBOX_MESSAGE_TYPE
 from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
 from forgeui.inbox.rows import (
+    MASKED,
     InboxFilters,
     RowFacts,
+    masked_copy,
     oob_cursor,
     oob_delete,
     oob_replace,
@@ -56,9 +63,10 @@ def fresh_user(user_id: Any) -> Any:
 
 
 @database_sync_to_async
-def may_read(user: Any) -> tuple[bool, Viewer]:
-    """(may watch the inbox, who is watching: groups and role), read fresh."""
-    return allowed(user, Action.READ), Viewer.of(user)
+def may_read(user: Any) -> tuple[bool, Viewer, Audience]:
+    """(may watch the inbox, who is watching: groups and role, the teams they read and
+    answer in), read fresh."""
+    return allowed(user, Action.READ), Viewer.of(user), Audience.of(user)
 
 
 class InboxConsumer(AsyncJsonWebsocketConsumer):
@@ -71,7 +79,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated or not session_key:
             await self.close(code=access.SESSION_GONE)
             return
-        may_watch, self.viewer = await may_read(user)
+        may_watch, self.viewer, self.audience = await may_read(user)
         if not may_watch:
             await self.close(code=access.ROLE_LOST)
             return
@@ -91,7 +99,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.replayed: int | None = None  # where this socket's catch-up ended
         self.refused = False
         # websocket_disconnect leaves these groups for us.
-        self.groups = [INBOX_GROUP, access.user_group(user.pk),
+        self.groups = [*self.audience.groups(), access.user_group(user.pk),
                        access.session_group(session_key)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -161,7 +169,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if not (isinstance(after, int) and not isinstance(after, bool) and after >= 0):
             return
         start = after if self.replayed is None else max(after, self.replayed)
-        result = await database_sync_to_async(catch_up)(start, self.viewer)
+        result = await database_sync_to_async(catch_up)(start, self.viewer, self.audience)
         if result is None:
             await self.refuse(frames.RELOAD, f"asked to catch up from {after}, too far behind")
             return
@@ -201,7 +209,26 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         if code is not None:
             await self.revoke(code)
             return
-        _, self.viewer = await may_read(await fresh_user(self.access_key[0]))
+        _, self.viewer, audience = await may_read(await fresh_user(self.access_key[0]))
+        await self.regroup(audience)
+
+    async def regroup(self, audience: Audience) -> None:
+        """Follow a change of the teams the user reads: join the groups of the teams
+        now read, leave the others. A team no longer read may still have rows on the
+        page, so the page reloads (``frames.RELOAD``) and shows what it may now."""
+        before, self.audience = self.audience, audience
+        if audience == before or self.refused:
+            return
+        if audience.reads_less_than(before):
+            await self.refuse(frames.RELOAD, "reads fewer teams than before")
+            return
+        old, new = set(before.groups()), set(audience.groups())
+        for group in old - new:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        for group in new - old:
+            await self.channel_layer.group_add(group, self.channel_name)
+        kept = [g for g in self.groups if g not in old]
+        self.groups = [*audience.groups(), *kept]
 
     async def access_revoked(self, message: dict[str, Any]) -> None:
         await self.revoke(access.SESSION_GONE)
@@ -232,19 +259,34 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     def row_parts(self, found: list[Snapshot]) -> list[str]:
         parts = []
         for item in found:
+            if not self.audience.may_read(item.team):
+                continue  # another team's: not even its deletion
             shown = item.interrupt or item.ended
-            if shown is not None and self.filters.matches(shown, self.viewer):
+            if shown is not None and self.shows(shown):
                 parts.append(oob_upsert(self.row_of(shown, item.rows, item.facts),
                                         item.interrupt_id, self.filters.insert_swap))
             elif item.interrupt_id:  # answered, claimed away, gone: the row leaves
                 parts.append(oob_delete(item.interrupt_id))
             parts.extend(oob_replace(self.row_of(interrupt, rows, item.facts))
                          for interrupt, rows in item.refreshed
-                         if self.filters.matches(interrupt, self.viewer))
+                         if self.audience.may_read(interrupt.team) and self.shows(interrupt))
         return parts
 
+    def shows(self, interrupt: Any) -> bool:
+        """Whether this page's filters take the row, judged on what the viewer may see
+        (a search must not find a row by a value it shows masked) and may do (the queue
+        holds only rows they may answer, in their team)."""
+        if not self.audience.sees_whole(interrupt.team):
+            if self.filters.tab == "queue":
+                return False
+            interrupt = masked_copy(interrupt)
+        return self.filters.matches(interrupt, self.viewer)
+
     def row_of(self, interrupt: Any, rows: dict[str, str], facts: RowFacts | None) -> str:
-        """The row as this viewer sees it (an ended row is read-only for everyone)."""
+        """The row as this viewer sees it (an ended row is read-only for everyone); who
+        may not answer in its team sees it read-only, sensitive keys masked."""
+        if not self.audience.sees_whole(interrupt.team):
+            return rows.get(MASKED) or rows["read"]
         shown = mode(self.viewer, interrupt) if facts is None else row_mode(
             self.viewer, interrupt, facts)
         return rows.get(shown) or rows["read"]
@@ -258,6 +300,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     def signal_parts(self, found: list[Snapshot]) -> list[str]:
         # The cursor element is the signal itself: its swap makes the page reload its live
         # parts.
+        found = [item for item in found if self.audience.may_read(item.team)]
         if self.interrupt:
             heard = any(item.interrupt_id == self.interrupt for item in found)
         else:

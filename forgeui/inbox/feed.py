@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from forgeui.inbox.audience import Audience
 from forgeui.inbox.periodic import SocketLoopWork, of_loop
-from forgeui.inbox.rows import RowFacts, render_row, render_rows, row_mode
+from forgeui.inbox.rows import MASKED, RowFacts, render_row, render_rows, row_mode
 from forgeui.models import Event, Interrupt, InterruptStatus
-from forgeui.team.assignment import Mode, Viewer
+from forgeui.team.assignment import Viewer
 
 if TYPE_CHECKING:
     pass
@@ -40,21 +41,22 @@ class Snapshot:
     event_id: int
     root_thread_id: str = ""
     interrupt_id: str = ""
+    team: str | None = None  # whose object the event is about; None: not known
     interrupt: Interrupt | None = None  # set while pending
-    rows: dict[Mode, str] = field(default_factory=dict)  # assignment mode -> row html
+    rows: dict[str, str] = field(default_factory=dict)  # assignment mode (or MASKED) -> html
     # A run moved to a new checkpoint: its pending rows, to be replaced where shown.
-    refreshed: list[tuple[Interrupt, dict[Mode, str]]] = field(default_factory=list)
+    refreshed: list[tuple[Interrupt, dict[str, str]]] = field(default_factory=list)
     ended: Interrupt | None = None  # set once answered, for "Done by me" tabs
     facts: RowFacts | None = None  # what the rows were rendered with, for choosing one
 
 
 def snapshot(event_id: int) -> Snapshot:
     """Read one event and its interrupt's current state; render its row both ways."""
-    event = (Event.objects.filter(pk=event_id)
-             .values("interrupt_id", "root_thread_id", "run_id").first())
+    event = (Event.objects.filter(pk=event_id).with_team()
+             .values("interrupt_id", "root_thread_id", "run_id", "team").first())
     if event is None:
         return Snapshot(event_id)
-    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"])
+    found = Snapshot(event_id, event["root_thread_id"], event["interrupt_id"], event["team"])
     if found.interrupt_id:
         place(found, Interrupt.objects.select_related("run", "claimed_by")
               .filter(pk=found.interrupt_id).first())
@@ -72,12 +74,14 @@ def snapshot(event_id: int) -> Snapshot:
     return found
 
 
-def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = None,
-          facts: RowFacts | None = None) -> None:
+def place(found: Snapshot, interrupt: Interrupt | None,
+          viewer: tuple[Viewer, Audience] | None = None, facts: RowFacts | None = None,
+          ) -> None:
     """Pending: the row to show; answered: the row for "Done by me". Rendered for
     ``viewer`` only, or for every kind of viewer when shared (``viewer=None``)."""
     if interrupt is None:
         return
+    found.team = interrupt.team
     if interrupt.status == InterruptStatus.PENDING:
         found.interrupt = interrupt
     elif interrupt.status == InterruptStatus.ANSWERED and interrupt.answered_by_id:
@@ -87,34 +91,37 @@ def place(found: Snapshot, interrupt: Interrupt | None, viewer: Viewer | None = 
     found.facts = facts or RowFacts.of([interrupt])
     if viewer is None:
         found.rows = render_rows(interrupt, found.facts)
+    elif not viewer[1].sees_whole(interrupt.team):
+        found.rows = {MASKED: render_row(interrupt, "read", found.facts, masked=True)}
     else:
-        shown = row_mode(viewer, interrupt, found.facts) if found.interrupt else "read"
+        shown = row_mode(viewer[0], interrupt, found.facts) if found.interrupt else "read"
         found.rows = {shown: render_row(interrupt, shown, found.facts)}
 
 
-def catch_up(after: int, viewer: Viewer,
+def catch_up(after: int, viewer: Viewer, audience: Audience,
              limit: int | None = None) -> tuple[list[Snapshot], int] | None:
     """What changed after event ``after``: one snapshot per interrupt (or per run tree, for
     events about no interrupt), each with its interrupt's current state; the newest id.
 
     None when more than ``limit`` events came since: a client that far behind reloads its
-    page instead, so no request reads more than one page of the event table.
+    page instead, so no request reads more than one page of the event table. Only the
+    events about what ``audience`` may read are read, and count.
     """
     limit = CATCH_UP_LIMIT if limit is None else limit
-    batch = list(Event.objects.after(after)
-                 .values_list("id", "interrupt_id", "root_thread_id")[:limit + 1])
+    batch = list(Event.objects.after(after).of_teams(audience.reads)
+                 .values_list("id", "interrupt_id", "root_thread_id", "team")[:limit + 1])
     if len(batch) > limit:
         return None
     latest: dict[tuple[str, str], Snapshot] = {}
-    for event_id, interrupt_id, root in batch:
+    for event_id, interrupt_id, root, team in batch:
         key = (interrupt_id, "" if interrupt_id else root)
-        latest[key] = Snapshot(event_id, root, interrupt_id)
+        latest[key] = Snapshot(event_id, root, interrupt_id, team)
     pending = {s.interrupt_id: s for s in latest.values() if s.interrupt_id}
     found = list(Interrupt.objects.select_related("run", "claimed_by")
                  .filter(pk__in=list(pending)))
     facts = RowFacts.of(found)  # fork links and answers for every row at once
     for interrupt in found:
-        place(pending[interrupt.pk], interrupt, viewer, facts)
+        place(pending[interrupt.pk], interrupt, (viewer, audience), facts)
     last = batch[-1][0] if batch else after
     return sorted(latest.values(), key=lambda s: s.event_id), last
 
@@ -149,19 +156,20 @@ class SnapshotCache:
 snapshots = SnapshotCache()
 
 
-def settled_events(after: int, settle: float) -> list[int]:
-    """Ids of the events after ``after`` that are at least ``settle`` seconds old (the
-    channel layer had its chance to announce them), oldest first, stopping at the first
-    that is not: ``created_at`` is taken before a writer waits for the ordering lock, so
-    an event can be younger than one with a higher id, and the caller's floor must not
-    pass it before it settles."""
+def settled_events(after: int, settle: float) -> list[tuple[int, str | None]]:
+    """Ids (with their teams) of the events after ``after`` that are at least ``settle``
+    seconds old (the channel layer had its chance to announce them), oldest first,
+    stopping at the first that is not: ``created_at`` is taken before a writer waits for
+    the ordering lock, so an event can be younger than one with a higher id, and the
+    caller's floor must not pass it before it settles."""
     cutoff = timezone.now() - timedelta(seconds=settle)
-    found = Event.objects.after(after).values_list("id", "created_at")[:CATCH_UP_BATCH]
-    settled: list[int] = []
-    for event_id, created_at in found:
+    found = (Event.objects.after(after).with_team()
+             .values_list("id", "created_at", "team")[:CATCH_UP_BATCH])
+    settled: list[tuple[int, str | None]] = []
+    for event_id, created_at, team in found:
         if created_at > cutoff:
             break
-        settled.append(event_id)
+        settled.append((event_id, team))
     return settled
 
 
@@ -222,15 +230,21 @@ class EventFeed(SocketLoopWork):
                                                                 self.SETTLE_SECONDS)
         if not settled:
             return
-        self.floor = settled[-1]
+        self.floor = settled[-1][0]
         # One event at a time, every socket in turn: a whole batch per socket held the
         # database thread long enough for the sockets' own queues to overflow.
-        for event_id in settled:
-            for consumer in list(self.sockets):
-                if not self.heard.setdefault(consumer, Heard()).has(event_id):
-                    await consumer.inbox_event({"event_ids": [event_id]})
+        for event_id, team in settled:
+            await self.hand(event_id, team)
         for heard in self.heard.values():  # below the floor nothing is looked at again
             heard.ids = {i for i in heard.ids if i > self.floor}
+
+    async def hand(self, event_id: int, team: str | None) -> None:
+        """Hand one event to each socket that may read its team and has not heard it
+        (another team's events never reach a team's sockets through their groups)."""
+        for consumer in list(self.sockets):
+            if (consumer.audience.may_read(team)
+                    and not self.heard.setdefault(consumer, Heard()).has(event_id)):
+                await consumer.inbox_event({"event_ids": [event_id]})
 
 
 def feed() -> EventFeed:

@@ -8,6 +8,7 @@ insert or delete, and the id of the newest event they reflect.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from forgeui.runs.policies import approvals
 from forgeui.runs.services.forking import links as forks
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team.assignment import Mode, Viewer, is_assigned, mode
+from forgeui.team.sensitive import mask
 
 PAGE_SIZE = 50
 ROW_ACTIONS = ("accept", "ignore")  # one-click answers; edit and respond need a form
@@ -33,6 +35,8 @@ Tab = Literal["all", "assigned", "queue", "done"]
 TABS: list[tuple[Tab, str]] = [("all", "All pending"), ("assigned", "Assigned to me"),
                                ("queue", "Queue"), ("done", "Done by me")]
 MODES: tuple[Mode, ...] = ("answer", "mine", "read", "refused")
+# The read-only row with sensitive keys masked, for who may not answer in its team.
+MASKED = "masked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,17 +180,20 @@ def row_mode(viewer: Viewer, interrupt: Interrupt, facts: RowFacts) -> Mode:
     return "refused" if refused else shown
 
 
-def row_context(interrupt: Interrupt, row_mode: Mode,
-                facts: RowFacts | None = None) -> dict[str, Any]:
+def row_context(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = None,
+                masked: bool = False) -> dict[str, Any]:
     """Everything ``inbox.html#row`` reads; no lazy queries, so it renders anywhere.
 
     ``row_mode`` is how the row looks to its viewer (``assignment.mode``): answer buttons
     and Claim, answer buttons and Release (their claim), or read-only. ``facts`` are
-    looked up for this row alone when not given.
+    looked up for this row alone when not given. ``masked``: the viewer may not answer
+    in the row's team, so its sensitive keys are masked (``masked_copy``).
     """
-    actions = declared_actions(interrupt.payload)
     facts = facts or RowFacts.of([interrupt])
     decision = facts.decisions.get(interrupt.pk)
+    if masked:
+        interrupt, decision = masked_copy(interrupt), masked_answer(decision, interrupt)
+    actions = declared_actions(interrupt.payload)
     return {
         "interrupt": interrupt,
         "fork": facts.origins.get(interrupt.root_thread_id),
@@ -211,6 +218,32 @@ def row_context(interrupt: Interrupt, row_mode: Mode,
         "note": "", "error": "",  # given back when an answer from the row is refused
         "approvals": facts.tallies.get(interrupt.pk),
     }
+
+
+def masked_copy(interrupt: Interrupt) -> Interrupt:
+    """``interrupt`` with its sensitive keys masked in its payload and its run's input
+    (the summary reads both); a copy, so the row itself stays whole."""
+    keys = interrupt.sensitive or ()
+    if not keys:
+        return interrupt
+    shown = copy.copy(interrupt)
+    shown.payload = mask(interrupt.payload, keys)
+    run = copy.copy(interrupt.run)
+    run.input = mask(run.input, keys)
+    shown.run = run
+    return shown
+
+
+def masked_answer(answer: Answer | None, interrupt: Interrupt) -> Answer | None:
+    """The answer that closed ``interrupt`` with its sensitive keys masked (an edit's
+    arguments may repeat them)."""
+    keys = interrupt.sensitive or ()
+    if answer is None or not keys:
+        return answer
+    shown = copy.copy(answer)
+    shown.value = mask(answer.value, keys)
+    shown.interrupt = masked_copy(interrupt)
+    return shown
 
 
 def decision_words(interrupt: Interrupt, decision: Answer | None) -> str:
@@ -246,19 +279,24 @@ def accepted_answers(interrupts: Any) -> dict[str, Answer]:
     return found
 
 
-def render_row(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = None) -> str:
+def render_row(interrupt: Interrupt, row_mode: Mode, facts: RowFacts | None = None,
+               masked: bool = False) -> str:
     """One row for the websocket (pages get the same marking from their middleware)."""
-    return bidi.mark(render_to_string("forgeui/inbox.html#row",
-                                      {"row": row_context(interrupt, row_mode, facts)}))
+    row = row_context(interrupt, row_mode, facts, masked)
+    return bidi.mark(render_to_string("forgeui/inbox.html#row", {"row": row}))
 
 
-def render_rows(interrupt: Interrupt, facts: RowFacts | None = None) -> dict[Mode, str]:
-    """The row as each kind of viewer sees it (an ended one: read-only)."""
+def render_rows(interrupt: Interrupt, facts: RowFacts | None = None) -> dict[str, str]:
+    """The row as each kind of viewer sees it, by mode (an ended one: read-only), and
+    ``MASKED`` when it has sensitive keys."""
     facts = facts or RowFacts.of([interrupt])
-    if interrupt.status != InterruptStatus.PENDING:
-        return {"read": render_row(interrupt, "read", facts)}
-    modes = MODES if interrupt.pk in facts.tallies else MODES[:-1]  # no policy, no refusal
-    return {m: render_row(interrupt, m, facts) for m in modes}
+    modes: tuple[Mode, ...] = ("read",)
+    if interrupt.status == InterruptStatus.PENDING:  # no policy, no refusal
+        modes = MODES if interrupt.pk in facts.tallies else MODES[:-1]
+    rows: dict[str, str] = {m: render_row(interrupt, m, facts) for m in modes}
+    if interrupt.sensitive:
+        rows[MASKED] = render_row(interrupt, "read", facts, masked=True)
+    return rows
 
 
 def row_dom_id(interrupt_id: str) -> str:

@@ -19,6 +19,8 @@ from functools import partial
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, models, transaction
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from . import queries
@@ -39,6 +41,23 @@ class EventQuerySet(models.QuerySet["Event"]):
     def after(self, event_id: int) -> EventQuerySet:
         """What a reconnecting client missed since ``event_id``."""
         return self.filter(id__gt=event_id).order_by("id")
+
+    def with_team(self) -> EventQuerySet:
+        """Each event annotated with ``team``: its interrupt's, else its run's (None when
+        neither row exists). Events carry no team of their own: they are written by
+        every kind of change, and the rows they point at already say whose they are."""
+        from .interrupts import Interrupt
+        from .runs import Run
+
+        of_interrupt = Interrupt.objects.filter(pk=OuterRef("interrupt_id")).values("team")
+        of_run = Run.objects.filter(pk=OuterRef("run_id")).values("team")
+        return self.annotate(team=Coalesce(Subquery(of_interrupt[:1]), Subquery(of_run[:1])))
+
+    def of_teams(self, teams: frozenset[str] | None) -> EventQuerySet:
+        """The events about objects of ``teams`` (``roles.teams_where``; None: every
+        event), each with its ``team`` (``with_team``)."""
+        found = self.with_team()
+        return found if teams is None else found.filter(team__in=sorted(teams))
 
     def last_id(self) -> int:
         """The newest event id (0 when there is none): a page's catch-up cursor."""

@@ -19,6 +19,12 @@ class WebhookQuerySet(models.QuerySet["Webhook"]):
         """Active hooks subscribed to ``event`` (the list is JSON: filtered in Python)."""
         return [hook for hook in self.filter(active=True) if event in hook.events]
 
+    def for_team(self, team: str | None) -> WebhookQuerySet:
+        """The hooks told of an object of ``team`` (None: its rows are gone): those of
+        every team, and that team's own."""
+        every = models.Q(team="")
+        return self.filter(every | models.Q(team=team) if team else every)
+
 
 class Webhook(models.Model):
     """An outgoing webhook, configured in the admin (``forgeui.notifications`` sends them)."""
@@ -29,6 +35,9 @@ class Webhook(models.Model):
     events = models.JSONField(default=list, blank=True,
                               help_text=f"any of: {', '.join(WebhookEvent.values)}")
     active = models.BooleanField(default=True)
+    team = models.CharField(max_length=64, blank=True, default="", db_default="",
+                            help_text="only this team's events (FORGE_TEAMS); empty: every "
+                                      "team's and those of no team")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     objects = WebhookQuerySet.as_manager()

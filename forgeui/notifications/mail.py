@@ -1,4 +1,8 @@
-"""E-mail that never gets in a run's way: a failure is logged, not raised."""
+"""E-mail that never gets in a run's way: a failure is logged, not raised.
+
+With teams, an interrupt's assignees are told only if they may read it in its team, and
+what the message quotes of its payload is masked where marked sensitive.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from django.core.mail import send_mail
 from django.db.models import Q
 
 from forgeui.models import Interrupt, assignees
+from forgeui.notifications.audience import told_of
 from forgeui.team import decision_links
+from forgeui.team.sensitive import masked_payload
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +42,12 @@ def email_assignees(interrupt_id: str) -> int:
     if interrupt is None or not interrupt.assignees or interrupt.status != "pending":
         return 0
     users, groups = assignees.decode(interrupt.assignees)
-    recipients = (get_user_model().objects.filter(
+    named = get_user_model().objects.filter(
         Q(username__in=users) | Q(groups__name__in=groups), is_active=True)
-        .exclude(email="").distinct().order_by("email"))
-    question = (interrupt.payload or {}).get("question") if isinstance(
-        interrupt.payload, dict) else None
+    recipients = (named.filter(pk__in=get_user_model().objects.filter(
+        told_of(interrupt.team)).values("pk")).exclude(email="").distinct().order_by("email"))
+    payload = masked_payload(interrupt)
+    question = payload.get("question") if isinstance(payload, dict) else None
     subject = f"[forge] waiting for you: {question or interrupt.node}"
     where = f"Interrupt {interrupt.pk} at {'/'.join(interrupt.namespace)} ({interrupt.node})"
     return send_with_links(recipients, interrupt.pk, subject, f"{where} is assigned to you.",

@@ -6,6 +6,9 @@ claim, policy and no self-approval apply as on the page, and the gate's compare-
 makes a press sent twice, or two people pressing at once, decide once. The presser is
 told the outcome in an ephemeral message; the message itself changes when the events of
 the decision reach ``delivery``.
+
+A form opens before any answer is made, so who may not answer in the interrupt's team is
+turned away here first (one who may not even read it hears it does not exist).
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from forgeui.runs import foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.slack import config, linking, modals
 from forgeui.slack.models import SlackMessage
+from forgeui.team.roles import Action, allowed
 
 logger = logging.getLogger(__name__)
 
 FORMS = ("reject", "cancel", "respond", "edit")
+GONE = "This interrupt no longer exists in forge."
 VERBS = ("approve", "continue", *FORMS)
 
 
@@ -38,18 +43,32 @@ def pressed(payload: dict[str, Any]) -> str:
     if user is None:
         tell(channel, slack_user, linking.how_to_link(slack_user, team))
         return "unlinked"
-    outcomes = []
-    for action in payload.get("actions") or []:
-        verb, interrupt, index = read_action(action)
-        if interrupt is None:
-            tell(channel, slack_user, "This interrupt no longer exists in forge.")
-            outcomes.append("unknown")
-        elif verb in FORMS:
-            outcomes.append(open_form(payload, verb, interrupt, index, channel))
-        else:
-            outcomes.append(decide(user, slack_user, channel, interrupt, index,
-                                   {"type": "approve"}))
+    outcomes = [press(payload, action, user) for action in payload.get("actions") or []]
     return ",".join(outcomes) or "nothing"
+
+
+def press(payload: dict[str, Any], action: dict[str, Any], user: Any) -> str:
+    """One button of a ``block_actions`` payload, pressed by the linked ``user``."""
+    slack_user, _, channel = who_where(payload)
+    verb, interrupt, index = read_action(action)
+    if interrupt is None:
+        tell(channel, slack_user, GONE)
+        return "unknown"
+    if (why := refusal(user, interrupt)) is not None:
+        tell(channel, slack_user, why)
+        return "refused"
+    if verb in FORMS:
+        return open_form(payload, verb, interrupt, index, channel)
+    return decide(user, slack_user, channel, interrupt, index, {"type": "approve"})
+
+
+def refusal(user: Any, interrupt: Interrupt) -> str | None:
+    """Why ``user`` may not answer ``interrupt`` in its team; None when they may."""
+    if not allowed(user, Action.READ, interrupt.team):
+        return GONE
+    if not allowed(user, Action.ANSWER, interrupt.team):
+        return "Not decided: your roles do not let you answer this team's interrupts."
+    return None
 
 
 def submitted(payload: dict[str, Any]) -> str:
@@ -61,8 +80,11 @@ def submitted(payload: dict[str, Any]) -> str:
     user = linking.acting_user(slack_user, team)
     if user is None or interrupt is None:
         tell(channel, slack_user, linking.how_to_link(slack_user, team) if user is None
-             else "This interrupt no longer exists in forge.")
+             else GONE)
         return "unlinked" if user is None else "unknown"
+    if (why := refusal(user, interrupt)) is not None:
+        tell(channel, slack_user, why)
+        return "refused"
     _, decision, _errors = modals.read(payload, call_action(interrupt, meta.get("c")))
     if decision is None:
         return "invalid"

@@ -2,7 +2,8 @@
 
 Pending: the summary, a few context fields, the choices (per call for tool calls), the
 deadline, where a policy stands, and a link to the interrupt page. Ended: who decided
-what, when and where, and no buttons. Every button names its interrupt (and call) in
+what, when and where, and no buttons. A channel has many readers: payload keys marked
+sensitive are masked in every message. Every button names its interrupt (and call) in
 its ``value``; ``acting`` reads them back.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from forgeui.inbox.rows import asks_yes_no
+from forgeui.inbox.rows import asks_yes_no, masked_answer, masked_copy
 from forgeui.models import Answer, Interrupt, InterruptStatus
 from forgeui.requests import present
 from forgeui.requests.shapes import allowed
@@ -32,6 +33,7 @@ MAX_CALLS = 20
 
 def message(interrupt: Interrupt) -> tuple[str, list[dict[str, Any]]]:
     """The notification text and the blocks of ``interrupt``'s message, as it stands."""
+    interrupt = masked_copy(interrupt)
     summary = wording.interrupt_summary(interrupt)
     blocks = [section(f"*{mrkdwn(summary)}*"), context_fields(interrupt)]
     if interrupt.status == InterruptStatus.PENDING:
@@ -113,7 +115,7 @@ def ended_words(interrupt: Interrupt) -> str:
     if answer is None:
         return f":white_check_mark: *Answered* · {when(interrupt.answered_at)}"
     answer.interrupt = interrupt
-    decided = mrkdwn(wording.decision_words(answer))
+    decided = mrkdwn(wording.decision_words(masked_answer(answer, interrupt) or answer))
     if answer.user is None:
         who = "by its deadline" if interrupt.deadline_at is not None else "by forge"
     else:

@@ -16,19 +16,23 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from forgeui.inbox.audience import Audience
 from forgeui.inbox.feed import EventFeed
-from forgeui.models import Event, EventKind
+from forgeui.models import Event, EventKind, Run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 SETTLE_S = 0.2
+EVERY_TEAM = Audience(None, None)
 
 
 class Socket:
-    """What the feed calls on an inbox consumer: ``inbox_event``; what it was handed."""
+    """What the feed reads and calls on an inbox consumer: ``audience`` and
+    ``inbox_event``; what it was handed."""
 
-    def __init__(self) -> None:
+    def __init__(self, audience: Audience = EVERY_TEAM) -> None:
         self.handed: list[int] = []
+        self.audience = audience
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
         self.handed.extend(message["event_ids"])
@@ -75,3 +79,25 @@ async def test_a_socket_that_heard_the_young_event_is_not_handed_it_again() -> N
     await feed.tick()
     assert heard.handed == [first, last]
     assert missed.handed == [first, middle, last]
+
+
+async def test_a_teams_socket_is_handed_only_events_about_what_it_reads() -> None:
+    finance, everyone = Socket(Audience(frozenset({"finance"}), frozenset())), Socket()
+    feed = await fed(finance, everyone)
+    ids = await database_sync_to_async(events_of_teams)(["finance", "support", ""])
+    await asyncio.sleep(SETTLE_S * 2)
+    await feed.tick()
+    assert finance.handed == ids[:1]
+    assert everyone.handed == ids
+
+
+def events_of_teams(teams: list[str]) -> list[int]:
+    """An event about a run of each of ``teams`` (settled already)."""
+    made = []
+    for team in teams:
+        run_id = f"run-{team or 'none'}"
+        Run.objects.create(run_id=run_id, thread_id=run_id, root_thread_id=run_id,
+                           team=team, status="running", latest_checkpoint_id="c")
+        made.append(Event.objects.create(kind=EventKind.RUN_UPDATED, run_id=run_id,
+                                         root_thread_id=run_id).id)
+    return made

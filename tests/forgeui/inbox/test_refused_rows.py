@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client, override_settings
 
+from forgeui.inbox.audience import Audience
 from forgeui.inbox.feed import catch_up, snapshot
 from forgeui.inbox.rows import row_mode
 from forgeui.models import Event, Interrupt
@@ -58,7 +59,8 @@ def test_a_pushed_row_is_the_refused_one_for_the_starter(paused: Interrupt) -> N
     assert row_mode(alice, shared.interrupt, shared.facts) == "answer"
     assert 'value="approve"' not in shared.rows["refused"]
     assert 'value="approve"' in shared.rows["answer"]
-    caught = catch_up(event.pk - 1, starter)
+    everywhere = Audience.of(User.objects.get(username="supervisor"))
+    caught = catch_up(event.pk - 1, starter, everywhere)
     assert caught is not None
     [mine] = [s for s in caught[0] if s.interrupt_id == paused.pk]
     assert list(mine.rows) == ["refused"]

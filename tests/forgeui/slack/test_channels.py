@@ -72,7 +72,7 @@ def test_without_a_default_only_named_ones_are_posted(users: dict[str, User],
 
 
 def test_the_setting_is_checked_at_start() -> None:
-    for bad in ("not json", {"graph:": "C1"}, {"team:x": "C1"}, {"graph:x": ""}, ["C1"]):
+    for bad in ("not json", {"graph:": "C1"}, {"room:x": "C1"}, {"graph:x": ""}, ["C1"]):
         with override_settings(FORGE_SLACK_CHANNELS=bad):
             [error] = check_channels()
             assert error.id == "forgeui.E040" and error.level == checks.ERROR, bad
