@@ -22,12 +22,13 @@ class ForgeUIConfig(AppConfig):
         from forgeui.demo import accounts  # noqa: F401
         from forgeui.inbox import access, broadcast  # noqa: F401
         from forgeui.models.events import listen
+        from forgeui.permissions import teams
         from forgeui.runs.policies.checks import check_policies
         from forgeui.runs.registry import check_graphs, check_setting
         from forgeui.slack import channels as slack_channels
         from forgeui.slack import models as slack_models  # noqa: F401
         from forgeui.slack import tasks as slack_tasks
-        from forgeui.team import lockouts, membership, sign_in, sso, teams  # noqa: F401
+        from forgeui.team import lockouts, membership, sign_in, sso  # noqa: F401
 
         checks.register(check_graphs, GRAPHS_CHECK)
         checks.register(check_setting, SETTINGS_CHECKS)

@@ -102,7 +102,7 @@ if env_bool("FORGE_EXAMPLES", False) and isinstance(FORGE_GRAPHS, dict):
 # (forgeui.runs.policies.config); the system check E010 names what is wrong.
 FORGE_POLICIES: Any = env_json("FORGE_POLICIES", "{}")
 # Teams, {team: {"graphs": ["graph", "graph/*"], "agents": ["agent-name"]}}
-# (forgeui.team.teams); the system check E050 names what is wrong.
+# (forgeui.permissions.teams); the system check E050 names what is wrong.
 FORGE_TEAMS: Any = env_json("FORGE_TEAMS", "{}")
 # Sync nodes run in a worker thread, where Django's ORM may be used ("auto": inline).
 FORGE_SYNC_NODES = os.environ.get("FORGE_SYNC_NODES", "thread")

@@ -9,7 +9,7 @@ from ninja.pagination import paginate
 
 from forgeui.api.schemas import ERRORS, Page, Text, When
 from forgeui.models import AuditEntry, Interrupt
-from forgeui.team.roles import Action, allowed
+from forgeui.permissions.roles import Action, allowed
 from forgeui.team.sensitive import mask
 
 router = Router(tags=["forge"])

@@ -5,7 +5,7 @@ no CSRF applies) and the browser's Django session (CSRF enforced on unsafe metho
 request carrying an ``Authorization`` header is judged by that header alone: a bad token is
 401 even when a session cookie rides along.
 
-Authentication also applies the read gate: a user with no forge role (``forgeui.team.roles``)
+Authentication also applies the read gate: a user with no forge role (``forgeui.permissions.roles``)
 is refused with 403 and logged, and audited once an hour rather than once a request. What
 each role may change is decided in ``forgeui.runs.services``.
 """
@@ -27,13 +27,13 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from forgeui.models import ApiToken, AuditEntry, SignInMethod
+from forgeui.permissions.roles import Action, Role, allowed, needed_roles, roles_of
 from forgeui.team import sign_in
-from forgeui.team.roles import Action, Role, allowed, needed_roles, roles_of
 
 logger = logging.getLogger(__name__)
 DENIED_WINDOW = timedelta(hours=1)
 
-# The role table lives in forgeui.team.roles; these names are re-exported for older imports.
+# The role table lives in forgeui.permissions.roles; these names are re-exported for older imports.
 __all__ = ["Action", "BearerAuth", "CsrfFailed", "Role", "SessionAuth", "allowed", "api_auth",
            "login_required_for_docs", "roles_of"]
 

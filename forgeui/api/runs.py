@@ -25,10 +25,10 @@ from forgeui.api.schemas import (
     get_one,
 )
 from forgeui.models import Interrupt, Run
+from forgeui.permissions.roles import Action, allowed, teams_where
+from forgeui.permissions.teams import team_of_graph
 from forgeui.runs import registry, services
-from forgeui.team.roles import Action, allowed, teams_where
 from forgeui.team.sensitive import mask
-from forgeui.team.teams import team_of_graph
 
 router = Router(tags=["forge"])
 

@@ -12,12 +12,12 @@ from forgeui import langgraph
 from forgeui.api.pagination import BytePage
 from forgeui.api.schemas import BODY_ERRORS, CONFLICT, ERRORS, Body, Id, get_one
 from forgeui.models import Interrupt, Run, Thread
+from forgeui.permissions.roles import Action, allowed
 from forgeui.runs import services
 from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services.forking import wording as fork_start
 from forgeui.store import DjangoCheckpointStore
 from forgeui.store.pages import ThreadPages
-from forgeui.team.roles import Action, allowed
 from forgeui.team.sensitive import mask
 
 router = Router(tags=["forge"])

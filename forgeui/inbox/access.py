@@ -39,7 +39,7 @@ from django.utils.crypto import constant_time_compare
 from forgeui.inbox.audience import Audience
 from forgeui.inbox.broadcast import group_send
 from forgeui.inbox.periodic import SocketLoopWork, of_loop
-from forgeui.team.roles import Action, allowed
+from forgeui.permissions.roles import Action, allowed
 
 if TYPE_CHECKING:
     pass

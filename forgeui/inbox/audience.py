@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgeui.inbox.broadcast import INBOX_GROUP, team_group
-from forgeui.team.roles import Action, teams_where
+from forgeui.permissions.roles import Action, teams_where
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from forgeui.models import Event
-from forgeui.team import teams
+from forgeui.permissions import teams
 
 INBOX_GROUP = "inbox"
 TEAM_GROUP_PREFIX = "inbox.team."

@@ -49,8 +49,8 @@ from forgeui.inbox.rows import (
     oob_upsert,
     row_mode,
 )
+from forgeui.permissions.roles import Action, allowed
 from forgeui.team.assignment import Viewer, mode
-from forgeui.team.roles import Action, allowed
 
 ROWS_PER_FRAME = 200  # rows per websocket message while catching up
 logger = logging.getLogger(__name__)

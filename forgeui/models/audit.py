@@ -18,8 +18,8 @@ from django.db import connections, models, router, transaction
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from forgeui.team import teams
-from forgeui.team.roles import team_q
+from forgeui.permissions import teams
+from forgeui.permissions.roles import team_q
 
 from . import audit_chain
 from .identities import sign_in_field

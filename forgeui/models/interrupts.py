@@ -10,7 +10,7 @@ from django.db import connections, models
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from forgeui.team.roles import team_q
+from forgeui.permissions.roles import team_q
 
 from .assignees import NamedViewer, decode
 from .identities import sign_in_field

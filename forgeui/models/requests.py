@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from forgeui.team.roles import team_q
+from forgeui.permissions.roles import team_q
 
 from .runs import ID_LENGTH
 

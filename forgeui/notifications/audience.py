@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from forgeui.team import teams
-from forgeui.team.roles import PERMISSIONS, Action
+from forgeui.permissions import teams
+from forgeui.permissions.roles import PERMISSIONS, Action
 
 
 def readers(team: str, action: Action | str = Action.READ) -> Q:

@@ -30,13 +30,14 @@ from forgeui.models import (
 )
 from forgeui.notifications import egress
 from forgeui.notifications.callbacks import ended_status
+from forgeui.permissions import teams
+from forgeui.permissions.roles import Action, allowed
 from forgeui.requests import limits, shapes
 from forgeui.requests.graph import GRAPH
 from forgeui.runs import registry, services, tasks
 from forgeui.runs.exceptions import InvalidRequest, NotFound
 from forgeui.runs.policies import approvals
-from forgeui.team import sensitive, teams
-from forgeui.team.roles import Action, allowed
+from forgeui.team import sensitive
 from runtime import RunResult
 
 

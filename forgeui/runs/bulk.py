@@ -16,6 +16,7 @@ from typing import Any, Literal
 from django.db.models import QuerySet
 
 from forgeui.models import Interrupt
+from forgeui.permissions.roles import Action
 from forgeui.runs import foreign, services
 from forgeui.runs.answer_rules import declared_actions, declared_schema
 from forgeui.runs.exceptions import (
@@ -25,7 +26,6 @@ from forgeui.runs.exceptions import (
     NotFound,
     StaleAnswer,
 )
-from forgeui.team.roles import Action
 
 BulkAction = Literal["approve", "reject", "continue", "accept"]
 BulkResult = Literal["accepted", "stale", "forbidden", "not_found", "invalid", "unavailable",

@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from forgeui.models import Interrupt
 from forgeui.notifications.mail import send_with_links
+from forgeui.permissions.roles import Role
 from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden, GraphUnavailable, InvalidRequest, StaleAnswer
 from forgeui.runs.policies import escalation
-from forgeui.team.roles import Role
 
 
 @dataclass(frozen=True, slots=True)

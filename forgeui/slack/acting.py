@@ -21,13 +21,13 @@ from typing import Any
 from django.db import transaction
 
 from forgeui.models import Interrupt
+from forgeui.permissions.roles import Action, allowed
 from forgeui.requests import present, service
 from forgeui.requests.shapes import DecisionsRefused, check_decisions
 from forgeui.runs import foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.slack import config, linking, modals
 from forgeui.slack.models import SlackMessage
-from forgeui.team.roles import Action, allowed
 
 logger = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from django.db.models import Q
 from forgeui.models import AgentRequest, Interrupt
 from forgeui.models.assignees import decode
 from forgeui.notifications.audience import told_of
+from forgeui.permissions import teams
 from forgeui.runs.policies import approvals
 from forgeui.runs.registry import REQUEST_GRAPH
 from forgeui.slack import config
 from forgeui.slack.models import SlackLink
-from forgeui.team import teams
 
 KINDS = ("policy", "agent", "team", "graph")
 ASSIGNEES = "@assignees"  # each linked assignee's direct messages

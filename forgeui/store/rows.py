@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from django.utils import timezone
 
-from forgeui.team import teams
+from forgeui.permissions import teams
 from runtime.checkpoint import Head
 
 from ..models import AgentRequest, EventKind, Interrupt, InterruptStatus, RunStatus, queries

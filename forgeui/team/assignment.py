@@ -8,7 +8,7 @@ narrows it to one person.
 
 ``may_answer`` is the one rule, used by the services, the pages and the websocket:
 
-- the role must allow answering in the interrupt's team (``forgeui.team.roles``);
+- the role must allow answering in the interrupt's team (``forgeui.permissions.roles``);
 - superusers and ``None`` (the system: deadlines, commands) may always;
 - nobody else may answer what another person claimed;
 - with assignees, only a named user or a member of a named group may.
@@ -24,7 +24,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from forgeui.models.assignees import decode, token
-from forgeui.team.roles import PERMISSIONS, Action, Role, allowed, groups_of, teams_where
+from forgeui.permissions.roles import PERMISSIONS, Action, Role, allowed, groups_of, teams_where
 
 # How a row is shown to one viewer; "refused": readable, but its policy would not count
 # this viewer's answer (chosen above this layer, where policies are known).

@@ -25,7 +25,7 @@ from django.db.models.signals import m2m_changed, pre_delete
 from django.dispatch import receiver
 
 from forgeui.models import AuditEntry
-from forgeui.team.teams import NO_TEAM, split_group
+from forgeui.permissions.teams import NO_TEAM, split_group
 
 ADDED = "membership.added"
 REMOVED = "membership.removed"

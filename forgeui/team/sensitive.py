@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from forgeui.team.roles import Action, allowed
+from forgeui.permissions.roles import Action, allowed
 
 MASK = "•••• (sensitive)"
 

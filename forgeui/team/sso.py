@@ -46,8 +46,9 @@ from forgeui.models import (
     SsoIdentity,
     reserved_for_agents,
 )
-from forgeui.team import membership, teams
-from forgeui.team.roles import ROLE_NAMES, Role
+from forgeui.permissions import teams
+from forgeui.permissions.roles import ROLE_NAMES, Role
+from forgeui.team import membership
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def sync_groups(user: Any, current: set[str], wanted: set[str]) -> tuple[list[st
     if removed:
         user.groups.remove(*Group.objects.filter(name__in=removed))
     for cached in ("_forge_groups", "_forge_roles", "_forge_team_roles"):
-        user.__dict__.pop(cached, None)  # forgeui.team.roles caches them on the user
+        user.__dict__.pop(cached, None)  # forgeui.permissions.roles caches them on the user
     return added, removed
 
 

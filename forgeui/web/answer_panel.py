@@ -12,6 +12,8 @@ from django.http import HttpRequest
 from forgeui.inbox.payloads import present
 from forgeui.inbox.rows import answer_schema, asks_yes_no, note_to
 from forgeui.models import Answer, Interrupt, InterruptStatus
+from forgeui.permissions.roles import PERMISSIONS, ROLE_NAMES, Action, allowed
+from forgeui.permissions.teams import enabled, split_group
 from forgeui.requests.present import facts_of as request_facts
 from forgeui.requests.present import form_for as request_form
 from forgeui.runs import services
@@ -19,9 +21,7 @@ from forgeui.runs.answer_rules import declared_actions, declared_schema, schema_
 from forgeui.runs.policies import approvals
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import PERMISSIONS, ROLE_NAMES, Action, allowed
 from forgeui.team.sensitive import mask
-from forgeui.team.teams import enabled, split_group
 from forgeui.web.forms import (
     MAX_JSON_CHARS,
     MAX_NOTE_CHARS,

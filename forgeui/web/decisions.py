@@ -19,10 +19,10 @@ from django.db.models.functions import Cast
 from django.http import QueryDict
 
 from forgeui.models import Answer, Approval
+from forgeui.permissions.roles import team_q
 from forgeui.runs.services.forking import links as forks
 from forgeui.runs.services.forking.links import ForkLink
 from forgeui.runs.wording import decision_line, decision_words, interrupt_summary
-from forgeui.team.roles import team_q
 from forgeui.team.sensitive import mask
 from forgeui.web.visibility import Whole, masked_copy, nobody
 

@@ -16,11 +16,11 @@ from typing import Any
 from django.http import Http404
 
 from forgeui.models import Interrupt, Run
+from forgeui.permissions.roles import Action, allowed, teams_where
+from forgeui.permissions.teams import enabled, team_of_graph
 from forgeui.runs import registry
 from forgeui.runs.decision_context import Decision, StateEntry
-from forgeui.team.roles import Action, allowed, teams_where
 from forgeui.team.sensitive import mask
-from forgeui.team.teams import enabled, team_of_graph
 
 RELATED = ("run", "claimed_by")
 

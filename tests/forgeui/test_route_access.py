@@ -33,12 +33,12 @@ from forgeui.models import (
     Run,
     SteeringNote,
 )
+from forgeui.permissions.roles import PERMISSIONS, Action, Role
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import services
 from forgeui.slack import linking
 from forgeui.team import decision_links
-from forgeui.team.roles import PERMISSIONS, Action, Role
 from tests.forgeui.inbox.test_consumers import headers, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)

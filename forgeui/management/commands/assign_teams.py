@@ -14,8 +14,8 @@ from django.db import transaction
 
 from forgeui.apps import OPERATIONS_CHECKS
 from forgeui.models import AgentRequest, AuditEntry, Interrupt, Run
+from forgeui.permissions import teams
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
-from forgeui.team import teams
 
 
 class Command(BaseCommand):

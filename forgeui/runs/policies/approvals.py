@@ -13,9 +13,9 @@ from typing import Any
 from django.utils import timezone
 
 from forgeui.models import AgentRequest, Approval, Interrupt, Run, Vote
+from forgeui.permissions.roles import PERMISSIONS, ROLE_NAMES, Action, groups_of
 from forgeui.runs.policies.config import Policies, Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
-from forgeui.team.roles import PERMISSIONS, ROLE_NAMES, Action, groups_of
 
 ANSWERING = frozenset(role.value for role in PERMISSIONS[Action.ANSWER])
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")

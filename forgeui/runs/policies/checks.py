@@ -8,10 +8,10 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from forgeui.permissions import teams
 from forgeui.runs import registry
 from forgeui.runs.policies.config import Policies, PolicyError, parse
 from forgeui.runs.registry import BUILTIN_GRAPHS
-from forgeui.team import teams
 
 
 def check_policies(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -7,9 +7,10 @@ One module per verb: ``starting``, ``answering`` (then ``voting``, then the priv
 ``forking`` (the work, the edits it takes, its links and its wording); ``checks`` holds
 the rules an answer obeys however it comes, ``_common`` what every verb shares.
 
-Roles (``forgeui.team.roles``): ``reviewer`` answers, adds notes and forks; ``supervisor`` also
-starts, cancels, recovers and resumes targeted sub-agents; ``auditor`` only reads. Superusers and
-``user=None`` (management commands) may do all. A refusal leaves an audit row, nothing else.
+Roles (``forgeui.permissions.roles``): ``reviewer`` answers, adds notes and forks;
+``supervisor`` also starts, cancels, recovers and resumes targeted sub-agents; ``auditor``
+only reads. Superusers and ``user=None`` (management commands) may do all, a role held in a
+team only on that team's objects. A refusal leaves an audit row, nothing else.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from django.db import transaction
 from django_tasks.base import Task
 
 from forgeui.models import AuditEntry, Interrupt, InterruptStatus, Run, RunStatus
+from forgeui.permissions.roles import Action, allowed, needed_roles
 from forgeui.runs import registry, storable
 from forgeui.runs.exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team.roles import Action, allowed, needed_roles
 from forgeui.team.sign_in import method_of
 from runtime.checkpoint import Head
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from forgeui.models import ChildPolicy, Interrupt
+from forgeui.permissions.roles import Action
 from forgeui.runs.exceptions import InvalidRequest, NotFound, StaleAnswer
 from forgeui.runs.policies import approvals
 from forgeui.runs.services._common import (
@@ -23,7 +24,6 @@ from forgeui.runs.services._common import (
 from forgeui.runs.services._recording import Given
 from forgeui.runs.services.checks import require_may_answer
 from forgeui.runs.services.voting import Decided, decide, require_may_count
-from forgeui.team.roles import Action
 from runtime.errors import AmbiguousResume, StaleResumeTarget
 
 

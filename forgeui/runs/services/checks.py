@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from forgeui.models import ChildPolicy, Interrupt
+from forgeui.permissions.roles import Action
 from forgeui.runs import answer_rules
 from forgeui.runs.exceptions import Forbidden, InvalidRequest
 from forgeui.runs.policies import approvals
 from forgeui.runs.policies.config import Policy
 from forgeui.runs.services._common import User, audit, require_graph, require_json, require_role
 from forgeui.team import assignment
-from forgeui.team.roles import Action
 
 
 def require_may_answer(user: User, interrupt: Interrupt, value: Any,

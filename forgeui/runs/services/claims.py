@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from forgeui.models import EventKind, Interrupt, InterruptStatus, assignees
 from forgeui.models.events import EventDraft, publish_on_commit
+from forgeui.permissions.roles import Action
 from forgeui.runs.exceptions import AlreadyClaimed, InvalidRequest, StaleAnswer
 from forgeui.runs.services._common import User, audit, get_interrupt, require_role, stale_answer
 from forgeui.runs.services.checks import require_answerable
 from forgeui.team import assignment
-from forgeui.team.roles import Action
 
 ForgeUIErrorType = AlreadyClaimed | StaleAnswer
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from forgeui.models import BREAKPOINT_KINDS, Answer, Interrupt, RunStatus
+from forgeui.permissions.roles import Action
 from forgeui.runs import run_status
 from forgeui.runs.exceptions import InvalidRequest, StaleAnswer
 from forgeui.runs.policies import approvals
@@ -28,7 +29,6 @@ from forgeui.runs.services._recording import accept_cancel
 from forgeui.runs.services.checks import require_answerable
 from forgeui.runs.services.voting import require_may_count
 from forgeui.runs.tasks import cancel_run_task, recover_run_task
-from forgeui.team.roles import Action
 
 
 def recover_run(user: User, run_id: str) -> None:

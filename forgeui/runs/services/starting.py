@@ -10,6 +10,8 @@ from typing import Any
 from django.db import transaction
 
 from forgeui.models import Run
+from forgeui.permissions import teams
+from forgeui.permissions.roles import Action
 from forgeui.runs import registry
 from forgeui.runs.exceptions import InvalidRequest, ThreadTaken
 from forgeui.runs.services._common import (
@@ -23,8 +25,6 @@ from forgeui.runs.services._common import (
 )
 from forgeui.runs.tasks import start_run_task
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team import teams
-from forgeui.team.roles import Action
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from forgeui.models import Interrupt, InterruptStatus, Run, SteeringNote
+from forgeui.permissions.roles import Action
 from forgeui.runs.exceptions import InvalidRequest
 from forgeui.runs.services._common import (
     LIVE,
@@ -22,7 +23,6 @@ from forgeui.runs.services._common import (
 from forgeui.runs.services.checks import require_answerable
 from forgeui.runs.tasks import apply_steering_task
 from forgeui.team import assignment
-from forgeui.team.roles import Action
 from forgeui.team.sign_in import method_of
 from runtime.errors import StaleResumeTarget
 

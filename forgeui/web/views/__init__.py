@@ -2,6 +2,6 @@
 
 Views stay short: queries are named QuerySet methods, changes go through
 ``forgeui.runs.services`` (the same layer as the API), and who may do what is
-``forgeui.team.roles.allowed``. An htmx request gets just the fragment it swaps
+``forgeui.permissions.roles.allowed``. An htmx request gets just the fragment it swaps
 (``"page.html#partial"``); a plain request gets the whole page.
 """

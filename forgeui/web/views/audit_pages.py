@@ -17,10 +17,10 @@ from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
 from forgeui.models import Answer, Approval, AuditEntry, ChainCheck, Event, Run, chain_check_every
+from forgeui.permissions.roles import Action, team_q, teams_where
 from forgeui.runs import timeline
 from forgeui.runs.services.forking import links as forks
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team.roles import Action, team_q, teams_where
 from forgeui.web import audit_lines, exports
 from forgeui.web import decisions as answer_rows
 from forgeui.web.views.common import (

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from forgeui.permissions.roles import Action, allowed, roles_of, team_roles
 from forgeui.runs.exceptions import (
     Forbidden,
     ForgeUIError,
@@ -19,7 +20,6 @@ from forgeui.runs.exceptions import (
     StaleAnswer,
     ThreadTaken,
 )
-from forgeui.team.roles import Action, allowed, roles_of, team_roles
 from runtime.errors import ForgeError
 
 View = Callable[..., HttpResponse]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from forgeui.permissions.roles import Action, allowed
+from forgeui.permissions.teams import team_of_graph
 from forgeui.runs import registry
 from forgeui.runs.exceptions import ForgeUIError
-from forgeui.team.roles import Action, allowed
-from forgeui.team.teams import team_of_graph
 from forgeui.web import graphsvg
 from forgeui.web.views.common import page, requires
 from forgeui.web.views.run_pages import start_context

@@ -21,13 +21,13 @@ from forgeui.inbox.rows import (
     tab_links,
 )
 from forgeui.models import Event, Interrupt, Vote
+from forgeui.permissions.roles import Action
 from forgeui.runs import bulk as bulk_answers
 from forgeui.runs import decision_context, services, storable
 from forgeui.runs.exceptions import ForgeUIError, InvalidRequest, StaleAnswer
 from forgeui.runs.services.forking import links as forks
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import Action
 from forgeui.web import bulk_report
 from forgeui.web.answer_panel import assign_choices, panel_context
 from forgeui.web.forms import MAX_NOTE_CHARS, AnswerRejected, read_answer

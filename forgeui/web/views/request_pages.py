@@ -6,12 +6,12 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
 from forgeui.models import Interrupt
+from forgeui.permissions.roles import Action
 from forgeui.requests import present, service
 from forgeui.runs import foreign, services
 from forgeui.runs.exceptions import ForgeUIError, StaleAnswer
 from forgeui.runs.wording import interrupt_summary
 from forgeui.team import assignment
-from forgeui.team.roles import Action
 from forgeui.web.answer_panel import panel_context
 from forgeui.web.forms import read_request
 from forgeui.web.views.common import page, refusal, requires

@@ -15,6 +15,7 @@ from forgeui.inbox.rows import (
     PAGE_SIZE,
 )
 from forgeui.models import AuditEntry, Event, Run, RunStatus
+from forgeui.permissions.roles import Action, allowed
 from forgeui.runs import decision_context, registry, services
 from forgeui.runs.exceptions import (
     Forbidden,
@@ -24,7 +25,6 @@ from forgeui.runs.exceptions import (
 )
 from forgeui.runs.services.forking import links as forks
 from forgeui.team import assignment
-from forgeui.team.roles import Action, allowed
 from forgeui.web import runtree
 from forgeui.web.answer_panel import panel_context, pretty
 from forgeui.web.forms import (

@@ -8,11 +8,11 @@ import pytest
 from django.test import override_settings
 
 from forgeui.models import AgentRequest, AuditEntry, Interrupt, Run
+from forgeui.permissions import teams
 from forgeui.requests import service
 from forgeui.requests.service import Caller
 from forgeui.runs import registry
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team import teams
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,8 +22,8 @@ from django.test import Client, RequestFactory, override_settings
 from django.utils import timezone
 
 from forgeui.models import AuditEntry, SsoIdentity
+from forgeui.permissions.roles import roles_of
 from forgeui.team import sign_in
-from forgeui.team.roles import roles_of
 from forgeui.team.sso import ForgeOIDCBackend
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from django.core import checks
 from django.test import override_settings
 
 from forgeui.models import AuditEntry
+from forgeui.permissions.roles import allowed, team_roles
 from forgeui.team import sso
-from forgeui.team.roles import allowed, team_roles
 from forgeui.team.sso import ForgeOIDCBackend
 from tests.forgeui.team.test_sso_accounts import SSO, claims, groups_of
 

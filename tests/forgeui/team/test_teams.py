@@ -15,9 +15,10 @@ from django.test import override_settings
 
 from forgeui.apps import SETTINGS_CHECKS
 from forgeui.models import AgentRequest, AuditEntry, Interrupt, Run
+from forgeui.permissions import teams
+from forgeui.permissions.roles import Action, allowed, team_q, teams_where
 from forgeui.requests.graph import GRAPH as REQUEST_GRAPH
-from forgeui.team import sso, teams
-from forgeui.team.roles import Action, allowed, team_q, teams_where
+from forgeui.team import sso
 from tests.docblocks import block
 
 TEAMS = {"finance": {"graphs": ["payments", "payments/*"], "agents": ["billing-*"]},

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgeui.models import Interrupt
+from forgeui.permissions.roles import Action
 from forgeui.runs.exceptions import Forbidden, InvalidRequest
 from forgeui.runs.graph_runner import GraphRunner
 from forgeui.runs.policies import approvals
@@ -18,7 +19,6 @@ from forgeui.runs.services._common import (
     require_role,
 )
 from forgeui.runs.services.checks import policy_refusal, require_may_answer
-from forgeui.team.roles import Action
 from runtime.checkpoint import Head
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from forgeui.models import Checkpoint, Interrupt, Run, RunStatus
+from forgeui.permissions.roles import Action
 from forgeui.runs import registry, run_status
 from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services._common import (
@@ -29,7 +30,6 @@ from forgeui.runs.services.forking.edits import (
 from forgeui.runs.services.forking.links import FORK
 from forgeui.runs.tasks import recover_run_task
 from forgeui.store import DjangoCheckpointStore
-from forgeui.team.roles import Action
 from runtime.checkpoint import Head
 
 

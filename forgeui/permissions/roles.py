@@ -9,7 +9,7 @@ Every role may read. Superusers may do everything; ``user=None`` is a management
 (trusted code, not a person) and may too. The services and the API both ask ``allowed``.
 
 A role is held everywhere (the group ``reviewer``) or in one team (``finance:reviewer``,
-``forgeui.team.teams``). A role held everywhere covers every team's objects and those no
+``forgeui.permissions.teams``). A role held everywhere covers every team's objects and those no
 team owns; a team's role covers that team's objects only. ``allowed(user, action, team)``
 asks about one object's team; without ``team`` it asks whether the user may do ``action``
 anywhere at all (to show a menu, never to act on an object).
