@@ -151,7 +151,7 @@ class WebhookForm(forms.ModelForm):
 
     class Meta:
         model = models.Webhook
-        fields = ["name", "url", "secret", "events", "active"]
+        fields = ["name", "url", "secret", "events", "team", "active"]
 
 
 @admin.register(models.Webhook)

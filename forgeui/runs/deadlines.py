@@ -80,8 +80,11 @@ def _mark_overdue(interrupt: Interrupt, now: datetime, reason: str) -> Expiry:
 
 
 def notify_supervisors(interrupt_id: str, reason: str) -> None:
-    """E-mail every supervisor with an address; a mail failure is logged, never raised."""
-    supervisors = (get_user_model().objects.filter(groups__name=Role.SUPERVISOR, is_active=True)
+    """E-mail every supervisor with an address who supervises the interrupt's team (or
+    every team); a mail failure is logged, never raised."""
+    team = Interrupt.objects.filter(pk=interrupt_id).values_list("team", flat=True).first()
+    names = [Role.SUPERVISOR, *([f"{team}:{Role.SUPERVISOR}"] if team else [])]
+    supervisors = (get_user_model().objects.filter(groups__name__in=names, is_active=True)
                    .exclude(email="").distinct().order_by("email"))
     send_with_links(supervisors, interrupt_id, f"[forge] interrupt {interrupt_id} is overdue",
                     f"Interrupt {interrupt_id} is past its deadline ({reason}) and has no "

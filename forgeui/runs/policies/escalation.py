@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from forgeui.models import AgentRequest, AuditEntry, EventKind, Interrupt, assignees
 from forgeui.models.events import EventDraft, publish_on_commit
+from forgeui.notifications.audience import told_of
 from forgeui.notifications.mail import send_quietly
 from forgeui.runs.policies.approvals import policy_for
 from forgeui.runs.policies.config import Policy, policies
@@ -74,9 +75,12 @@ def _escalate(interrupt: Interrupt, policy: Policy, now: datetime) -> bool:
 
 
 def _tell_group(interrupt_id: str, policy: Policy) -> None:
-    addresses = list(get_user_model().objects.filter(
-        groups__name=policy.escalate_to, is_active=True).exclude(email="")
-        .values_list("email", flat=True).distinct())
+    """E-mail the group's members who may read the interrupt in its team."""
+    team = Interrupt.objects.filter(pk=interrupt_id).values_list("team", flat=True).first()
+    members = get_user_model().objects.filter(groups__name=policy.escalate_to, is_active=True)
+    readable = get_user_model().objects.filter(told_of(team or ""))
+    addresses = list(members.filter(pk__in=readable.values("pk")).exclude(email="")
+                     .values_list("email", flat=True).distinct())
     send_quietly(f"[forge] interrupt {interrupt_id} was escalated to you",
                  f"Interrupt {interrupt_id} waited past {policy.escalate_after_s:g} s under "
                  f"policy {policy.name} and is now assigned to {policy.escalate_to}.",

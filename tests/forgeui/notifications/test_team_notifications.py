@@ -16,7 +16,9 @@ from django.core import mail
 
 from forgeui.models import Interrupt, Webhook, WebhookDelivery
 from forgeui.notifications import fanout
-from forgeui.runs import services
+from forgeui.runs import deadlines, services
+from forgeui.runs.policies import escalation
+from forgeui.runs.policies.config import Policy
 from forgeui.team.sensitive import MASK
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -109,3 +111,27 @@ def test_a_completed_runs_output_is_masked_where_its_interrupts_marked_keys(
     completed = WebhookDelivery.objects.get(webhook=made["finance"], event="run.completed")
     assert IBAN not in str(completed.body) and MASK in str(completed.body["run"]["output"])
     assert not WebhookDelivery.objects.filter(webhook=made["support"]).exists()
+
+
+def test_an_overdue_interrupt_is_told_to_its_teams_supervisors_only(
+        on_duty: dict[str, User], settings: Any) -> None:
+    settings.FORGE_TEAMS = TEAMS
+    for name, role in (("fin-boss", "finance:supervisor"), ("sup-boss", "support:supervisor"),
+                       ("boss", "supervisor")):
+        User.objects.create_user(name, email=f"{name}@example.com").groups.add(
+            Group.objects.get_or_create(name=role)[0])
+    interrupt = ask(on_duty["supervisor"])
+    mail.outbox.clear()
+    deadlines.notify_supervisors(interrupt.pk, "deadline passed")
+    assert sorted(m.to[0] for m in mail.outbox) == ["boss@example.com", "fin-boss@example.com"]
+
+
+def test_an_escalation_tells_only_the_group_members_who_may_read_it(
+        on_duty: dict[str, User], settings: Any) -> None:
+    settings.FORGE_TEAMS = TEAMS
+    interrupt = ask(on_duty["supervisor"])
+    mail.outbox.clear()
+    policy = Policy(name="slow", escalate_to="on-duty", escalate_after_s=1)
+    escalation._tell_group(interrupt.pk, policy)
+    [message] = mail.outbox
+    assert sorted(message.to) == ["fin@example.com", "plain@example.com"]
