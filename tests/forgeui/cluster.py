@@ -249,7 +249,7 @@ class Cluster:
         with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
             worker = subprocess.Popen(
                 [sys.executable, str(ROOT / "manage.py"), "forge_worker", "--grace", "3",
-                 *options],
+                 "--threads", "8", *options],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self.workers.append(worker)
