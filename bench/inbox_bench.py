@@ -17,14 +17,14 @@ puts the database on PostgreSQL (``forge_bench_inbox`` on 127.0.0.1, made anew):
    team (``team00:reviewer``): the inbox then holds that team's share. Also reported: the
    filtered first page's own queries (50 rows and the count), and rows of other teams
    the page showed (must be 0).
-2. Push: daphne serves the same database; 50 websocket clients connect as a browser
-   would (session cookie, same-origin ``Origin``) and send their catch-up cursor. Runs of
-   ``transfer`` are started through the API one after another; each pauses at an
-   interrupt inside daphne's task pool. Latency = arrival of the row at a client minus
+2. Push: daphne serves the same database; 50 websocket clients, each a reviewer of their
+   own, connect as a browser would (session cookie, same-origin ``Origin``) and send their
+   catch-up cursor. Runs of ``transfer`` are started through the API one after another;
+   each pauses at an interrupt inside daphne's task pool. Latency = arrival of the row at a client minus
    the commit of the interrupt (the ``interrupt.created`` event row's ``created_at``,
    stamped in the ``on_commit`` hook right after the commit). Reported: p50, p95, max
-   over every (client, interrupt) pair. With teams, the clients are that member and
-   ``transfer`` belongs to their team.
+   over every (client, interrupt) pair. With teams, the clients are reviewers of team 0
+   only, and ``transfer`` belongs to their team.
 """
 
 from __future__ import annotations
@@ -157,6 +157,21 @@ def reader(teams: int) -> str:
     return f"{team_name(0)}-reviewer" if teams else "reviewer"
 
 
+def push_readers(teams: int, count: int) -> list[str]:
+    """One reviewer per client (one person may hold only so many sockets), of team 0 when
+    there are teams; their usernames."""
+    from django.contrib.auth.models import Group, User
+
+    group = Group.objects.get_or_create(
+        name=f"{team_name(0)}:reviewer" if teams else "reviewer")[0]
+    names = []
+    for n in range(count):
+        user = User.objects.get_or_create(username=f"bench-reader-{n}")[0]
+        user.groups.add(group)
+        names.append(user.get_username())
+    return names
+
+
 def bench_query(repeat: int, username: str) -> dict[str, float]:
     """The inbox's own two reads for ``username``, in its default order (deadline): the
     first 50 rows of their teams and their count."""
@@ -258,17 +273,18 @@ def api_token(username: str) -> str:
     return ApiToken.objects.issue(User.objects.get(username=username), name="bench")[1]
 
 
-async def bench_push(port: int, cookie: str, token: str, clients: int, interrupts: int,
+async def bench_push(port: int, cookies: list[str], token: str, interrupts: int,
                      gap: float) -> dict[str, float]:
     from forgeui.models import Event, Interrupt
 
     base, origin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
+    clients = len(cookies)
     arrivals: list[dict[str, float]] = [{} for _ in range(clients)]
     connected: list[int] = []
     all_in = asyncio.Event()
     tasks = [asyncio.create_task(client(f"ws://127.0.0.1:{port}/ws/inbox/", origin, cookie,
                                         arrivals[n], connected, clients, all_in))
-             for n in range(clients)]
+             for n, cookie in enumerate(cookies)]
     await asyncio.wait_for(all_in.wait(), 30)
     threads = []
     for _ in range(interrupts):
@@ -334,8 +350,8 @@ def report_render(args: argparse.Namespace) -> dict[str, Any]:
 def report_push(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     server = start_daphne(env, args.port)
     try:
-        push = asyncio.run(bench_push(args.port, session_cookie(reader(args.teams)),
-                                      api_token("supervisor"), args.clients,
+        cookies = [session_cookie(name) for name in push_readers(args.teams, args.clients)]
+        push = asyncio.run(bench_push(args.port, cookies, api_token("supervisor"),
                                       args.interrupts, args.gap))
     finally:
         server.terminate()
