@@ -20,11 +20,11 @@ puts the database on PostgreSQL (``forge_bench_inbox`` on 127.0.0.1, made anew):
 2. Push: daphne serves the same database; 50 websocket clients, each a reviewer of their
    own, connect as a browser would (session cookie, same-origin ``Origin``) and send their
    catch-up cursor. Runs of ``transfer`` are started through the API one after another;
-   each pauses at an interrupt inside daphne's task pool. Latency = arrival of the row at a client minus
-   the commit of the interrupt (the ``interrupt.created`` event row's ``created_at``,
-   stamped in the ``on_commit`` hook right after the commit). Reported: p50, p95, max
-   over every (client, interrupt) pair. With teams, the clients are reviewers of team 0
-   only, and ``transfer`` belongs to their team.
+   each pauses at an interrupt inside daphne's task pool. Latency = arrival of the row at
+   a client minus the commit of the interrupt (the ``interrupt.created`` event row's
+   ``created_at``, stamped in the ``on_commit`` hook right after the commit). Reported:
+   p50, p95, max over every (client, interrupt) pair. With teams, the clients are
+   reviewers of team 0 only, and ``transfer`` belongs to their team.
 """
 
 from __future__ import annotations
