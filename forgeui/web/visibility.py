@@ -18,8 +18,9 @@ from django.http import Http404
 from forgeui.models import Interrupt, Run
 from forgeui.permissions.roles import Action, allowed, teams_where
 from forgeui.permissions.teams import enabled, team_of_graph
-from forgeui.runs import registry
+from forgeui.runs import registry, services
 from forgeui.runs.decision_context import Decision, StateEntry
+from forgeui.runs.exceptions import NotFound
 from forgeui.team.sensitive import mask
 
 RELATED = ("run", "claimed_by")
@@ -40,10 +41,10 @@ def interrupt_or_404(user: Any, interrupt_id: str, *related: str) -> Interrupt:
 
 
 def run_or_404(user: Any, run_id: str) -> Run:
-    found = Run.objects.visible_to(user).filter(pk=run_id).first()
-    if found is None:
-        raise Http404(f"no run {run_id!r}")
-    return found
+    try:
+        return services.get_run(user, run_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
 
 
 def run_seen_or_404(user: Any, run_id: str) -> None:

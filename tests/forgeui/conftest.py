@@ -99,3 +99,19 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(DjangoCheckpointStore, "run_from_sync", counted)
     return seen
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each time a checkpoint is rebuilt from its thread's records, by primitive."""
+    seen: list[str] = []
+    for name in ("read_lineage", "read_thread"):
+        real = getattr(DjangoCheckpointStore, name)
+
+        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name,
+                    **kwargs: Any) -> Any:
+            seen.append(_name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(DjangoCheckpointStore, name, counted)
+    return seen

@@ -9,7 +9,6 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from django.db import connection
 from django.db.models import Sum
 from django.db.models.functions import Coalesce, Length
@@ -17,7 +16,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from forgeui import models
-from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.apiclient import Api
 
 TURNS = 200
@@ -29,20 +27,6 @@ STORED = [(models.Checkpoint, ("record", "head")), (models.Thread, ("head",)),
 
 
 
-@pytest.fixture
-def replays(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each time a checkpoint is rebuilt from its thread's records, by primitive."""
-    seen: list[str] = []
-    for name in ("read_lineage", "read_thread"):
-        real = getattr(DjangoCheckpointStore, name)
-
-        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name,
-                    **kwargs: Any) -> Any:
-            seen.append(_name)
-            return _real(self, *args, **kwargs)
-
-        monkeypatch.setattr(DjangoCheckpointStore, name, counted)
-    return seen
 
 
 def stored_bytes() -> int:
