@@ -79,6 +79,14 @@ class AuditQuerySet(models.QuerySet["AuditEntry"]):
         """Whether an entry after ``record`` (a ``chain_records`` item) has this hash."""
         return self.filter(entry_hash=entry_hash, seq__gt=record["seq"]).exists()
 
+    def accepted_start(self, request_id: str) -> tuple[Any, int | None] | None:
+        """The input of run start ``request_id`` and who started it (while their account
+        exists), as its ``run.start`` entry recorded them; None for no such start."""
+        entry = self.filter(action="run.start", run_id=request_id).first()
+        if entry is None:
+            return None
+        return entry.detail.get("input"), entry.live_actor_id()
+
     def starts_never_begun(self, older_than: timedelta) -> AuditQuerySet:
         """Run starts accepted at least ``older_than`` ago whose run was never made.
 

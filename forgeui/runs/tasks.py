@@ -66,19 +66,25 @@ async def executor_of_run(run_id: str) -> GraphRunner:
 
 
 @task()
-async def start_run_task(graph: str, thread_id: str, input: Any, started_by: int | None = None,
-                         request_id: str = "") -> dict[str, Any]:
-    """Start graph ``graph`` on ``thread_id``; a second delivery of one request is a no-op."""
+async def start_run_task(graph: str, thread_id: str, request_id: str) -> dict[str, Any]:
+    """Start the accepted start ``request_id`` of ``graph`` on ``thread_id``; a second
+    delivery of one request is a no-op. The job names the start; its input and who
+    started it are read from the start's audit row, so no payload travels in a queue."""
     executor = registry.get_executor(graph)
     existing = await store().load_head(thread_id)
-    if existing is not None and request_id and existing.metadata.get("request_id") == request_id:
+    if existing is not None and existing.metadata.get("request_id") == request_id:
         return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
                 "duplicate": True}
+    accepted = await sync_to_async(AuditEntry.objects.accepted_start)(request_id)
+    if accepted is None:
+        logger.warning("start %s of %s: no such accepted start", request_id, graph)
+        return {"thread_id": thread_id, "status": "unknown", "request_id": request_id}
+    input, started_by = accepted
     metadata = {"started_by": started_by, "request_id": request_id, "registered_as": graph}
     with logs.about(run_id=request_id, thread_id=thread_id):
         try:
             started = await drive(executor, "run", input, thread_id=thread_id,
-                                  metadata=metadata, run_id=request_id or None)
+                                  metadata=metadata, run_id=request_id)
         except NodeError as exc:  # the run is saved as failed; recover_runs can retry it
             logger.warning("run of %s failed: %s", graph, exc)
             return {"thread_id": thread_id, "status": "failed", "error": str(exc)}

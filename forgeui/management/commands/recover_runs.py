@@ -55,8 +55,7 @@ class Command(BaseCommand):
             graph = start.detail.get("graph", "")
             self.stdout.write(f"start run {start.run_id} ({graph} on thread {start.thread_id})")
             if not dry_run:  # the same request id: a start that did begin meanwhile is a no-op
-                start_run_task.enqueue(graph, start.thread_id, start.detail.get("input"),
-                                       start.live_actor_id(), start.detail.get("request_id", ""))
+                start_run_task.enqueue(graph, start.thread_id, start.run_id)
         for answer_id in answers:
             self.stdout.write(f"apply answer {answer_id}")
             if not dry_run:

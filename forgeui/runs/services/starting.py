@@ -64,8 +64,7 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
         audit(user, "run.start", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=run_id, team=team,
               detail={"graph": graph, "input": input, "request_id": request_id})
-        enqueue_on_commit(start_run_task, graph, thread_id, input, getattr(user, "pk", None),
-                          request_id)
+        enqueue_on_commit(start_run_task, graph, thread_id, request_id)
     return _started(thread_id, run_id)
 
 

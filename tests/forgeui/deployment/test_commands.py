@@ -132,7 +132,7 @@ def test_recover_runs_begins_a_start_whose_task_was_lost() -> None:
     assert "0 run(s), 0 start(s), 0 answer(s)" in command("recover_runs", "--older-than", "0")
     assert AuditEntry.objects.filter(action="run.start", run_id=lost).count() == 1
     # The original task, delivered late after all, finds its start done.
-    late = start_run_task.call("pipeline", "lost-thread", {"n": 7}, None, lost)
+    late = start_run_task.call("pipeline", "lost-thread", lost)
     assert late["duplicate"] is True and Run.objects.filter(thread_id="lost-thread").count() == 1
 
 

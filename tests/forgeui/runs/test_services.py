@@ -6,6 +6,7 @@ committed, so each test sees the whole flow: request -> transaction -> task -> r
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connections
+from django.test import override_settings
+from django_tasks import task_backends
 
 from forgeui.models import (
     Answer,
@@ -25,7 +28,7 @@ from forgeui.models import (
 )
 from forgeui.runs import services
 from forgeui.runs.exceptions import Forbidden, InvalidRequest, NotFound, StaleAnswer, UnknownGraph
-from forgeui.runs.tasks import apply_answer_task
+from forgeui.runs.tasks import apply_answer_task, start_run_task
 from forgeui.store import DjangoCheckpointStore
 from tests.forgeui.conftest import lines
 
@@ -47,6 +50,23 @@ def test_start_run_records_the_run_its_starter_and_an_audit_row(users: dict[str,
     assert run.graph == "transfer" and run.namespace == ["transfer"]
     entry = AuditEntry.objects.get(action="run.start")
     assert entry.actor == users["supervisor"] and entry.thread_id == started.thread_id
+
+
+QUEUED = {"default": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
+          "notify": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"}}
+
+
+def test_a_start_job_names_the_start_and_carries_no_input(users: dict[str, User]) -> None:
+    secret = {"amount": 7, "note": "wire to DE89 3704 0044 0532 0130 00"}
+    with override_settings(TASKS=QUEUED):
+        started = services.start_run(users["supervisor"], "transfer", secret)
+        [job] = task_backends["default"].results
+    assert list(job.args) == ["transfer", started.thread_id, started.run_id] and not job.kwargs
+    assert "DE89" not in json.dumps([job.args, job.kwargs])
+    ran = start_run_task.call(*job.args)  # the worker reads the input the start recorded
+    run = Run.objects.get(pk=ran["run_id"])
+    assert (run.input, run.started_by) == (secret, users["supervisor"])
+    assert start_run_task.call("transfer", "elsewhere", "no-such-start")["status"] == "unknown"
 
 
 def test_start_run_refuses_unknown_graphs_and_non_json(users: dict[str, User]) -> None:
