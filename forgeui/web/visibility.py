@@ -142,3 +142,11 @@ def decision_for(user: Any, interrupt: Interrupt, decision: Decision) -> Decisio
     if may_answer_in(user, interrupt.team):
         return decision
     return masked_decision(decision, tree_keys(interrupt.root_thread_id))
+
+
+def masked_fork(link: Any, keys: frozenset[str]) -> Any:
+    """A fork link whose edited values hide ``keys`` (None stays None)."""
+    if link is None or not keys or not link.edits:
+        return link
+    edits = [{**edit, "value": mask(edit.get("value"), keys)} for edit in link.edits]
+    return dataclasses.replace(link, edits=edits)

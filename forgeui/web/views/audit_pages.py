@@ -30,6 +30,7 @@ from forgeui.web.views.common import (
 from forgeui.web.visibility import (
     filtered,
     graphs_for,
+    masked_fork,
     may_answer_in,
     nobody,
     thread_or_404,
@@ -89,7 +90,7 @@ def thread_timeline(request: HttpRequest, thread_id: str) -> HttpResponse:
     children = Run.objects.filter(parent_run__in=runs_here).order_by("created_at")
     context = {"thread_id": thread_id, "entries": entries, "page": current,
                "newest_first": newest_first, "run": runs_here.first(),
-               "children": children, "fork": forks.origin(thread_id),
+               "children": children, "fork": masked_fork(forks.origin(thread_id), keys),
                "forks": forks.forks_of(thread_id), "cursor": cursor}
     team = runs_here[0].team if runs_here else None
     return page(request, "forgeui/timeline.html", "entries", context, team=team)

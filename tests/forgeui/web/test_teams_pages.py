@@ -360,3 +360,14 @@ def test_a_bulk_report_sums_up_rows_as_the_user_may_see_them(world: World) -> No
                                                             "ids": [fin.pk]})
     assert response.status_code == 200 and "Pay this IBAN?" in text(response)
     assert IBAN not in text(response)
+
+
+def test_a_forks_edited_input_is_masked_for_readers(world: World) -> None:
+    fin = world.finance.pending
+    other = IBAN.replace("4711", "0815")
+    forked = services.fork_thread(world.people["supervisor"], fin.root_thread_id,
+                                  inputs={fin.pk: {"iban": other}})
+    timeline = f"/threads/{forked}/"
+    assert other in text(world.client("fin_reviewer").get(timeline))
+    body = text(world.client("fin_auditor").get(timeline))
+    assert "Edited when forked" in body and other not in body and MASK in body
