@@ -10,7 +10,7 @@ the thread's lock is ``thread_lock_async``, held across the awaited call.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.pregel import Pregel
 
@@ -18,9 +18,6 @@ from forgeui.langgraph import mirror
 from forgeui.langgraph.closing import off_loop
 from forgeui.langgraph.locks import thread_lock_async
 from runtime import Draft, ResumeTarget, RunResult
-
-if TYPE_CHECKING:
-    from forgeui.langgraph.executor import LangGraphExecutor
 
 
 def has_async_nodes(graph: Pregel) -> bool:
@@ -37,9 +34,11 @@ def has_async_nodes(graph: Pregel) -> bool:
 
 class AwaitedCalls:
     """The calls ``tasks.drive`` awaits on a graph with async nodes: the ``*_sync``
-    methods' twins, with ``ainvoke`` in place of ``invoke``."""
+    methods' twins, with ``ainvoke`` in place of ``invoke``. Mixed into
+    ``LangGraphExecutor``, whose blocking halves they call (``self`` is one; not named
+    here, as ``executor`` imports this module)."""
 
-    async def run(self: LangGraphExecutor, input: Any, thread_id: str | None = None, *,
+    async def run(self: Any, input: Any, thread_id: str | None = None, *,
                   metadata: dict[str, Any] | None = None,
                   run_id: str | None = None) -> RunResult:
         """``ainvoke(input)`` on the thread, as a new run of it."""
@@ -48,14 +47,14 @@ class AwaitedCalls:
             started = await off_loop(self._start, input, thread_id, metadata or {}, run_id)
             return await self._ainvoke(input, started)
 
-    async def resume_targeted(self: LangGraphExecutor, target: ResumeTarget,
+    async def resume_targeted(self: Any, target: ResumeTarget,
                               command: Any = None) -> RunResult:
         """Answer pending interrupts: ``ainvoke(Command(resume={interrupt_id: value}))``."""
         async with thread_lock_async(await off_loop(self._thread_of, target.run_id)):
             before, value, answered = await off_loop(self._resuming, target, command)
             return await self._ainvoke(value, before, answered)
 
-    async def recover(self: LangGraphExecutor, thread_id: str) -> RunResult:
+    async def recover(self: Any, thread_id: str) -> RunResult:
         """``ainvoke(None)``: go on from the latest checkpoint."""
         async with thread_lock_async(thread_id):
             before = await off_loop(self._recoverable, thread_id)
@@ -63,19 +62,19 @@ class AwaitedCalls:
                 return before
             return await self._ainvoke(None, before)
 
-    async def steer(self: LangGraphExecutor, target: ResumeTarget, text: str,
+    async def steer(self: Any, target: ResumeTarget, text: str,
                     ) -> dict[str, Any]:
         """Keep a steering note beside the run."""
         async with thread_lock_async(await off_loop(self._thread_of, target.run_id)):
             return await off_loop(self._steer, target, text)
 
-    async def cancel(self: LangGraphExecutor, target: str | ResumeTarget) -> RunResult:
+    async def cancel(self: Any, target: str | ResumeTarget) -> RunResult:
         """Stop the run where it stands: its pending interrupts end as cancelled."""
         run_id = target.run_id if isinstance(target, ResumeTarget) else target
         async with thread_lock_async(await off_loop(self._thread_of, run_id)):
             return await off_loop(self._cancel, run_id)
 
-    async def _ainvoke(self: LangGraphExecutor, value: Any, before: Draft,
+    async def _ainvoke(self: Any, value: Any, before: Draft,
                        answered: frozenset[str] = frozenset()) -> RunResult:
         config = self._config(before.thread_id)
         outcome = mirror.Outcome()
