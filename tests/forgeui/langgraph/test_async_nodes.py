@@ -21,7 +21,7 @@ from django.test import override_settings
 
 from forgeui.langgraph import locks
 from forgeui.langgraph.locks import thread_lock, thread_lock_async
-from forgeui.models import Run
+from forgeui.models import Run, SteeringNote
 from forgeui.runs import registry
 from tests.forgeui.apiclient import Api
 from tests.forgeui.conftest import ROOT, database_url, django_env
@@ -39,9 +39,9 @@ def async_graphs() -> Iterator[None]:
         yield
 
 
-def answer(api: Api, interrupt_id: str, value: object) -> int:
+def answer(api: Api, interrupt_id: str, value: object, **extra: object) -> int:
     return int(api.post("reviewer", f"/api/interrupts/{interrupt_id}/resume",
-                        {"value": value}).status_code)
+                        {"value": value, **extra}).status_code)
 
 
 @pytest.mark.usefixtures("async_graphs")
@@ -51,11 +51,12 @@ def test_a_run_of_async_nodes_pauses_and_its_answer_completes_it(api: Api) -> No
     started = api.start("lg_async", QUICK)
     [asked] = api.pending_of(started)
     assert asked["node"] == "think" and asked["payload"] == {"question": "go on?"}
-    assert answer(api, asked["id"], "yes") == 202
+    assert answer(api, asked["id"], "yes", steering="mind the totals") == 202
     assert answer(api, asked["id"], "again") == 409  # the second answer is stale
     run = api.get("auditor", f"/api/runs/{started['run_id']}").json()
     assert run["status"] == "completed"
     assert run["output"] == {**QUICK, "log": ["approved=yes", "finished"]}
+    assert SteeringNote.objects.get().outcome == "applied"  # kept beside, not in the value
 
 
 @pytest.mark.usefixtures("async_graphs")
