@@ -7,7 +7,8 @@ a static breakpoint, and a fork as a copy of one checkpoint on a new thread that
 ``invoke(None)`` goes on from. After each call where the thread stands is saved as its
 next forge head (``mirror``), read back as a head: as a forge graph's steps, never the
 thread's whole history. Calls on one thread are serialised, so two answers to parallel
-interrupts never resume the same LangGraph checkpoint at once.
+interrupts never resume the same LangGraph checkpoint at once. A graph with async nodes
+is called the same ways with ``ainvoke``, awaited on the task's loop (``awaiting``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langgraph.types import Command as LangGraphCommand
 from langgraph.types import StateSnapshot
 
 from forgeui.langgraph import mirror, percall
+from forgeui.langgraph.awaiting import AwaitedCalls, has_async_nodes
 from forgeui.langgraph.locks import thread_lock
 from forgeui.models import Run
 from forgeui.store import DjangoCheckpointStore
@@ -38,8 +40,9 @@ EMPTY = StateSnapshot(values={}, next=(), config=None, metadata=None, created_at
                       parent_config=None, tasks=(), interrupts=())
 
 
-class LangGraphExecutor:
-    """Runs of one compiled LangGraph graph, registered as ``name``."""
+class LangGraphExecutor(AwaitedCalls):
+    """Runs of one compiled LangGraph graph, registered as ``name``. A graph with async
+    nodes (``awaits``) is driven through the awaited twins of the ``*_sync`` calls."""
 
     input_schema = None  # LangGraph validates its own input
     # A fork asks its interrupts anew (new task ids), so no pre-filled answer can name the
@@ -53,6 +56,7 @@ class LangGraphExecutor:
         before = graph.interrupt_before_nodes
         self.breakpoints = frozenset(graph.nodes if before == "*" else before)
         self.controls = mirror.Controls.of(graph.config)
+        self.awaits = has_async_nodes(graph)
 
     @property
     def saver(self) -> BaseCheckpointSaver:
@@ -74,59 +78,32 @@ class LangGraphExecutor:
                  run_id: str | None = None) -> RunResult:
         """``invoke(input)`` on the thread, as a new run of it."""
         thread_id = thread_id or uuid.uuid4().hex
-        run_id = run_id or uuid.uuid4().hex
         with thread_lock(thread_id):
-            before = self.store.load_head_sync(thread_id)
-            if before is not None and before.status in LIVE:
-                raise ResumeError(f"thread {thread_id!r} already has a {before.status} run")
-            started = self._starting(thread_id, run_id, before, metadata or {})
-            self.store.save_head_sync(started)
-            self._keep_input(run_id, input)
+            started = self._start(input, thread_id, metadata or {}, run_id)
             return self._invoke(input, started)
 
     def resume_targeted_sync(self, target: ResumeTarget, command: Any = None) -> RunResult:
         """Answer pending interrupts: ``Command(resume={interrupt_id: value})``."""
-        command = command if isinstance(command, Command) else Command(resume=command)
-        thread_id = self._thread_of(target.run_id)
-        with thread_lock(thread_id):
-            before = self._latest_of_run(target.run_id)
-            answers = self._answers(before, target, command)
-            if command.steering:  # kept beside the answer, never in the resume value
-                before = self._with_note(before, target, command.steering)
-                self.store.save_head_sync(before)
-            return self._invoke(self._resume_value(before, answers), before,
-                                answered=frozenset(answers))
+        with thread_lock(self._thread_of(target.run_id)):
+            before, value, answered = self._resuming(target, command)
+            return self._invoke(value, before, answered)
 
     def steer_sync(self, target: ResumeTarget, text: str) -> dict[str, Any]:
         """Keep a steering note beside the run (a LangGraph node has no ``ctx.steering``)."""
         with thread_lock(self._thread_of(target.run_id)):
-            before = self._latest_of_run(target.run_id)
-            noted = self._with_note(before, target, text)
-            self.store.save_head_sync(noted)
-            return {"run_id": target.run_id, "checkpoint_id": noted.id}
+            return self._steer(target, text)
 
     def cancel_sync(self, target: str | ResumeTarget) -> RunResult:
         """Stop the run where it stands: its pending interrupts end as cancelled."""
         run_id = target.run_id if isinstance(target, ResumeTarget) else target
         with thread_lock(self._thread_of(run_id)):
-            before = self._latest_of_run(run_id)
-            if before.status not in LIVE:
-                raise StaleResumeTarget(f"run {run_id!r} is {before.status}", latest(before))
-            snapshot = self.graph.get_state(self._config(before.thread_id))
-            cp = mirror.following(snapshot, before, pending=[],
-                                  outcome=mirror.Outcome(cancelled=True))
-            self.store.save_head_sync(cp)
-            return result_of(cp)
+            return self._cancel(run_id)
 
     def recover_sync(self, thread_id: str) -> RunResult:
         """``invoke(None)``: go on from the latest checkpoint (after a failure or a fork)."""
         with thread_lock(thread_id):
-            before = self.store.load_head_sync(thread_id)
-            if before is None:
-                raise StaleResumeTarget(f"no thread {thread_id!r}")
-            if before.status not in ("running", "failed"):
-                return result_of(before)
-            return self._invoke(None, self._counted(before))
+            before = self._recoverable(thread_id)
+            return before if isinstance(before, RunResult) else self._invoke(None, before)
 
     def fork_sync(self, thread_id: str, checkpoint_id: str | None = None, *,
                   inputs: dict[str, Any] | None = None) -> str:
@@ -177,6 +154,55 @@ class LangGraphExecutor:
 
     # -- helpers ------------------------------------------------------------------------
 
+    def _start(self, input: Any, thread_id: str, metadata: dict[str, Any],
+               run_id: str | None) -> Draft:
+        """The new run's first head, saved, with its input kept on its row."""
+        run_id = run_id or uuid.uuid4().hex
+        before = self.store.load_head_sync(thread_id)
+        if before is not None and before.status in LIVE:
+            raise ResumeError(f"thread {thread_id!r} already has a {before.status} run")
+        started = self._starting(thread_id, run_id, before, metadata)
+        self.store.save_head_sync(started)
+        self._keep_input(run_id, input)
+        return started
+
+    def _resuming(self, target: ResumeTarget, command: Any,
+                  ) -> tuple[Draft, Any, frozenset[str]]:
+        """The head an answer goes on from (with its steering note, saved), the value to
+        resume LangGraph with, and the interrupts it answers."""
+        command = command if isinstance(command, Command) else Command(resume=command)
+        before = self._latest_of_run(target.run_id)
+        answers = self._answers(before, target, command)
+        if command.steering:  # kept beside the answer, never in the resume value
+            before = self._with_note(before, target, command.steering)
+            self.store.save_head_sync(before)
+        return before, self._resume_value(before, answers), frozenset(answers)
+
+    def _recoverable(self, thread_id: str) -> Draft | RunResult:
+        """The head a recovery goes on from, or where the thread stands if it has ended."""
+        before = self.store.load_head_sync(thread_id)
+        if before is None:
+            raise StaleResumeTarget(f"no thread {thread_id!r}")
+        if before.status not in ("running", "failed"):
+            return result_of(before)
+        return self._counted(before)
+
+    def _steer(self, target: ResumeTarget, text: str) -> dict[str, Any]:
+        before = self._latest_of_run(target.run_id)
+        noted = self._with_note(before, target, text)
+        self.store.save_head_sync(noted)
+        return {"run_id": target.run_id, "checkpoint_id": noted.id}
+
+    def _cancel(self, run_id: str) -> RunResult:
+        before = self._latest_of_run(run_id)
+        if before.status not in LIVE:
+            raise StaleResumeTarget(f"run {run_id!r} is {before.status}", latest(before))
+        snapshot = self.graph.get_state(self._config(before.thread_id))
+        cp = mirror.following(snapshot, before, pending=[],
+                              outcome=mirror.Outcome(cancelled=True))
+        self.store.save_head_sync(cp)
+        return result_of(cp)
+
     def _invoke(self, value: Any, before: Draft,
                 answered: frozenset[str] = frozenset()) -> RunResult:
         config = self._config(before.thread_id)
@@ -184,8 +210,16 @@ class LangGraphExecutor:
         try:
             self.graph.invoke(value, config)
         except Exception as exc:  # the node's own error: the run is saved as failed
-            outcome = mirror.Outcome(error={"type": type(exc).__name__, "message": str(exc),
-                                            **self._failed_node(config)})
+            outcome = self._failure(exc, config)
+        return self._saved(config, before, outcome, answered)
+
+    def _failure(self, exc: Exception, config: dict[str, Any]) -> mirror.Outcome:
+        return mirror.Outcome(error={"type": type(exc).__name__, "message": str(exc),
+                                     **self._failed_node(config)})
+
+    def _saved(self, config: dict[str, Any], before: Draft, outcome: mirror.Outcome,
+               answered: frozenset[str]) -> RunResult:
+        """Where the thread stands after a call, saved as its next head."""
         snapshot = self._state(config, outcome)
         pending = mirror.pending_interrupts(snapshot, before, self.name, before.run_id,
                                             self.breakpoints, self.controls, answered)

@@ -4,8 +4,10 @@ Laid out as LangGraph's ``PostgresSaver`` is: a checkpoint row with its small va
 one blob row per (thread, namespace, channel, version) written only for the channels a step
 changed, and the tasks' pending writes. A ``put`` is one transaction of at most two
 statements; ``get_tuple`` reads the checkpoint, the blobs its versions name and its writes,
-whatever the length of the thread. Async methods run the sync ones on Django's
-thread-sensitive executor, as Django's own async ORM methods do.
+whatever the length of the thread. Async methods run the sync ones on the loop's pool,
+each on that thread's connection: on the one thread Django's async ORM calls share, a
+graph awaited inside a worker's loop would queue every run's saves behind each other (or
+wait forever on a thread that is itself waiting for the graph).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
@@ -37,7 +38,7 @@ from langgraph.checkpoint.base import (
 from ..models import LangGraphCheckpoint
 from . import forgetting, statements
 from .blobs import BlobCodec
-from .closing import close_at_thread_exit
+from .closing import close_at_thread_exit, off_loop
 from .delta import history
 
 # A checkpoint row as read: a named tuple (model instances cost more than the query).
@@ -288,13 +289,13 @@ class ForgeSaver(BaseCheckpointSaver[str]):
     # -- async twins ------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await sync_to_async(self.get_tuple)(config)
+        return await off_loop(self.get_tuple, config, using=self.using)
 
     async def aget_delta_channel_history(
             self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        return await sync_to_async(self.get_delta_channel_history)(
-            config=config, channels=channels)
+        return await off_loop(self.get_delta_channel_history, using=self.using,
+                              config=config, channels=channels)
 
     async def alist(self, config: RunnableConfig | None, *,
                     filter: dict[str, Any] | None = None, before: RunnableConfig | None = None,
@@ -302,29 +303,30 @@ class ForgeSaver(BaseCheckpointSaver[str]):
         def page() -> list[CheckpointTuple]:
             return [*self.list(config, filter=filter, before=before, limit=limit)]
 
-        for item in await sync_to_async(page)():
+        for item in await off_loop(page, using=self.using):
             yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions
                    ) -> RunnableConfig:
-        return await sync_to_async(self.put)(config, checkpoint, metadata, new_versions)
+        return await off_loop(self.put, config, checkpoint, metadata, new_versions,
+                              using=self.using)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await sync_to_async(self.put_writes)(config, writes, task_id, task_path)
+        await off_loop(self.put_writes, config, writes, task_id, task_path, using=self.using)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await sync_to_async(self.delete_thread)(thread_id)
+        await off_loop(self.delete_thread, thread_id, using=self.using)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await sync_to_async(self.delete_for_runs)(run_ids)
+        await off_loop(self.delete_for_runs, run_ids, using=self.using)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await sync_to_async(self.copy_thread)(source_thread_id, target_thread_id)
+        await off_loop(self.copy_thread, source_thread_id, target_thread_id, using=self.using)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await sync_to_async(self.prune)(thread_ids, strategy=strategy)
+        await off_loop(self.prune, thread_ids, using=self.using, strategy=strategy)
 
 
 _MISSING = object()

@@ -40,10 +40,13 @@ AnswerState = Literal["open", "accepted", "answered", "cancelled", "gone"]
 
 
 async def drive(executor: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """``executor.method(...)``, awaited on this loop when the executor is async, else its
-    ``*_sync`` twin on a thread (the worker's pool, or the caller's own)."""
+    """``executor.method(...)``, awaited on this loop when the executor is async (a forge
+    graph, or a LangGraph graph with async nodes), else its ``*_sync`` twin on a thread
+    (the worker's pool, or the caller's own)."""
     if isinstance(executor, DurableExecutor):
         return await getattr(in_worker(executor), method)(*args, **kwargs)
+    if getattr(executor, "awaits", False):
+        return await getattr(executor, method)(*args, **kwargs)
     off_thread = WORKER_STORE.get() is not None
     call = sync_to_async(getattr(executor, f"{method}_sync"), thread_sensitive=not off_thread)
     return await call(*args, **kwargs)

@@ -44,6 +44,7 @@ GRAPHS = {
     "waiting_sync": "tests.forgeui.deployment.waiting_graphs:waiting_sync",
     "napping": "tests.forgeui.deployment.waiting_graphs:napping",
     "held": "tests.forgeui.deployment.waiting_graphs:held",
+    "lg_async": "tests.forgeui.langgraph.team_graphs:thinking",
 }
 CAPS = {"napping": 3}  # runs in flight at most, across both workers
 

@@ -169,6 +169,33 @@ def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> No
     assert peak[0] >= IN_FLIGHT * 3 // 4, peak[0]
 
 
+def test_langgraph_runs_with_async_nodes_wait_in_flight_beside_forge_runs(
+        forge: Cluster) -> None:
+    """A LangGraph graph whose node awaits runs with ``ainvoke`` on the workers' loops,
+    side by side with forge's own runs; each answer completes its run once."""
+    starts = [("lg_async", {"log": [], "seconds": 3})] * 30 + [("waiting", {"seconds": 3})] * 10
+    with ThreadPoolExecutor(CLIENTS) as clients:
+        run_ids = list(clients.map(
+            lambda n: forge.start_run(forge.urls[n % 2], *starts[n]), range(len(starts))))
+    peak = [0]
+
+    def all_paused() -> bool:
+        peak[0] = max(peak[0], forge.db.value(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'"))
+        return len(forge.pending(run_ids)) == len(run_ids)
+
+    wait_until(all_paused, 60, "every run to pause", pause=0.1)
+    assert peak[0] >= len(run_ids) // 2, peak[0]  # in turn, 16 threads: far fewer at once
+    for n, (run_id, interrupt_id) in enumerate(forge.pending(run_ids).items()):
+        forge.answer(forge.urls[n % 2], interrupt_id, f"yes {run_id}")
+    forge.wait_for_status(run_ids, "completed", 60)
+    outputs = dict(forge.db.rows("SELECT run_id, output FROM forgeui_run WHERE graph = "
+                                 "'lg_async' AND run_id = ANY(%s)", run_ids))
+    assert len(outputs) == 30
+    assert all(out["log"] == [f"approved=yes {run_id}", "finished"]
+               for run_id, out in outputs.items())
+
+
 def test_a_capped_graph_never_exceeds_its_cap_and_drops_nothing(forge: Cluster) -> None:
     cap = CAPS["napping"]
     with ThreadPoolExecutor(CLIENTS) as clients:

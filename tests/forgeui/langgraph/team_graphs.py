@@ -3,6 +3,7 @@ the test settings' ``FORGE_GRAPHS`` and also run straight on LangGraph's own sav
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -192,4 +193,26 @@ def thrice() -> StateGraph:
     graph = StateGraph(Log)
     graph.add_node("thrice", _thrice)
     graph.add_edge(START, "thrice")
+    return graph
+
+
+class Pace(TypedDict):
+    log: Annotated[list[str], operator.add]
+    seconds: float
+
+
+async def _think(state: Pace) -> dict[str, Any]:
+    await asyncio.sleep(state["seconds"])  # as a node awaiting an async model client
+    return {"log": [f"approved={interrupt({'question': 'go on?'})}"]}
+
+
+def thinking() -> StateGraph:
+    """An ``async def`` node that awaits, then asks; a sync node after it. LangGraph's
+    sync API cannot run it: only ``ainvoke`` can."""
+    graph = StateGraph(Pace)
+    graph.add_node("think", _think)
+    graph.add_node("finish", lambda state: {"log": ["finished"]})
+    graph.add_edge(START, "think")
+    graph.add_edge("think", "finish")
+    graph.add_edge("finish", END)
     return graph
