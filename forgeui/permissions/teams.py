@@ -10,11 +10,9 @@ indexed column; ``manage.py assign_teams`` re-stamps rows after the setting chan
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -82,24 +80,21 @@ def _refuse_shared(found: dict[str, Team]) -> None:
 
 
 def configured() -> dict[str, Team]:
-    """The teams of the current setting ({} when it is unusable: the check names why)."""
+    """The teams of the current setting ({} when it is unusable: the check names why).
+    Asked at every save, so the setting is parsed once per value it takes."""
+    global _last
     raw = getattr(settings, "FORGE_TEAMS", None)
-    return _parsed(_frozen(raw))
+    if _last is None or _last[0] is not raw:
+        try:
+            _last = raw, parse(raw)
+        except TeamsError:
+            _last = raw, {}
+    return _last[1]
 
 
-@lru_cache(maxsize=8)
-def _parsed(frozen: str) -> dict[str, Team]:
-    try:
-        return parse(json.loads(frozen))
-    except TeamsError:
-        return {}
-
-
-def _frozen(raw: Any) -> str:
-    try:
-        return json.dumps(raw, sort_keys=True)
-    except (TypeError, ValueError):
-        return "null"
+# The setting's value last read, and its teams: a new value (a test's override) is a new
+# object, parsed again.
+_last: tuple[Any, dict[str, Team]] | None = None
 
 
 def enabled() -> bool:
