@@ -79,10 +79,10 @@ audit: setup
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist worksteal
 
-# The audit waits on the network for most of its run, and the lint takes seconds the
-# suite's first tests can use: both run beside the suite, and any failing fails the target.
-test: setup
-	@$(MAKE) --no-print-directory -j3 lint audit suite
+# The audit waits on the network for most of its run: it runs beside the suite, and
+# either failing fails the target.
+test: lint
+	@$(MAKE) --no-print-directory -j2 audit suite
 
 suite: setup
 	$(PYTEST)
