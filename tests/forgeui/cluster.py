@@ -4,9 +4,10 @@
 persistence, so restarting it disturbs nobody else), creates a fresh PostgreSQL database,
 migrates it, adds the demo users with API tokens and a reviewer session, then starts two
 daphne processes and two ``forge_worker`` processes with the production environment
-(``DATABASE_URL``, ``REDIS_URL``; ``DEBUG=1`` only so plain http is served). Every process
-runs in a session of its own and is killed by process group on the way out, whatever
-happened. Nothing here imports Django: the test process reads the database with psycopg.
+(``DATABASE_URL``, ``REDIS_URL``, ``DEBUG=0``; plain http, without HTTPS redirects or
+secure-only cookies). Every process runs in a session of its own and is killed by process
+group on the way out, whatever happened. Nothing here imports Django: the test process
+reads the database with psycopg.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ class Cluster:
     ports: list[int] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)
     cookie: str = ""
+    # Few, so a test that counts runs in flight can tell the loop from the pool.
+    threads: int = 8
 
     @property
     def urls(self) -> list[str]:
@@ -246,11 +249,12 @@ class Cluster:
                 stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_worker(self, *options: str) -> subprocess.Popen[bytes]:
-        """One more ``forge_worker``; a short grace keeps SIGTERM tests quick."""
+        """One more ``forge_worker`` with ``threads`` threads; a short grace keeps SIGTERM
+        tests quick."""
         with (self.folder / f"worker-{len(self.workers)}.log").open("ab") as log:
             worker = subprocess.Popen(
                 [sys.executable, str(ROOT / "manage.py"), "forge_worker", "--grace", "3",
-                 "--threads", "8", *options],
+                 "--threads", str(self.threads), *options],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self.workers.append(worker)
@@ -286,10 +290,12 @@ class Cluster:
 METRICS_TOKEN = "cluster-metrics-" + "m" * 24
 
 
-def environment(database_url: str, redis_url: str) -> dict[str, str]:
+def environment(database_url: str, redis_url: str, folder: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
-               REDIS_URL=redis_url, DEBUG="1", SECRET_KEY="forge-cluster-" + "x" * 40,
+               REDIS_URL=redis_url, DEBUG="0", SECURE_SSL_REDIRECT="0", SECURE_COOKIES="0",
+               SECURE_HSTS_SECONDS="0", STATIC_ROOT=str(folder / "static"),
+               SECRET_KEY="forge-cluster-" + "x" * 40,
                ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
                FORGE_GRAPH_CAPS=json.dumps(CAPS), FORGE_WORKER_HEARTBEAT_SECONDS="0.5",
                FORGE_METRICS_TOKEN=METRICS_TOKEN,
@@ -305,8 +311,8 @@ SESSION = ("from django.conf import settings; from django.contrib.auth.models im
            "print(c.cookies[settings.SESSION_COOKIE_NAME].value)")
 
 
-# migrate, the demo users, their API tokens and a reviewer session, in one process: Django
-# starts once, not once per command.
+# migrate, the static files (DEBUG=0 serves collected ones), the demo users, their API
+# tokens and a reviewer session, in one process: Django starts once, not once per command.
 SETUP = """
 import io, json
 from django.conf import settings
@@ -314,7 +320,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 call_command("migrate", interactive=False, verbosity=0)
-call_command("demo", "--no-runs", stdout=io.StringIO())
+call_command("collectstatic", interactive=False, verbosity=0)
+call_command("demo", "--no-runs", "--force", stdout=io.StringIO())
 tokens = {}
 for who in ("supervisor", "reviewer"):
     out = io.StringIO()
@@ -328,10 +335,12 @@ print(json.dumps({"tokens": tokens,
 
 
 @contextlib.contextmanager
-def cluster(folder: Path, webs: int = 2, workers: int = 2) -> Iterator[Cluster]:
-    """Redis, a fresh database, ``webs`` daphne and ``workers`` forge_worker processes."""
+def cluster(folder: Path, webs: int = 2, workers: int = 2,
+            threads: int = 8) -> Iterator[Cluster]:
+    """Redis, a fresh database, ``webs`` daphne and ``workers`` forge_worker processes of
+    ``threads`` threads."""
     redis, db = Redis(folder), Database()
-    forge = Cluster(folder, redis, db, environment(db.url, redis.url))
+    forge = Cluster(folder, redis, db, environment(db.url, redis.url, folder), threads=threads)
     created = False
     try:
         redis.start()
@@ -369,17 +378,19 @@ def attach(path: Path) -> Cluster:
     clients see it: this process starts and stops none of its processes."""
     found = json.loads(path.read_text())
     redis, db = Redis(Path(found["folder"]), found["redis_port"]), Database(found["database"])
-    return Cluster(Path(found["folder"]), redis, db, environment(db.url, redis.url),
+    return Cluster(Path(found["folder"]), redis, db,
+                   environment(db.url, redis.url, Path(found["folder"])),
                    ports=found["ports"], tokens=found["tokens"], cookie=found["cookie"])
 
 
 @contextlib.contextmanager
 def running(described: Path | None, prefix: str) -> Iterator[Cluster]:
     """The cluster ``described`` names (``attach``), else a new one in a temporary folder
-    (``cluster``): how the cluster benches start."""
+    (``cluster``) whose workers have forge_worker's default threads: how the cluster
+    benches start."""
     if described is None:
         with tempfile.TemporaryDirectory(prefix=prefix) as folder, \
-                cluster(Path(folder)) as forge:
+                cluster(Path(folder), threads=16) as forge:
             yield forge
         return
     forge = attach(described)
