@@ -13,18 +13,21 @@ closed when it fails.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial, wraps
 from inspect import iscoroutinefunction
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 from django_tasks.base import Task
+from typing_extensions import ParamSpec
 
 from forgeui.store import DjangoCheckpointStore
 from runtime import DurableExecutor
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class WorkerStore(DjangoCheckpointStore):
@@ -53,6 +56,21 @@ WORKER_STORE: contextvars.ContextVar[DjangoCheckpointStore | None] = contextvars
     "forge_worker_store", default=None)
 # id -> (the executor, rebound): holding the executor keeps its id from being reused.
 _rebound: dict[int, tuple[DurableExecutor, DurableExecutor]] = {}
+
+
+def off_loop(fn: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+    """``fn`` as a coroutine: on the loop's pool (on that thread's connection) when tasks
+    run in flight, so one job's ORM work never queues behind every other job's on the
+    one thread-sensitive thread; else thread-sensitive, which under ``async_to_sync``
+    is the caller's own thread, inside its transaction."""
+    @wraps(fn)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        if WORKER_STORE.get() is None:
+            return await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+        result: T = await sync_to_async(on_pool_thread, thread_sensitive=False)(
+            partial(fn, *args, **kwargs))
+        return result
+    return call
 
 
 def in_worker(executor: DurableExecutor) -> DurableExecutor:

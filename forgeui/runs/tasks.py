@@ -6,10 +6,10 @@ runtime itself refuses an interrupt that is no longer open.
 
 The tasks that drive graphs are coroutines, so ``forge_worker`` runs many at once on one
 event loop: a node awaiting a model holds no thread. Their ORM work goes through
-``sync_to_async`` (thread-sensitive: the store's own thread and connection), as the
-store's does. Backends that run tasks on threads (django-tasks' immediate one, the
-embedded pool) call them through ``async_to_sync``, which sends that work back to the
-calling thread, inside its transaction.
+``inflight.off_loop``: where tasks run in flight (``forge_worker``, the embedded loop) on
+the loop's pool, each call on its thread's connection; under django-tasks' immediate
+backend, which calls them through ``async_to_sync``, back on the calling thread, inside
+its transaction.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import logging
 from functools import partial
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
@@ -26,7 +25,7 @@ from django_tasks import task
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
 from forgeui.runs.graph_runner import GraphRunner
-from forgeui.runs.inflight import WORKER_STORE, in_worker
+from forgeui.runs.inflight import WORKER_STORE, in_worker, off_loop
 from forgeui.runs.policies import auto
 from forgeui.store import DjangoCheckpointStore
 from runtime import Command, DurableExecutor, ResumeTarget, RunResult
@@ -47,9 +46,7 @@ async def drive(executor: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         return await getattr(in_worker(executor), method)(*args, **kwargs)
     if getattr(executor, "awaits", False):
         return await getattr(executor, method)(*args, **kwargs)
-    off_thread = WORKER_STORE.get() is not None
-    call = sync_to_async(getattr(executor, f"{method}_sync"), thread_sensitive=not off_thread)
-    return await call(*args, **kwargs)
+    return await off_loop(getattr(executor, f"{method}_sync"))(*args, **kwargs)
 
 
 def summary(result: RunResult) -> dict[str, Any]:
@@ -60,12 +57,16 @@ def summary(result: RunResult) -> dict[str, Any]:
 
 
 def store() -> DjangoCheckpointStore:
-    return DjangoCheckpointStore()
+    return WORKER_STORE.get() or DjangoCheckpointStore()
+
+
+@off_loop
+def graph_of_run(run_id: str) -> str:
+    return Run.objects.values_list("graph", flat=True).get(pk=run_id)
 
 
 async def executor_of_run(run_id: str) -> GraphRunner:
-    graph = await Run.objects.values_list("graph", flat=True).aget(pk=run_id)
-    return registry.executor_for(graph)
+    return registry.executor_for(await graph_of_run(run_id))
 
 
 @task()
@@ -78,7 +79,7 @@ async def start_run_task(graph: str, thread_id: str, request_id: str) -> dict[st
     if existing is not None and existing.metadata.get("request_id") == request_id:
         return {"thread_id": thread_id, "run_id": existing.run_id, "status": existing.status,
                 "duplicate": True}
-    accepted = await sync_to_async(AuditEntry.objects.accepted_start)(request_id)
+    accepted = await off_loop(AuditEntry.objects.accepted_start)(request_id)
     if accepted is None:
         logger.warning("start %s of %s: no such accepted start", request_id, graph)
         return {"thread_id": thread_id, "status": "unknown", "request_id": request_id}
@@ -94,7 +95,7 @@ async def start_run_task(graph: str, thread_id: str, request_id: str) -> dict[st
         except ResumeError as exc:  # another start won the thread meanwhile
             logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
             return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
-    await sync_to_async(auto_decide)(started)
+    await off_loop(auto_decide)(started)
     return summary(started)
 
 
@@ -107,7 +108,7 @@ def auto_decide(result: RunResult) -> None:
 @task()
 async def apply_answer_task(answer_id: int) -> dict[str, Any]:
     """Hand a recorded answer to the runtime, retrying until the tree has taken it in."""
-    answer = await Answer.objects.select_related("interrupt").aget(pk=answer_id)
+    answer = await off_loop(Answer.objects.select_related("interrupt").get)(pk=answer_id)
     if answer.applied_at is not None:
         return {"answer_id": answer_id, "outcome": "already applied"}
     interrupt = answer.interrupt
@@ -131,11 +132,11 @@ async def apply_answer(answer: Answer) -> dict[str, Any]:
             logger.info("answer %s: %s; reloading", answer_id, exc)
             continue
         except NodeError as exc:  # answered, but the resumed node failed
-            await sync_to_async(Answer.objects.mark_applied)(
+            await off_loop(Answer.objects.mark_applied)(
                 answer_id, f"applied; the run failed: {exc}")
             return {"answer_id": answer_id, "outcome": "applied", "status": "failed"}
         await applied(answer, result, "applied")
-        await sync_to_async(auto_decide)(result)
+        await off_loop(auto_decide)(result)
         return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
     raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
 
@@ -148,14 +149,14 @@ OUTCOMES: dict[str, str] = {
 }
 
 
-@sync_to_async
+@off_loop
 def not_applied(answer: Answer, state: AnswerState) -> None:
     Answer.objects.mark_applied(answer.pk, OUTCOMES[state])
     if state != "accepted":  # nobody will work on it: the rows say so again
         run_status.settle(answer.interrupt.root_thread_id)
 
 
-@sync_to_async
+@off_loop
 def applied(answer: Answer, result: RunResult, outcome: str) -> None:
     with transaction.atomic():  # nobody sees an applied answer without its audit row
         Answer.objects.mark_applied(answer.pk, outcome)
@@ -175,13 +176,18 @@ def audit_applied(answer: Answer, result: RunResult) -> None:
 async def resume_with(answer: Answer) -> RunResult:
     interrupt = answer.interrupt
     # Under a policy every counted person's note goes with the answer, each its own row.
-    notes = [text async for text in answer.notes.order_by("id").values_list("text", flat=True)]
+    notes = await notes_of(answer)
     command = Command(resume=answer.value, steering="\n\n".join(notes) or None,
-                      child_policy=answer.child_policy,  # type: ignore[arg-type]
+                      child_policy=answer.child_policy,
                       metadata=answer.meta or None)
     target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)
     executor = await executor_of_run(interrupt.run_id)
     return await drive(executor, "resume_targeted", target, command)
+
+
+@off_loop
+def notes_of(answer: Answer) -> list[str]:
+    return list(answer.notes.order_by("id").values_list("text", flat=True))
 
 
 async def answer_state(run_id: str, interrupt_id: str) -> AnswerState:
@@ -211,7 +217,7 @@ async def root_checkpoint(cp: Head) -> Head | None:
 @task()
 async def apply_steering_task(note_id: int) -> dict[str, Any]:
     """Record a steering note in the run's checkpoint (nodes read it as ``ctx.steering``)."""
-    note = await SteeringNote.objects.aget(pk=note_id)
+    note = await off_loop(SteeringNote.objects.get)(pk=note_id)
     if note.applied_at is not None:
         return {"note_id": note_id, "outcome": "already applied"}
     target = ResumeTarget(run_id=note.run_id, task_id=note.task_id or None,
@@ -222,7 +228,7 @@ async def apply_steering_task(note_id: int) -> dict[str, Any]:
         outcome = f"not applied: {exc}"
     else:
         outcome = "applied"
-    await SteeringNote.objects.filter(pk=note_id, applied_at__isnull=True).aupdate(
+    await off_loop(SteeringNote.objects.filter(pk=note_id, applied_at__isnull=True).update)(
         applied_at=timezone.now(), outcome=outcome)
     return {"note_id": note_id, "outcome": outcome}
 
@@ -243,9 +249,9 @@ async def apply_cancel(answer: Answer) -> dict[str, Any]:
     try:
         result = await drive(await executor_of_run(run_id), "cancel", ResumeTarget(run_id=run_id))
     except StaleResumeTarget as exc:
-        done = await Run.objects.filter(pk=run_id, status="cancelled").aexists()
+        done = await off_loop(Run.objects.filter(pk=run_id, status="cancelled").exists)()
         outcome = "the run was cancelled" if done else f"not applied: {exc}"
-        await sync_to_async(Answer.objects.mark_applied)(answer.pk, outcome)
+        await off_loop(Answer.objects.mark_applied)(answer.pk, outcome)
         return {"answer_id": answer.pk, "outcome": outcome}
     await applied(answer, result, "the run was cancelled")
     return {"answer_id": answer.pk, "outcome": "applied", **summary(result)}
@@ -263,6 +269,6 @@ async def recover_run_task(thread_id: str) -> dict[str, Any]:
     except NodeError as exc:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
     finally:  # a run found with nothing to do must not keep reading "running"
-        await sync_to_async(run_status.settle)(latest.root_thread_id or thread_id)
-    await sync_to_async(auto_decide)(result)
+        await off_loop(run_status.settle)(latest.root_thread_id or thread_id)
+    await off_loop(auto_decide)(result)
     return summary(result)

@@ -54,8 +54,12 @@ async def serve(concurrency: int, threads: int, grace: float) -> None:
     worker_app = app.with_connector(connector.get_worker_connector())
     logger.info("forge_worker %s: %d runs in flight at most", worker_name(), concurrency)
     async with worker_app.open_async():
+        # No task middleware: procrastinate's Django one closes connections around each
+        # job on the one thread-sensitive thread, a queue every job would wait in; jobs
+        # here do their ORM work on pool threads, whose connections ``inflight`` closes
+        # when they fail.
         await worker_app.run_worker_async(
-            queues=QUEUES, name=worker_name(), concurrency=concurrency,
+            queues=QUEUES, name=worker_name(), concurrency=concurrency, task_middleware=[],
             shutdown_graceful_timeout=grace, fetch_job_polling_interval=POLL_EVERY,
             update_heartbeat_interval=settings.FORGE_WORKER_HEARTBEAT_SECONDS,
             stalled_worker_timeout=stalled_after(), install_signal_handlers=True)
