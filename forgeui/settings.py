@@ -61,13 +61,16 @@ def database(url: str) -> dict[str, Any]:
         # Kept open per thread: opening one costs more than most queries here (the
         # PRAGMAs and Django's SQL functions), and the inbox asks for one per event.
         config["CONN_MAX_AGE"] = None
-    elif config["ENGINE"] == "django.db.backends.postgresql" and env_bool("FORGE_PG_PREPARED",
-                                                                          True):
-        # Parameters bound by the server, and a statement a connection has run a few times
-        # prepared there: a save is planned once per connection, not at every save. Off
-        # behind a pooler that cannot keep prepared statements (PgBouncer's transaction
-        # mode before 1.21).
-        config.setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
+    elif config["ENGINE"] == "django.db.backends.postgresql":
+        options = config.setdefault("OPTIONS", {})
+        if env_bool("FORGE_PG_PREPARED", True):
+            # A statement a connection runs often is planned once by the server, not at
+            # every save; off behind a pooler that cannot keep prepared statements.
+            options.update(server_side_binding=True, prepare_threshold=5)
+        # Under ASGI each request runs on a thread of its own, so a connection kept per
+        # thread is never reused: without a pool every request opens one.
+        if pool_size := int(os.environ.get("FORGE_DB_POOL", "20")):
+            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 30}
     return config
 
 
@@ -94,8 +97,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 # A site's FORGE_GRAPHS replaces the example graphs; FORGE_EXAMPLES=1 keeps them beside it.
 # Text that is not JSON is kept, for the system check (forgeui.E002) to name the error.
-FORGE_GRAPHS: Any = env_json("FORGE_GRAPHS", "null")
-FORGE_GRAPHS = FORGE_GRAPHS or DEFAULT_GRAPHS
+FORGE_GRAPHS: Any = env_json("FORGE_GRAPHS", "null") or DEFAULT_GRAPHS
 if env_bool("FORGE_EXAMPLES", False) and isinstance(FORGE_GRAPHS, dict):
     FORGE_GRAPHS = {**DEFAULT_GRAPHS, **FORGE_GRAPHS}
 # Approval policies, {name: {"nodes": ["graph/node"], "agents": [...], "approvals": M, ...}}
@@ -192,8 +194,7 @@ if REDIS_URL:
 # {"name": 5}; the rest queue. Needs FORGE_QUEUE=procrastinate.
 FORGE_GRAPH_CAPS: dict[str, int] = json.loads(os.environ.get("FORGE_GRAPH_CAPS") or "{}")
 
-# A forge_worker's heartbeat; one silent for six beats is dead and recover_runs takes
-# back the jobs it held.
+# A forge_worker's heartbeat; one silent for six beats is dead (recover_runs takes its jobs).
 FORGE_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("FORGE_WORKER_HEARTBEAT_SECONDS", "5"))
 # Where production's tasks queue: "procrastinate" (PostgreSQL; `manage.py forge_worker`
 # holds many runs per process) or "rq" (Redis; `rqworker`, one run per process, for a
@@ -217,14 +218,13 @@ elif FORGE_QUEUE == "rq":
 if not REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 if not FORGE_QUEUE:
-    # The web process answers 202 at once; graphs run on its own thread pool.
-    # Webhooks and e-mail on a pool of their own: a slow receiver never holds up a run.
+    # Tasks run in the web process; webhooks and e-mail on a pool of their own, so a slow
+    # receiver never holds up a run.
     TASKS = {"default": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend"},
              "notify": {"BACKEND": "forgeui.runs.backends.ThreadPoolBackend",
                         "OPTIONS": {"WORKERS": 2}}}
 
-# GET /metrics (Prometheus) answers a scraper that sends this as its bearer token; unset,
-# there are no metrics.
+# GET /metrics answers a scraper sending this as its bearer token; unset, there are none.
 FORGE_METRICS_TOKEN = os.environ.get("FORGE_METRICS_TOKEN", "")
 
 # Notification e-mail (assignees, overdue interrupts): printed to the console unless

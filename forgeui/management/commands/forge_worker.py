@@ -32,6 +32,12 @@ class Command(BaseCommand):
                                "a PostgreSQL database and REDIS_URL (FORGE_QUEUE=procrastinate)")
         if concurrency < 1 or threads < 1:
             raise CommandError("--concurrency and --threads must be 1 or more")
+        pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+        # Each thread keeps a pooled connection; the loop's own thread takes one more.
+        if isinstance(pool, dict) and threads + 1 > pool["max_size"]:
+            raise CommandError(f"--threads {threads} needs {threads + 1} database connections; "
+                               f"FORGE_DB_POOL allows {pool['max_size']}: raise it or lower "
+                               "--threads")
         from forgeui.worker.serve import serve
 
         asyncio.run(serve(concurrency, threads, grace))
