@@ -54,7 +54,7 @@ SMOKES = {
                                   r"async nodes: 4 runs all paused in [\d.]+ s(.|\n)*"
                                   r"sync nodes: 2 runs", **CLUSTER),
     "cluster_bench.py": Smoke(("--runs", "4", "--clients", "2"),
-                              r"4 answers .* [\d.]+ resumes/s sustained", **CLUSTER),
+                              r"4 answers, .* [\d.]+ resumes/s sustained", **CLUSTER),
     "inbox_bench.py": Smoke(("--pending", "60", "--clients", "2", "--interrupts", "3",
                              "--renders", "3", "--port", "{port}"), r"delivered 6/6"),
     "langgraph_saver.py": Smoke(("--checkpoints", "5", "--turns", "4", "--window", "1"),
