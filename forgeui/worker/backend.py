@@ -28,6 +28,9 @@ class ProcrastinateBackend(BaseTaskBackend):
 
     supports_async_task = True
     supports_get_result = False
+    # Its queue is the database's own tables: a job deferred inside a transaction commits
+    # with it, so callers need not wait for the commit to enqueue.
+    transactional = True
 
     def enqueue(self, task: Task[P, T], args: Any, kwargs: Any) -> TaskResult[T]:
         self.validate_task(task)

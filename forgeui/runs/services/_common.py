@@ -46,10 +46,15 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
 
 
 def enqueue_on_commit(task: Task[Any, Any], *args: Any) -> None:
-    """Enqueue ``task`` once the transaction commits, logging (not raising) a failure: its
-    work is recorded by then (a start or cancel as its audit row, an answer or note as its
-    row, a recovery as its run marked running), and ``recover_runs`` enqueues what a
-    failure left behind."""
+    """Enqueue ``task`` with the transaction's work: inside it where the backend queues in
+    the same database (``transactional``), so the job commits, or not, with what it refers
+    to; else once it commits, logging (not raising) a failure: its work is recorded by then
+    (a start or cancel as its audit row, an answer or note as its row, a recovery as its
+    run marked running), and ``recover_runs`` enqueues what a failure left behind."""
+    if getattr(task.get_backend(), "transactional", False):
+        task.enqueue(*args)
+        return
+
     def enqueue() -> None:  # a function, not a partial: Django logs a failure by its name
         task.enqueue(*args)
 

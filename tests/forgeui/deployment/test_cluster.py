@@ -152,12 +152,27 @@ def test_many_runs_answered_from_twenty_clients_complete_exactly_once(
 IN_FLIGHT = 200
 
 
+# Starts recorded (their audit row committed) whose job is not in the queue: a moment in
+# which a crash would leave the start to recovery.
+STARTS_WITHOUT_A_JOB = """
+SELECT count(*) FROM forgeui_auditentry a WHERE a.action = 'run.start' AND NOT EXISTS (
+    SELECT 1 FROM procrastinate_jobs j WHERE j.args -> 'args' ->> 2 = a.detail ->> 'request_id')
+"""
+
+
 def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> None:
-    """Runs whose node awaits (a model call) hold no worker process: all are in flight."""
-    with ThreadPoolExecutor(CLIENTS) as clients:
-        run_ids = list(clients.map(
+    """Runs whose node awaits (a model call) hold no worker process: all are in flight.
+    Each start's job commits with its audit row: no snapshot sees one without the other."""
+    orphans: list[int] = []
+    with ThreadPoolExecutor(CLIENTS + 1) as clients:
+        starting = clients.map(
             lambda n: forge.start_run(forge.urls[n % 2], "waiting", {"n": n, "seconds": 8}),
-            range(IN_FLIGHT)))
+            range(IN_FLIGHT))
+        watching = clients.submit(lambda: [forge.db.value(STARTS_WITHOUT_A_JOB)
+                                           for _ in range(200)])
+        run_ids = list(starting)
+        orphans = watching.result()
+    assert max(orphans) == 0, orphans
     peak = [0]
 
     def all_paused() -> bool:
