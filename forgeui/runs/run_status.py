@@ -11,6 +11,8 @@ so a row never reads ``running`` with nobody working on it and nothing queued.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.utils import timezone
 
 from forgeui.models import Answer, EventKind, Run, RunStatus
@@ -30,23 +32,27 @@ def chain(run_id: str, root_thread_id: str) -> list[str]:
     return found
 
 
-def mark_working(run_ids: list[str], root_thread_id: str) -> list[str]:
+def mark_working(run_ids: list[str], root_thread_id: str,
+                 before: Sequence[EventDraft] = ()) -> list[str]:
     """Show paused or failed ``run_ids`` as running (in the caller's transaction), and
-    tell the live pages once it commits; the runs moved."""
+    tell the live pages once it commits, after the events ``before`` (one write for
+    both); the runs moved."""
     rows = Run.objects.filter(pk__in=run_ids).exclude(
         status__in=[RunStatus.RUNNING, RunStatus.COMPLETED, RunStatus.CANCELLED])
     moved = list(rows.values_list("run_id", flat=True))
     if moved:
         Run.objects.filter(pk__in=moved).update(status=RunStatus.RUNNING, error=None,
                                                 updated_at=timezone.now())
-        publish_on_commit([_updated(run_id, root_thread_id, RunStatus.RUNNING)
-                           for run_id in moved])
+    publish_on_commit([*before, *(_updated(run_id, root_thread_id, RunStatus.RUNNING)
+                                  for run_id in moved)])
     return moved
 
 
-def answer_accepted(run_id: str, root_thread_id: str) -> list[str]:
-    """An answer was accepted: the run it pauses, and every run above, will work on it."""
-    return mark_working(chain(run_id, root_thread_id), root_thread_id)
+def answer_accepted(run_id: str, root_thread_id: str,
+                    before: Sequence[EventDraft] = ()) -> list[str]:
+    """An answer was accepted: the run it pauses, and every run above, will work on it
+    (their events go out after ``before``, the answer's own)."""
+    return mark_working(chain(run_id, root_thread_id), root_thread_id, before)
 
 
 def settle(root_thread_id: str) -> list[str]:

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from forgeui.models import Answer, AuditEntry, EventKind, Interrupt, InterruptStatus
-from forgeui.models.events import EventDraft, publish_on_commit
+from forgeui.models.events import EventDraft
 from forgeui.runs import answer_rules, run_status
 from forgeui.runs.policies import rules
 from forgeui.runs.policies.approvals import policy_for
@@ -89,8 +89,8 @@ def _accept(interrupt: Interrupt, policy: Policy, value: Any) -> Answer | None:
             before_checkpoint_id=interrupt.checkpoint_id,
             detail={"answer_id": answer.pk, "policy": policy.name, "rule": policy.auto_approve,
                     "value": value})
-        publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
-                                      interrupt.root_thread_id, interrupt.pk,
-                                      {"answered_by": None, "policy": policy.name})])
-        run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
+        answered = EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
+                              interrupt.root_thread_id, interrupt.pk,
+                              {"answered_by": None, "policy": policy.name})
+        run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id, [answered])
     return answer

@@ -72,10 +72,10 @@ def accept(user: User, interrupt: Interrupt, given: Given, meta: dict[str, Any] 
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"answer_id": answer.pk, "value": given.value, "steering": answer.steering,
                   "child_policy": given.child_policy, **({"policy": meta} if meta else {})})
-    publish_on_commit([EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
-                                  interrupt.root_thread_id, interrupt.pk,
-                                  {"answered_by": getattr(actor, "username", None)})])
-    run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id)
+    answered = EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
+                          interrupt.root_thread_id, interrupt.pk,
+                          {"answered_by": getattr(actor, "username", None)})
+    run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id, [answered])
     enqueue_on_commit(apply_answer_task, answer.pk)
     return answer
 

@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connections
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from forgeui.inbox import feed
 from forgeui.models import Answer, Event
@@ -174,3 +175,19 @@ def test_recovering_a_failed_run_reads_running_at_once(
     outage.unlink()
     assert f"recover thread {started['thread_id']}" in call_recover_runs()
     assert statuses(api, started["run_id"]) == {"flaky": "completed"}
+
+
+def test_an_answer_and_the_runs_it_sets_working_reach_the_inbox_in_one_write(
+        api: Api, users: dict[str, User], settings: Any, tmp_path: Path) -> None:
+    """The answered interrupt's event and its runs' ``running`` go out together, in order:
+    one event write (and its ordering lock) per answer, not one per kind."""
+    started = api.start("race", {"ledger": str(tmp_path / "ledger"), "amount": 3})
+    (asked,) = api.pending_of(started)
+    settings.TASKS = QUEUE_ONLY
+    with CaptureQueriesContext(connections["default"]) as seen:
+        services.answer_interrupt(users["reviewer"], asked["id"], "yes")
+    writes = [q["sql"] for q in seen.captured_queries if "INSERT INTO forgeui_event" in q["sql"]]
+    assert len(writes) == 1, writes
+    last = list(Event.objects.order_by("-id").values_list("kind", "data")[:2])[::-1]
+    assert [kind for kind, _ in last] == ["interrupt.answered", "run.updated"]
+    assert last[1][1]["status"] == "running"
