@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import re
 import statistics
 import sys
@@ -121,7 +122,8 @@ def reviewer_sessions(forge: Cluster, count: int) -> list[str]:
 
 async def measure(forge: Cluster, clients: int, idle: float, interrupts: int,
                   gap: float) -> dict[str, Any]:
-    cookies = await asyncio.to_thread(reviewer_sessions, forge, -(-clients // TABS_PER_REVIEWER))
+    cookies = await asyncio.to_thread(reviewer_sessions, forge,
+                                    math.ceil(clients / TABS_PER_REVIEWER))
     sockets = [Socket(forge.urls[n % len(forge.urls)], cookies[n // TABS_PER_REVIEWER])
                for n in range(clients)]
     after = last_event(forge)

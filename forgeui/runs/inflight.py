@@ -59,17 +59,14 @@ _rebound: dict[int, tuple[DurableExecutor, DurableExecutor]] = {}
 
 
 def off_loop(fn: Callable[P, T]) -> Callable[P, Awaitable[T]]:
-    """``fn`` as a coroutine: on the loop's pool (on that thread's connection) when tasks
-    run in flight, so one job's ORM work never queues behind every other job's on the
-    one thread-sensitive thread; else thread-sensitive, which under ``async_to_sync``
-    is the caller's own thread, inside its transaction."""
+    """``fn`` as a coroutine, run where the store runs its blocking work: on the loop's
+    pool when tasks run in flight (``WorkerStore``), so one job's ORM work never queues
+    behind every other's; else thread-sensitive, which under ``async_to_sync`` is the
+    caller's own thread, inside its transaction."""
     @wraps(fn)
     async def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        if WORKER_STORE.get() is None:
-            return await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
-        result: T = await sync_to_async(on_pool_thread, thread_sensitive=False)(
-            partial(fn, *args, **kwargs))
-        return result
+        store = WORKER_STORE.get() or DjangoCheckpointStore()
+        return await store.call_blocking(partial(fn, *args, **kwargs))
     return call
 
 

@@ -163,7 +163,6 @@ SELECT count(*) FROM forgeui_auditentry a WHERE a.action = 'run.start' AND NOT E
 def test_two_workers_hold_two_hundred_waiting_runs_at_once(forge: Cluster) -> None:
     """Runs whose node awaits (a model call) hold no worker process: all are in flight.
     Each start's job commits with its audit row: no snapshot sees one without the other."""
-    orphans: list[int] = []
     with ThreadPoolExecutor(CLIENTS + 1) as clients:
         starting = clients.map(
             lambda n: forge.start_run(forge.urls[n % 2], "waiting", {"n": n, "seconds": 8}),
