@@ -15,7 +15,6 @@ its transaction.
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Any, Literal
 
 from django.db import transaction
@@ -24,6 +23,7 @@ from django_tasks import task
 
 from forgeui.models import Answer, AuditEntry, Run, SteeringNote
 from forgeui.runs import logs, registry, run_status
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.graph_runner import GraphRunner
 from forgeui.runs.inflight import WORKER_STORE, in_worker, off_loop
 from forgeui.runs.policies import auto
@@ -102,7 +102,7 @@ async def start_run_task(graph: str, thread_id: str, request_id: str) -> dict[st
 def auto_decide(result: RunResult) -> None:
     """Pauses an approval policy's rule approves are answered now, by the policy."""
     for answer in auto.decide([i.id for i in result.interrupts]):
-        transaction.on_commit(partial(apply_answer_task.enqueue, answer.pk))
+        enqueue_on_commit(apply_answer_task, answer.pk)
 
 
 @task()

@@ -15,6 +15,7 @@ team only on that team's objects. A refusal leaves an audit row, nothing else.
 
 from __future__ import annotations
 
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.exceptions import StaleAnswer
 from forgeui.runs.services._common import (
     LIVE,
@@ -23,7 +24,6 @@ from forgeui.runs.services._common import (
     audit,
     check_input,
     clipped,
-    enqueue_on_commit,
     get_interrupt,
     get_run,
     latest_metadata,

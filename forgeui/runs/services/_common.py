@@ -10,8 +10,6 @@ from typing import Any, TypeAlias
 
 import jsonschema  # type: ignore[import-untyped]
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import transaction
-from django_tasks.base import Task
 
 from forgeui.models import AuditEntry, Interrupt, InterruptStatus, Run, RunStatus
 from forgeui.permissions.roles import Action, allowed, needed_roles
@@ -43,22 +41,6 @@ def audit(user: User, action: str, **fields: Any) -> AuditEntry:
     actor = user if user is not None and user.is_authenticated else None
     return AuditEntry.objects.create(actor=actor, sign_in=method_of(actor), action=action,
                                      **fields)
-
-
-def enqueue_on_commit(task: Task[Any, Any], *args: Any) -> None:
-    """Enqueue ``task`` with the transaction's work: inside it where the backend queues in
-    the same database (``transactional``), so the job commits, or not, with what it refers
-    to; else once it commits, logging (not raising) a failure: its work is recorded by then
-    (a start or cancel as its audit row, an answer or note as its row, a recovery as its
-    run marked running), and ``recover_runs`` enqueues what a failure left behind."""
-    if getattr(task.get_backend(), "transactional", False):
-        task.enqueue(*args)
-        return
-
-    def enqueue() -> None:  # a function, not a partial: Django logs a failure by its name
-        task.enqueue(*args)
-
-    transaction.on_commit(enqueue, robust=True)
 
 
 def require_json(value: Any, what: str, loc: list[str | int] | None = None) -> None:

@@ -25,7 +25,8 @@ from forgeui.models import (
 )
 from forgeui.models.events import EventDraft, publish_on_commit
 from forgeui.runs import run_status
-from forgeui.runs.services._common import User, audit, enqueue_on_commit, stale_answer
+from forgeui.runs.enqueueing import enqueue_on_commit
+from forgeui.runs.services._common import User, audit, stale_answer
 from forgeui.runs.tasks import apply_answer_task
 from forgeui.team.sign_in import method_of
 

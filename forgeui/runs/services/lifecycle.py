@@ -11,6 +11,7 @@ from django.db import transaction
 from forgeui.models import BREAKPOINT_KINDS, Answer, Interrupt, RunStatus
 from forgeui.permissions.roles import Action
 from forgeui.runs import run_status
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.exceptions import InvalidRequest, StaleAnswer
 from forgeui.runs.policies import approvals
 from forgeui.runs.services._common import (
@@ -18,7 +19,6 @@ from forgeui.runs.services._common import (
     User,
     audit,
     clipped,
-    enqueue_on_commit,
     get_interrupt,
     get_run,
     refused,

@@ -13,13 +13,13 @@ from forgeui.models import Run
 from forgeui.permissions import teams
 from forgeui.permissions.roles import Action
 from forgeui.runs import registry
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.exceptions import InvalidRequest, ThreadTaken
 from forgeui.runs.services._common import (
     LIVE,
     User,
     audit,
     check_input,
-    enqueue_on_commit,
     require_json,
     require_role,
 )

@@ -8,12 +8,12 @@ from django.db import transaction
 
 from forgeui.models import Interrupt, InterruptStatus, Run, SteeringNote
 from forgeui.permissions.roles import Action
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.exceptions import InvalidRequest
 from forgeui.runs.services._common import (
     LIVE,
     User,
     audit,
-    enqueue_on_commit,
     get_interrupt,
     get_run,
     latest_metadata,

@@ -11,11 +11,11 @@ from django.db import transaction
 from forgeui.models import Checkpoint, Interrupt, Run, RunStatus
 from forgeui.permissions.roles import Action
 from forgeui.runs import registry, run_status
+from forgeui.runs.enqueueing import enqueue_on_commit
 from forgeui.runs.exceptions import NotFound
 from forgeui.runs.services._common import (
     User,
     audit,
-    enqueue_on_commit,
     latest_head,
     readable_head,
     require_role,
