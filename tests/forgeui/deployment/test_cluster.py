@@ -264,7 +264,8 @@ def assert_once_each(forge: Cluster, run_ids: list[str], held: dict[str, Any]) -
 def test_a_worker_killed_holding_fifty_runs_loses_nothing_and_recovery_finishes_them(
         forge: Cluster, tmp_path: Path) -> None:
     run_ids, held = held_runs(forge, tmp_path, 100)
-    victim = forge.workers[0]
+    # An earlier test may have stopped workers that settle() replaced: kill a live one.
+    victim = next(worker for worker in forge.workers if worker.poll() is None)
     kill(victim)  # a crashed machine, with its runs inside "charge"
     assert victim.wait(10) == -signal.SIGKILL
     Path(held["gate"]).touch()
