@@ -69,8 +69,11 @@ def database(url: str) -> dict[str, Any]:
             options.update(server_side_binding=True, prepare_threshold=5)
         # Under ASGI each request runs on a thread of its own, so a connection kept per
         # thread is never reused: without a pool every request opens one.
+        # A request waits at most FORGE_DB_POOL_TIMEOUT for a connection: with the database
+        # down, every request would otherwise hang for psycopg's default half minute.
         if pool_size := int(os.environ.get("FORGE_DB_POOL", "20")):
-            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 30}
+            options["pool"] = {"min_size": 1, "max_size": pool_size,
+                               "timeout": float(os.environ.get("FORGE_DB_POOL_TIMEOUT", "10"))}
     return config
 
 

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import NamedTuple
 
+import psycopg
 import redis
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -145,10 +146,16 @@ def check_graphs() -> GraphCheck:
 
 
 def database_ok() -> bool:
+    # A pooled connection is asked for with the probe's timeout, not the pool's own.
+    pool = getattr(connection, "pool", None)
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError:
+        if pool is not None:
+            with pool.connection(timeout=PROBE_TIMEOUT) as pooled:
+                pooled.execute("SELECT 1")
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+    except (DatabaseError, psycopg.Error):
         logger.warning("readyz: database unreachable", exc_info=True)
         connection.close()  # the next probe reconnects instead of reusing a broken one
         return False
