@@ -67,13 +67,10 @@ def database(url: str) -> dict[str, Any]:
             # A statement a connection runs often is planned once by the server, not at
             # every save; off behind a pooler that cannot keep prepared statements.
             options.update(server_side_binding=True, prepare_threshold=5)
-        # Under ASGI each request runs on a thread of its own, so a connection kept per
-        # thread is never reused: without a pool every request opens one.
-        # A request waits at most FORGE_DB_POOL_TIMEOUT for a connection: with the database
-        # down, every request would otherwise hang for psycopg's default half minute.
+        # Each ASGI request has a thread of its own: without a pool, a connection each.
         if pool_size := int(os.environ.get("FORGE_DB_POOL", "20")):
-            options["pool"] = {"min_size": 1, "max_size": pool_size,
-                               "timeout": float(os.environ.get("FORGE_DB_POOL_TIMEOUT", "10"))}
+            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": float(
+                os.environ.get("FORGE_DB_POOL_TIMEOUT", "10"))}  # not psycopg's 30 s, DB down
     return config
 
 
