@@ -4,8 +4,10 @@ and waiting for something to become true. No Django: the cluster tests import it
 from __future__ import annotations
 
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,3 +40,12 @@ def wait_until(probe: Callable[[], Any], timeout: float, what: str,
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(pause)
     return found
+
+
+def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
+    """Serve ``server`` on a daemon thread, checking for ``shutdown()`` often: at
+    ``serve_forever``'s own half-second poll, every test that stops a server waits that."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
+    thread.start()
+    return thread

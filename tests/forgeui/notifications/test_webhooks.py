@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -23,6 +22,7 @@ from django.test import Client, override_settings
 from forgeui.models import DeliveryStatus, Interrupt, Webhook, WebhookDelivery
 from forgeui.notifications import egress, fanout, webhooks
 from forgeui.runs import services
+from tests.processes import serve_in_background
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,8 +64,7 @@ class Receiver:
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     made = Receiver(failures=2)
-    thread = threading.Thread(target=made.server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_background(made.server)
     yield made
     made.server.shutdown()
     made.server.server_close()
@@ -130,7 +129,7 @@ def test_webhooks_are_configured_in_the_admin(users: dict[str, User]) -> None:
 
 
 def serving(made: Receiver) -> Receiver:
-    threading.Thread(target=made.server.serve_forever, daemon=True).start()
+    serve_in_background(made.server)
     return made
 
 

@@ -5,7 +5,6 @@ its body names, with the status ``GET /api/requests/{id}`` reads. A real receive
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from forgeui.notifications import fanout
 from forgeui.requests import service
 from forgeui.runs import deadlines
 from tests.forgeui.notifications.test_webhooks import Receiver
+from tests.processes import serve_in_background
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,8 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def receiver(settings: Any) -> Iterator[Receiver]:
     settings.FORGE_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on 127.0.0.1
     made = Receiver(failures=0)
-    thread = threading.Thread(target=made.server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_background(made.server)
     yield made
     made.server.shutdown()
     made.server.server_close()

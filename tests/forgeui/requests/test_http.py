@@ -21,7 +21,7 @@ import pytest
 from forgeui.client import ForgeClient
 from tests.e2e.conftest import Seed
 from tests.forgeui.requests.live import Forge, ask, forge
-from tests.processes import manage
+from tests.processes import manage, serve_in_background
 
 pytestmark = pytest.mark.slow
 DIFF_ARGS = {"path": "notes.txt", "old": "hello\n", "new": "hello world\n"}
@@ -327,7 +327,7 @@ def test_a_callback_is_posted_once_signed_when_the_request_is_decided(inside: Fo
             pass
 
     with ThreadingHTTPServer(("127.0.0.1", 0), Receiver) as receiver:
-        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        serve_in_background(receiver)
         hook = f"http://127.0.0.1:{receiver.server_address[1]}/done"
         made = ask(inside, callback_url=hook)
         assert made["callback_secret"]

@@ -4,7 +4,6 @@ when the request is made. Through the API, with a real agent token and a reviewe
 
 from __future__ import annotations
 
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 from forgeui.models import AgentRequest, ApiToken, Interrupt
 from forgeui.runs import answer_rules
 from tests.forgeui.apiclient import Api
+from tests.processes import serve_in_background
 
 CATASTROPHIC = "^(a+)+$"
 EVIL = "a" * 40 + "!"  # exponential backtracking for Python's re on the pattern above
@@ -86,7 +86,7 @@ class Recorder(BaseHTTPRequestHandler):
 
 def test_a_remote_reference_is_never_fetched() -> None:
     server = HTTPServer(("127.0.0.1", 0), Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_background(server)
     base = f"http://127.0.0.1:{server.server_port}"
     try:
         for schema in ({"$ref": f"{base}/schema.json"},

@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.processes import serve_in_background
+
 
 @dataclass
 class Call:
@@ -40,7 +42,7 @@ class SlackStandIn:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/"
 
     def __enter__(self) -> SlackStandIn:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_background(self.server)
         return self
 
     def __exit__(self, *exc: Any) -> None:
