@@ -67,10 +67,10 @@ def database(url: str) -> dict[str, Any]:
             # A statement a connection runs often is planned once by the server, not at
             # every save; off behind a pooler that cannot keep prepared statements.
             options.update(server_side_binding=True, prepare_threshold=5)
-        # Each ASGI request has a thread of its own: without a pool, a connection each.
+        # A pool, as each ASGI request has a thread; its wait bounded: the DB down, no 30 s hangs.
         if pool_size := int(os.environ.get("FORGE_DB_POOL", "20")):
-            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": float(
-                os.environ.get("FORGE_DB_POOL_TIMEOUT", "10"))}  # not psycopg's 30 s, DB down
+            wait = float(os.environ.get("FORGE_DB_POOL_TIMEOUT", "10"))
+            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": wait}
     return config
 
 

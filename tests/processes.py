@@ -42,10 +42,8 @@ def wait_until(probe: Callable[[], Any], timeout: float, what: str,
     return found
 
 
-def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
+def serve_in_background(server: socketserver.BaseServer) -> None:
     """Serve ``server`` on a daemon thread, checking for ``shutdown()`` often: at
     ``serve_forever``'s own half-second poll, every test that stops a server waits that."""
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
-                              daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()

@@ -146,7 +146,8 @@ def check_graphs() -> GraphCheck:
 
 
 def database_ok() -> bool:
-    # A pooled connection is asked for with the probe's timeout, not the pool's own.
+    # A probe has its own deadline, as Redis's below: the pool is asked with the probe's
+    # timeout, not the one every request waits (FORGE_DB_POOL_TIMEOUT).
     pool = getattr(connection, "pool", None)
     try:
         if pool is not None:
