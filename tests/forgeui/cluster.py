@@ -1,9 +1,10 @@
 """A production-shaped forge on one machine, for the cluster tests and ``bench/cluster_bench.py``.
 
 ``cluster(folder)`` starts a Redis of its own (``redis-server`` on a free port, no
-persistence, so restarting it disturbs nobody else), creates a fresh PostgreSQL database,
-migrates it, adds the demo users with API tokens and a reviewer session, then starts two
-daphne processes and two ``forge_worker`` processes with the production environment
+persistence, so restarting it disturbs nobody else), creates a PostgreSQL database migrated
+and seeded with the demo users, their API tokens and a reviewer session (a copy of a
+template, see ``cluster_database``), then starts two daphne processes and two
+``forge_worker`` processes with the production environment
 (``DATABASE_URL``, ``REDIS_URL``, ``DEBUG=0``; plain http, without HTTPS redirects or
 secure-only cookies). Every process runs in a session of its own and is killed by process
 group on the way out, whatever happened. Nothing here imports Django: the test process
@@ -20,24 +21,19 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import psycopg
-
+from tests.forgeui.cluster_database import Database, create_seeded, static_root
 from tests.processes import free_port, manage, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 GRAPHS = {
     "transfer": "forgeui.demo.graphs:transfer",
     "blocking": "tests.forgeui.graphs:blocking",
@@ -126,60 +122,6 @@ class Redis:
         self.stop()
         time.sleep(down_for)
         self.start()
-
-
-class Database:
-    """A fresh PostgreSQL database on the server of ``TEST_POSTGRES_URL``."""
-
-    def __init__(self, name: str = "") -> None:
-        parts = urlsplit(POSTGRES_URL)
-        self.server = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
-                       "user": parts.username or "postgres", "password": parts.password}
-        self.name = name or f"forge_cluster_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        self._local = threading.local()
-        self._opened: list[psycopg.Connection[Any]] = []
-
-    @property
-    def url(self) -> str:
-        s = self.server
-        auth = s["user"] + (f":{s['password']}" if s["password"] else "")
-        return f"postgres://{auth}@{s['host']}:{s['port']}/{self.name}"
-
-    def admin(self, sql: str) -> None:
-        with psycopg.connect(dbname="postgres", autocommit=True, **self.server) as conn:
-            conn.execute(sql)  # type: ignore[arg-type]
-
-    def create(self) -> None:
-        self.admin(f'CREATE DATABASE "{self.name}"')
-
-    def drop(self) -> None:
-        self.close_connections()
-        self.admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-    def close_connections(self) -> None:
-        """Close every connection ``rows`` opened; the next call opens a fresh one.
-
-        Called after each test, so a test stopped mid-query (a timeout) cannot hand the
-        next one a connection that is still busy with its query.
-        """
-        opened, self._opened = self._opened, []
-        for conn in opened:
-            conn.close()
-
-    def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        """Run one query on this thread's autocommit connection; its rows."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed and \
-                conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.close()  # an earlier query was interrupted: its answer never came
-        if conn is None or conn.closed:
-            conn = self._local.conn = psycopg.connect(dbname=self.name, autocommit=True,
-                                                      **self.server)
-            self._opened.append(conn)
-        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
-
-    def value(self, sql: str, *params: Any) -> Any:
-        return self.rows(sql, *params)[0][0]
 
 
 @dataclass
@@ -294,7 +236,7 @@ def environment(database_url: str, redis_url: str, folder: Path) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
                REDIS_URL=redis_url, DEBUG="0", SECURE_SSL_REDIRECT="0", SECURE_COOKIES="0",
-               SECURE_HSTS_SECONDS="0", STATIC_ROOT=str(folder / "static"),
+               SECURE_HSTS_SECONDS="0", STATIC_ROOT=str(static_root()),
                SECRET_KEY="forge-cluster-" + "x" * 40,
                ALLOWED_HOSTS="127.0.0.1,localhost", FORGE_GRAPHS=json.dumps(GRAPHS),
                FORGE_GRAPH_CAPS=json.dumps(CAPS), FORGE_WORKER_HEARTBEAT_SECONDS="0.5",
@@ -311,29 +253,6 @@ SESSION = ("from django.conf import settings; from django.contrib.auth.models im
            "print(c.cookies[settings.SESSION_COOKIE_NAME].value)")
 
 
-# migrate, the static files (DEBUG=0 serves collected ones), the demo users, their API
-# tokens and a reviewer session, in one process: Django starts once, not once per command.
-SETUP = """
-import io, json
-from django.conf import settings
-from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.test import Client
-call_command("migrate", interactive=False, verbosity=0)
-call_command("collectstatic", interactive=False, verbosity=0)
-call_command("demo", "--no-runs", "--force", stdout=io.StringIO())
-tokens = {}
-for who in ("supervisor", "reviewer"):
-    out = io.StringIO()
-    call_command("create_token", who, stdout=out)
-    tokens[who] = out.getvalue().strip()
-session = Client()
-session.force_login(User.objects.get(username="reviewer"))
-print(json.dumps({"tokens": tokens,
-                  "cookie": session.cookies[settings.SESSION_COOKIE_NAME].value}))
-"""
-
-
 @contextlib.contextmanager
 def cluster(folder: Path, webs: int = 2, workers: int = 2,
             threads: int = 8) -> Iterator[Cluster]:
@@ -344,9 +263,8 @@ def cluster(folder: Path, webs: int = 2, workers: int = 2,
     created = False
     try:
         redis.start()
-        db.create()
+        made = create_seeded(db, forge.env)
         created = True
-        made = json.loads(forge.manage("shell", "-c", SETUP).strip().splitlines()[-1])
         forge.tokens, forge.cookie = made["tokens"], made["cookie"]
         forge.ports = [free_port() for _ in range(webs)]
         forge.webs = [None] * webs  # type: ignore[list-item]
