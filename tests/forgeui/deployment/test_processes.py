@@ -44,22 +44,18 @@ def test_twenty_processes_resume_one_interrupt_and_exactly_one_wins(
     assert paused.status == "interrupted"
     go = tmp_path / "go"
     env = django_env(database_url("postgres"))
-    contenders = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.forgeui.race_worker", paused.thread_id, f"v{n}",
-             str(go)],
-            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for n in range(CONTENDERS)
-    ]
-    for proc in contenders:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    contenders = subprocess.Popen(
+        [sys.executable, "-m", "tests.forgeui.race_worker", paused.thread_id, str(go),
+         str(CONTENDERS)],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert contenders.stdout is not None
+    for _ in range(CONTENDERS):
+        assert contenders.stdout.readline().strip() == "ready"
     go.touch()
-    outcomes = []
-    for proc in contenders:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        outcomes.append(json.loads(out.splitlines()[-1]))
+    out, err = contenders.communicate(timeout=120)
+    assert contenders.returncode == 0, err
+    outcomes = [json.loads(line) for line in out.splitlines()]
+    assert len(outcomes) == CONTENDERS, outcomes
 
     winners = [o for o in outcomes if o["outcome"] == "won"]
     assert len(winners) == 1, outcomes
