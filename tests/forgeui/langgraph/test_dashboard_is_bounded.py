@@ -18,15 +18,14 @@ from django.test.utils import CaptureQueriesContext
 from forgeui import models
 from tests.forgeui.apiclient import Api
 
-TURNS = 200
+# Enough that a cost growing with the thread (a copy of its messages, a statement per
+# earlier turn) is plain between the first window and the last.
+TURNS = 100
 WINDOW = 10
 # What each table keeps per row, by the columns that grow with what a step stored.
 STORED = [(models.Checkpoint, ("record", "head")), (models.Thread, ("head",)),
           (models.LangGraphCheckpoint, ("checkpoint",)), (models.LangGraphBlob, ("blob",)),
           (models.LangGraphWrite, ("blob",))]
-
-
-
 
 
 def stored_bytes() -> int:
