@@ -132,7 +132,10 @@ def test_async_langgraph_runs_wait_in_flight_beside_forge_runs(alias: str) -> No
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["paused_s"] < 6, seen
+    # Below three quarters of the serial time: the starts themselves take seconds on a
+    # loaded machine, and runs in turn could not finish under the serial time at all.
+    serial_s = in_flight.SECONDS * (in_flight.LANGGRAPH_RUNS + in_flight.FORGE_RUNS)
+    assert seen["paused_s"] < 0.75 * serial_s, seen
     runs = Run.objects.using(alias).filter(thread_id__in=seen["threads"], parent_run__isnull=True)
     assert sorted(runs.values_list("graph", "status")) == sorted(
         [("lg_async", "completed")] * in_flight.LANGGRAPH_RUNS
