@@ -79,14 +79,15 @@ audit: setup
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST  := $(VENV)/bin/pytest -n $(WORKERS) --dist worksteal
 
-# The audit waits on the network for most of its run: it runs beside the suite, and
-# either failing fails the target.
-test: lint
-	@$(MAKE) --no-print-directory -j2 audit suite
+# The linters and the audit run beside the suite: the audit waits on the network for most
+# of its run, and the linters (mypy without a cache, on a fresh clone) use the CPU the
+# suite leaves while its tests wait on processes. Any of them failing fails the target.
+test: setup
+	@$(MAKE) --no-print-directory -j3 lint audit suite
 
 suite: setup
 	$(PYTEST)
 
 # The same suite, hunting longer: many more generated examples, the full cluster load.
-test-deep: lint
-	@FORGE_DEEP=1 $(MAKE) --no-print-directory -j2 audit suite
+test-deep: setup
+	@FORGE_DEEP=1 $(MAKE) --no-print-directory -j3 lint audit suite
