@@ -172,10 +172,9 @@ def create_seeded(db: Database, env: dict[str, str]) -> dict[str, Any]:
             fresh = bool(found.get("tokens")) and time.time() - found["built"] < TEMPLATE_MAX_AGE
             if name == template.name and fresh and static_root().is_dir():
                 made = found
-            elif not fresh:
-                Database(name).drop()  # half-built (its builder died), or old
+            elif not fresh or name == template.name:
+                Database(name).drop()  # half-built (its builder died), old, or unusable
         if not made:
-            Database(template.name).drop()
             made = build(template, env)
         # Under the lock: no template is dropped while it is being copied.
         db.create(template=template.name)

@@ -49,9 +49,13 @@ def main(thread_id: str, go_file: str, count: str, graph: str = "race") -> None:
     import django
 
     django.setup()
+    from django.db import connections
+
     from forgeui.runs import registry
 
     executor = registry.get_executor(graph)
+    # A connection made here would be shared by every child: the race would be on one.
+    assert all(conn.connection is None for conn in connections.all(initialized_only=True))
     children = []
     for n in range(int(count)):
         if (pid := os.fork()) == 0:  # a contender: it ends here, never returns
