@@ -232,7 +232,7 @@ class Cluster:
 METRICS_TOKEN = "cluster-metrics-" + "m" * 24
 
 
-def environment(database_url: str, redis_url: str, folder: Path) -> dict[str, str]:
+def environment(database_url: str, redis_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DJANGO_SETTINGS_MODULE="forgeui.settings", DATABASE_URL=database_url,
                REDIS_URL=redis_url, DEBUG="0", SECURE_SSL_REDIRECT="0", SECURE_COOKIES="0",
@@ -259,7 +259,7 @@ def cluster(folder: Path, webs: int = 2, workers: int = 2,
     """Redis, a fresh database, ``webs`` daphne and ``workers`` forge_worker processes of
     ``threads`` threads."""
     redis, db = Redis(folder), Database()
-    forge = Cluster(folder, redis, db, environment(db.url, redis.url, folder), threads=threads)
+    forge = Cluster(folder, redis, db, environment(db.url, redis.url), threads=threads)
     created = False
     try:
         redis.start()
@@ -297,7 +297,7 @@ def attach(path: Path) -> Cluster:
     found = json.loads(path.read_text())
     redis, db = Redis(Path(found["folder"]), found["redis_port"]), Database(found["database"])
     return Cluster(Path(found["folder"]), redis, db,
-                   environment(db.url, redis.url, Path(found["folder"])),
+                   environment(db.url, redis.url),
                    ports=found["ports"], tokens=found["tokens"], cookie=found["cookie"])
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -47,13 +46,13 @@ def copies() -> Iterator[list[Database]]:
 
 
 def test_copies_hold_the_seed_and_only_unusable_templates_are_dropped(
-        copies: list[Database], tmp_path: Path) -> None:
+        copies: list[Database]) -> None:
     half_built = fake_template("test_half", None)
     old = fake_template("test_old", {"tokens": {"x": "y"},
                                      "built": time.time() - TEMPLATE_MAX_AGE - 1})
     young = fake_template("test_young", {"tokens": {"x": "y"}, "built": time.time()})
     try:
-        made = [create_seeded(db, environment(db.url, "redis://127.0.0.1:6379/0", tmp_path))
+        made = [create_seeded(db, environment(db.url, "redis://127.0.0.1:6379/0"))
                 for db in copies]
         assert templates(copies[0]) == {young.name}
     finally:
