@@ -25,7 +25,8 @@ from . import audit_chain
 from .identities import sign_in_field
 from .runs import ID_LENGTH, Run, RunStatus
 
-# Any fixed number: every writer of the chain takes this one transaction-level lock.
+# Any fixed number: every writer of the chain takes this one transaction-level lock. It is
+# held until the writer commits, so writers append their entry as their last statement.
 CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
 THREAD_DELETED = "thread.delete"
 
@@ -182,7 +183,9 @@ class AuditEntry(models.Model):
         if not self.team and self.run_id and teams.enabled():
             self.team = (Run.objects.using(using).filter(pk=self.run_id)
                          .values_list("team", flat=True).first() or "")
-        with transaction.atomic(using=using):
+        # No savepoint inside a caller's transaction: an entry that fails to save fails
+        # the work it records, and each savepoint is two more statements under the lock.
+        with transaction.atomic(using=using, savepoint=False):
             self._link(using)
             super().save(*args, **kwargs)
 

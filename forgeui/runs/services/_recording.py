@@ -68,16 +68,17 @@ def accept(user: User, interrupt: Interrupt, given: Given, meta: dict[str, Any] 
         expected_checkpoint_id=given.expected_checkpoint_id or "", meta=meta or {},
     )
     _keep_notes(interrupt, answer, counted)
-    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk, team=interrupt.team,
-          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
-          before_checkpoint_id=interrupt.checkpoint_id,
-          detail={"answer_id": answer.pk, "value": given.value, "steering": answer.steering,
-                  "child_policy": given.child_policy, **({"policy": meta} if meta else {})})
     answered = EventDraft(EventKind.INTERRUPT_ANSWERED, interrupt.run_id,
                           interrupt.root_thread_id, interrupt.pk,
                           {"answered_by": getattr(actor, "username", None)})
     run_status.answer_accepted(interrupt.run_id, interrupt.root_thread_id, [answered])
     enqueue_on_commit(apply_answer_task, answer.pk)
+    # Last: the audit entry holds the chain's lock until this transaction commits.
+    audit(user, "answer", object_type="interrupt", object_id=interrupt.pk, team=interrupt.team,
+          run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
+          before_checkpoint_id=interrupt.checkpoint_id,
+          detail={"answer_id": answer.pk, "value": given.value, "steering": answer.steering,
+                  "child_policy": given.child_policy, **({"policy": meta} if meta else {})})
     return answer
 
 
@@ -97,14 +98,14 @@ def accept_cancel(user: User, interrupt: Interrupt, reason: str) -> Answer:
     actor = close(user, interrupt, InterruptStatus.CANCELLED)
     answer = Answer.objects.create(interrupt=interrupt, user=actor, sign_in=method_of(actor),
                                    kind=AnswerKind.CANCEL, value=None, reason=reason)
+    publish_on_commit([EventDraft(EventKind.INTERRUPT_CANCELLED, interrupt.run_id,
+                                  interrupt.root_thread_id, interrupt.pk,
+                                  {"cancelled_by": getattr(actor, "username", None)})])
+    enqueue_on_commit(apply_answer_task, answer.pk)
     audit(user, "breakpoint.cancel", object_type="interrupt", object_id=interrupt.pk,
           team=interrupt.team,
           run_id=interrupt.run_id, thread_id=interrupt.root_thread_id,
           before_checkpoint_id=interrupt.checkpoint_id,
           detail={"answer_id": answer.pk, "decision": AnswerKind(AnswerKind.CANCEL).label,
                   "reason": reason, "node": interrupt.node, "kind": interrupt.kind})
-    publish_on_commit([EventDraft(EventKind.INTERRUPT_CANCELLED, interrupt.run_id,
-                                  interrupt.root_thread_id, interrupt.pk,
-                                  {"cancelled_by": getattr(actor, "username", None)})])
-    enqueue_on_commit(apply_answer_task, answer.pk)
     return answer

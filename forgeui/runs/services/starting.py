@@ -60,11 +60,11 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
             raise ThreadTaken(thread_id, owner, latest.status)
     # The run id is handed out now, so a caller can follow a run that is still queued.
     request_id = run_id = uuid.uuid4().hex
-    with transaction.atomic():
+    with transaction.atomic():  # the audit entry last: it holds the chain's lock
+        enqueue_on_commit(start_run_task, graph, thread_id, request_id)
         audit(user, "run.start", object_type="thread", object_id=thread_id,
               thread_id=thread_id, run_id=run_id, team=team,
               detail={"graph": graph, "input": input, "request_id": request_id})
-        enqueue_on_commit(start_run_task, graph, thread_id, request_id)
     return _started(thread_id, run_id)
 
 
