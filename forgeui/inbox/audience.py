@@ -2,10 +2,10 @@
 
 A socket's user reads the objects of some teams (``roles.teams_where``), or of every team
 and of those no team owns (None). The socket joins the channel-layer groups of what it
-reads (``broadcast``), and every row, deletion and signal it is about to send is checked
-against the same teams, so an event that reaches it some other way (the fallback poll,
-a replay) shows it nothing it may not read. Sensitive payload keys are shown whole only
-where the user may answer (``forgeui.team.sensitive``).
+reads (``broadcast``, through its loop's ``hub``), and every row, deletion and signal it
+is about to send is checked against the same teams, so an event that reaches it some
+other way (the fallback poll, a replay) shows it nothing it may not read. Sensitive
+payload keys are shown whole only where the user may answer (``forgeui.team.sensitive``).
 """
 
 from __future__ import annotations

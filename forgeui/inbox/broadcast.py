@@ -1,7 +1,8 @@
 """The inbox's live half of the feed: committed event ids, sent on channel-layer groups.
 
-Consumers receive ``{"type": "inbox.event", "event_ids": [N, ...]}`` (ids in order: what
-one drain of the outbox found, often the events of one save). ``INBOX_GROUP`` hears of
+Each process's ``hub`` receives ``{"type": "inbox.event", "group": G, "event_ids": [N, ...]}``
+(ids in order: what one drain of the outbox found, often the events of one save) and hands
+it to its sockets that read group G. ``INBOX_GROUP`` hears of
 every event: its members may read every team's objects (plain roles, superusers). With
 teams, each team has a group too (``team_group``), told only of its own objects' events;
 a socket limited to some teams joins theirs. The event rows themselves are written by
@@ -172,8 +173,9 @@ class _Outbox:
             # One message per group and batch: each socket sends one frame for all of it.
             for group, ids in messages_of(batch):
                 try:
+                    # The group is named: each process's hub hears several (``hub``).
                     await layer.group_send(group, {"type": INBOX_MESSAGE_TYPE,
-                                                   "event_ids": ids})
+                                                   "group": group, "event_ids": ids})
                 except Exception:
                     logger.exception("could not announce inbox events %s to %s", ids, group)
 

@@ -16,9 +16,9 @@ process are capped (``frames.SocketQuota``). Rows are rendered from the interrup
 current state, never from the event, so replays and out-of-order delivery end in the
 same page.
 
-With teams, a socket joins the groups of the teams its user may read and is sent nothing
-about any other team's objects (``audience``); one whose user stops reading a team
-reloads its page.
+With teams, a socket joins (through its event loop's ``hub``) the groups of the teams its
+user may read and is sent nothing about any other team's objects (``audience``); one
+whose user stops reading a team reloads its page.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from django.contrib.auth import get_user_model
 
 from forgeui.inbox import access, broadcast, frames
 from forgeui.inbox.audience import Audience
-from forgeui.inbox.broadcast import INBOX_MESSAGE_TYPE
 from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
+from forgeui.inbox.hub import hub_of
 from forgeui.inbox.rows import (
     MASKED,
     InboxFilters,
@@ -98,9 +98,10 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.budget = frames.FrameBudget()
         self.replayed: int | None = None  # where this socket's catch-up ended
         self.refused = False
-        # websocket_disconnect leaves these groups for us.
-        self.groups = [*self.audience.groups(), access.user_group(user.pk),
-                       access.session_group(session_key)]
+        # The inbox groups through this loop's hub; websocket_disconnect leaves the others.
+        self.hub = hub_of(self.channel_layer)
+        await self.hub.join(self, self.audience.groups())
+        self.groups = [access.user_group(user.pk), access.session_group(session_key)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -116,10 +117,14 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             self.release()
 
     async def disconnect(self, code: int) -> None:
+        if hasattr(self, "hub"):
+            await self.hub.forget(self.hub.leave(self))
         self.release()
 
     def release(self) -> None:
         """Stop watching and give the socket back to the user's quota, once."""
+        if hasattr(self, "hub"):
+            self.hub.forget_soon(self.hub.leave(self))
         if hasattr(self, "access_key"):
             access.watcher().discard(self)
             feed().discard(self)
@@ -130,6 +135,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def leave_groups(self) -> None:
         """Leave every group now: a socket that never sees its disconnect would stay a
         member in the layer (every broadcast then also goes to it) until the group expires."""
+        if hasattr(self, "hub"):
+            await self.hub.forget(self.hub.leave(self))
         groups, self.groups = getattr(self, "groups", []), []
         for group in groups:
             await self.channel_layer.group_discard(group, self.channel_name)
@@ -179,25 +186,20 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         await self.push(found, last)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Channels closes stale database connections before every message, through a hop
-        to the database thread; for inbox events (one per socket per event, the bulk of
-        what a busy inbox handles) that hop cost more than the event. Their handler reads
-        through ``database_sync_to_async``, which closes stale connections itself."""
         try:
-            if message.get("type") == INBOX_MESSAGE_TYPE:
-                await self.inbox_event(message)
-                return
             await super().dispatch(message)
         except StopConsumer:
             raise
         except Exception:
             # The socket dies with 1011 and may never see its disconnect: leave now.
-            self.release()
             await self.leave_groups()
+            self.release()
             raise
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
-        """``broadcast`` announced a committed change (or ``EventFeed`` found one)."""
+        """``broadcast`` announced a committed change (handed on by the loop's ``hub``), or
+        ``EventFeed`` found one. Reads through ``database_sync_to_async``, which closes
+        stale connections itself."""
         ids = [int(event_id) for event_id in message["event_ids"]]
         feed().hear(self, ids)
         found = [await snapshots.get(event_id) for event_id in ids]
@@ -223,20 +225,16 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(frames.RELOAD, "reads fewer teams than before")
             return
         old, new = set(before.groups()), set(audience.groups())
-        for group in old - new:
-            await self.channel_layer.group_discard(group, self.channel_name)
-        for group in new - old:
-            await self.channel_layer.group_add(group, self.channel_name)
-        kept = [g for g in self.groups if g not in old]
-        self.groups = [*audience.groups(), *kept]
+        await self.hub.forget(self.hub.leave(self, sorted(old - new)))
+        await self.hub.join(self, sorted(new - old))
 
     async def access_revoked(self, message: dict[str, Any]) -> None:
         await self.revoke(access.SESSION_GONE)
 
     async def revoke(self, code: int) -> None:
         self.refused = True
-        self.release()
         await self.leave_groups()
+        self.release()
         await self.close(code=code)
 
     async def push(self, found: list[Snapshot], last: int, quiet_if_empty: bool = False,

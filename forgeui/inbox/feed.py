@@ -190,11 +190,11 @@ class EventFeed(SocketLoopWork):
 
     With the in-memory layer, a run started by another process (``manage.py start_run``
     beside daphne) writes its events to the database but cannot reach this process's
-    sockets; the Redis layer drops a slow socket's oldest messages when its queue is
-    full, while the other sockets of the process get theirs. So what was heard is kept
-    per socket. Each event loop polls the ``Event`` table every ``POLL_SECONDS`` and
-    hands each socket the events it has not heard of, once they are ``SETTLE_SECONDS``
-    old. Pushing a row twice is harmless: rows are idempotent.
+    sockets; the Redis layer drops a channel's oldest messages when its queue is full (a
+    process's ``hub`` that fell behind). So what was heard is kept per socket. Each event
+    loop polls the ``Event`` table every ``POLL_SECONDS`` and hands each socket the events
+    it has not heard of, once they are ``SETTLE_SECONDS`` old. Pushing a row twice is
+    harmless: rows are idempotent.
     """
 
     POLL_SECONDS = 0.5

@@ -52,4 +52,4 @@ def test_a_process_that_exits_after_announcing_still_reaches_the_inbox() -> None
         assert done.returncode == 0, done.stderr
 
     message = asyncio.run(heard_after(announce, prefix))
-    assert message == {"type": INBOX_MESSAGE_TYPE, "event_ids": [41, 42]}
+    assert message == {"type": INBOX_MESSAGE_TYPE, "group": INBOX_GROUP, "event_ids": [41, 42]}

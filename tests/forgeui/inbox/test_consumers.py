@@ -25,7 +25,7 @@ from django.test import Client
 from forgeui.asgi import application
 from forgeui.inbox import broadcast, feed, frames
 from forgeui.inbox.broadcast import INBOX_MESSAGE_TYPE
-from forgeui.inbox.consumers import InboxConsumer
+from forgeui.inbox.hub import Hub, hub_of
 from forgeui.inbox.origins import same_origin
 from forgeui.models import Event, Interrupt
 from forgeui.models.events import EventDraft
@@ -500,33 +500,51 @@ def test_extra_origins_come_from_the_setting(settings: Any) -> None:
     assert same_origin(scope("https://localhost"))
 
 
-async def test_an_event_the_layer_dropped_for_one_socket_still_reaches_it(
+async def test_an_event_the_layer_dropped_still_reaches_every_socket(
         connect: Connect, cookies: dict[str, str], users: dict[str, User],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Redis layer drops a slow socket's oldest messages while the other sockets of
-    the process get theirs: what was heard is kept per socket, so the feed's poll still
-    brings the event to the one that lost it."""
-    made: list[InboxConsumer] = []
-    connected, dispatch = InboxConsumer.connect, InboxConsumer.dispatch
+    """The Redis layer drops a channel's oldest messages when its queue is full: a hub
+    that fell behind loses them for all its sockets. What was heard is kept per socket,
+    so the feed's poll still brings the event to each of them."""
+    dropped: list[dict[str, Any]] = []
 
-    async def recorded(self: InboxConsumer) -> None:
-        made.append(self)
-        await connected(self)
+    async def lossy(self: Hub, message: dict[str, Any]) -> None:
+        dropped.append(message)  # the layer dropped it before the hub could read it
 
-    async def lossy(self: InboxConsumer, message: dict[str, Any]) -> None:
-        if len(made) > 1 and self is made[1] and message.get("type") == INBOX_MESSAGE_TYPE:
-            return  # the layer dropped it for this socket only
-        await dispatch(self, message)
-
-    monkeypatch.setattr(InboxConsumer, "connect", recorded)
-    monkeypatch.setattr(InboxConsumer, "dispatch", lossy)
-    heard, _, _ = await connect(cookies["reviewer"])
-    lost, _, _ = await connect(cookies["reviewer"])
-    for socket in (heard, lost):
+    monkeypatch.setattr(Hub, "hand", lossy)
+    first, _, _ = await connect(cookies["reviewer"])
+    second, _, _ = await connect(cookies["reviewer"])
+    for socket in (first, second):
         await caught_up(socket, await last_event())
     [pending] = await started(users)
-    assert ROW.search(await frame_with(heard, ROW, wait=3)).group(1) == pending.pk
-    assert ROW.search(await frame_with(lost, ROW, wait=3)).group(1) == pending.pk
+    assert ROW.search(await frame_with(first, ROW, wait=3)).group(1) == pending.pk
+    assert ROW.search(await frame_with(second, ROW, wait=3)).group(1) == pending.pk
+    assert any(m["type"] == INBOX_MESSAGE_TYPE for m in dropped)
+
+
+async def test_the_hub_hands_one_group_message_to_each_of_its_sockets(
+        connect: Connect, cookies: dict[str, str], users: dict[str, User]) -> None:
+    """However many sockets a loop has, the layer holds one member per inbox group for
+    them, and a message to the group reaches every socket."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    sockets = [(await connect(cookies["reviewer"]))[0] for _ in range(3)]
+    for socket in sockets:
+        await caught_up(socket, await last_event())
+    hub = hub_of(layer)
+    members = layer.groups[broadcast.INBOX_GROUP]
+    assert hub.channel in members and len(hub.members[broadcast.INBOX_GROUP]) == 3
+    assert {c.channel_name for c in hub.members[broadcast.INBOX_GROUP]}.isdisjoint(members)
+    [pending] = await started(users)
+    for socket in sockets:
+        assert ROW.search(await frame_with(socket, ROW, wait=3)).group(1) == pending.pk
+    await sockets[0].disconnect()
+    assert len(hub.members[broadcast.INBOX_GROUP]) == 2
+    for socket in sockets[1:]:
+        await socket.disconnect()
+    assert broadcast.INBOX_GROUP not in hub.members
+    assert hub.channel not in layer.groups.get(broadcast.INBOX_GROUP, {})
 
 
 # -- what a socket takes from its client: budget, bounded replay, close codes ---------------

@@ -18,9 +18,10 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 
-from forgeui.inbox import access, broadcast, frames
+from forgeui.inbox import broadcast, frames
 from forgeui.inbox.broadcast import INBOX_GROUP, team_group
 from forgeui.inbox.feed import EventFeed
+from forgeui.inbox.hub import hub_of
 from forgeui.models import Event, EventKind, Interrupt
 from forgeui.models.events import EventDraft
 from forgeui.team.sensitive import MASK
@@ -88,15 +89,14 @@ async def both_teams(members: dict[str, User]) -> tuple[Interrupt, Interrupt]:
     return finance, support
 
 
-def joined(channel: str) -> set[str]:
+def joined(user: User) -> set[str]:
+    """The groups whose messages reach ``user``'s socket: those its loop's hub hands it
+    and is itself a member of in the layer."""
     layer = get_channel_layer()
-    return {group for group, members in layer.groups.items() if channel in members}
-
-
-def channel_of(user: User) -> str:
-    """The channel of ``user``'s only socket (a member of the user's group)."""
-    [channel] = get_channel_layer().groups[access.user_group(user.pk)]
-    return str(channel)
+    hub = hub_of(layer)
+    in_layer = {group for group, members in layer.groups.items() if hub.channel in members}
+    return {group for group, sockets in hub.members.items()
+            if group in in_layer and any(s.access_key[0] == user.pk for s in sockets)}
 
 
 async def test_a_team_reviewer_hears_only_their_teams_rows_a_plain_one_all(
@@ -118,10 +118,10 @@ async def test_sockets_join_the_groups_of_the_teams_they_read(
         connect: Connect, team_cookies: dict[str, str], members: dict[str, User]) -> None:
     await watching(connect, team_cookies["fin"])
     await watching(connect, team_cookies["reviewer"])
-    inbox_groups = {g for g in joined(channel_of(members["fin"])) if g.startswith("inbox")}
+    inbox_groups = {g for g in joined(members["fin"]) if g.startswith("inbox")}
     assert inbox_groups == {team_group("finance")}
-    assert INBOX_GROUP in joined(channel_of(members["reviewer"]))
-    assert team_group("finance") not in joined(channel_of(members["reviewer"]))
+    assert INBOX_GROUP in joined(members["reviewer"])
+    assert team_group("finance") not in joined(members["reviewer"])
 
 
 async def test_each_event_goes_to_its_teams_group_and_the_all_teams_group(
@@ -217,10 +217,10 @@ async def test_a_socket_follows_its_user_into_another_team(
     support_reviewers = await sync_to_async(Group.objects.get)(name="support:reviewer")
     await sync_to_async(members["fin"].groups.add)(support_reviewers)
     for _ in range(50):  # the recheck message is handled by the socket's own loop
-        if team_group("support") in joined(channel_of(members["fin"])):
+        if team_group("support") in joined(members["fin"]):
             break
         await asyncio.sleep(0.05)
-    assert team_group("support") in joined(channel_of(members["fin"]))
+    assert team_group("support") in joined(members["fin"])
     [support] = await started(members, "deploy")
     text = await frame_with(fin, ROW)
     assert ROW.search(text).group(1) == support.pk
@@ -234,10 +234,10 @@ async def test_a_team_joined_without_signals_is_followed_within_two_seconds(
     await sync_to_async(User.groups.through.objects.create)(
         user=members["fin"], group=support_reviewers)
     for _ in range(40):
-        if team_group("support") in joined(channel_of(members["fin"])):
+        if team_group("support") in joined(members["fin"]):
             break
         await asyncio.sleep(0.05)
-    assert team_group("support") in joined(channel_of(members["fin"]))
+    assert team_group("support") in joined(members["fin"])
 
 
 async def test_a_socket_whose_user_leaves_a_team_reloads_its_page(
