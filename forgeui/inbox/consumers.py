@@ -117,8 +117,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             self.release()
 
     async def disconnect(self, code: int) -> None:
-        if hasattr(self, "hub"):
-            await self.hub.forget(self.hub.leave(self))
+        await self.leave_hub()
         self.release()
 
     def release(self) -> None:
@@ -135,11 +134,15 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def leave_groups(self) -> None:
         """Leave every group now: a socket that never sees its disconnect would stay a
         member in the layer (every broadcast then also goes to it) until the group expires."""
-        if hasattr(self, "hub"):
-            await self.hub.forget(self.hub.leave(self))
+        await self.leave_hub()
         groups, self.groups = getattr(self, "groups", []), []
         for group in groups:
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def leave_hub(self) -> None:
+        """Leave the inbox groups, and the layer's where this was the loop's last member."""
+        if hasattr(self, "hub"):
+            await self.hub.forget(self.hub.leave(self))
 
     async def receive(self, text_data: str | None = None,
                       bytes_data: bytes | None = None) -> None:

@@ -38,7 +38,8 @@ class Hub:
         """Hand ``consumer`` these groups' messages; a group new to this loop is joined in
         the layer first, and a failure to join leaves ``consumer`` out of it."""
         if self.channel is None:
-            self.channel = await self.layer.new_channel()
+            channel = await self.layer.new_channel()
+            self.channel = self.channel or channel  # another join may have won the await
         for group in groups:
             members = self.members.setdefault(group, set())
             first = not members
@@ -106,6 +107,8 @@ class Hub:
 
     async def hand(self, message: dict[str, Any]) -> None:
         """Hand one group message to each socket of its group, in turn."""
+        # A message naming no group comes from a process of an older release (a deploy
+        # under way), which sent only the all-teams group's.
         for consumer in list(self.members.get(message.get("group") or INBOX_GROUP, ())):
             try:
                 await consumer.inbox_event(message)

@@ -26,7 +26,8 @@ from .identities import sign_in_field
 from .runs import ID_LENGTH, Run, RunStatus
 
 # Any fixed number: every writer of the chain takes this one transaction-level lock. It is
-# held until the writer commits, so writers append their entry as their last statement.
+# held until the writer commits, so the frequent writers (a start, an answer, a cancel)
+# append their entry as their transaction's last statement.
 CHAIN_LOCK = 0x666F726765617564  # "forgeaud"
 THREAD_DELETED = "thread.delete"
 
