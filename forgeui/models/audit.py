@@ -1,8 +1,9 @@
 """The append-only audit log, kept as a hash chain (``audit_chain``).
 
 Every insert goes through ``AuditEntry.save`` (``objects.create`` included), which appends
-under one lock per database: ``pg_advisory_xact_lock`` on PostgreSQL, the write lock that
-``BEGIN IMMEDIATE`` takes on SQLite, held until the writer's transaction ends. ``seq`` is
+under one lock per database, held until the writer's transaction ends:
+``pg_advisory_xact_lock`` on PostgreSQL, taken by the function that reads the chain's tip
+(migration ``0032``), and the write lock that ``BEGIN IMMEDIATE`` takes on SQLite. ``seq`` is
 unique, so two writers can never both extend the same tip. On PostgreSQL a trigger refuses
 UPDATE and DELETE as well (migration ``0025``).
 """
@@ -180,31 +181,42 @@ class AuditEntry(models.Model):
         if not self._state.adding:
             raise AppendOnly("audit entries cannot be changed")
         using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
-        kwargs["using"] = using
         if not self.team and self.run_id and teams.enabled():
             self.team = (Run.objects.using(using).filter(pk=self.run_id)
                          .values_list("team", flat=True).first() or "")
-        # No savepoint inside a caller's transaction: an entry that fails to save fails
-        # the work it records, and each savepoint is two more statements under the lock.
-        with transaction.atomic(using=using, savepoint=False):
-            self._link(using)
-            super().save(*args, **kwargs)
-
-    def _link(self, using: str) -> None:
-        """Take the chain's lock, then hash this entry onto the newest one."""
-        connection = connections[using]
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK])
-            # Hand-written: on every append, building the ORM query costs more than running it.
-            cursor.execute(f"SELECT seq, entry_hash FROM {AuditEntry._meta.db_table} "
-                           "ORDER BY seq DESC LIMIT 1")
-            tip = cursor.fetchone()
-        self.seq, self.prev_hash = tip[0] + 1 if tip else 1, tip[1] if tip else audit_chain.GENESIS
         self.actor_name = self.actor.get_username() if self.actor is not None else ""
         self.chain_version = audit_chain.VERSION
         self.created_at = self.created_at or timezone.now()
-        self.entry_hash = audit_chain.entry_hash(self.prev_hash, self.record())
+        # No savepoint inside a caller's transaction: an entry that fails to save fails
+        # the work it records, and each savepoint is two more statements under the lock.
+        with transaction.atomic(using=using, savepoint=False):
+            self._append(using)
+
+    def _append(self, using: str) -> None:
+        """Take the chain's lock, hash this entry onto the newest one and insert it.
+
+        Every writer waits while the lock is held, so it is held for two statements (the
+        tip, then the row) with only the hash computed between them; the insert is
+        written here, as the ORM's takes longer to build than to run.
+        """
+        connection = connections[using]
+        record = self.record()  # seq and prev_hash filled in once the tip is known
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":  # the lock, then a fresh read of the tip
+                cursor.execute("SELECT seq, entry_hash FROM forgeui_audit_tip(%s)",
+                               [CHAIN_LOCK])
+            else:  # SQLite: the write lock was taken at BEGIN
+                cursor.execute(f"SELECT seq, entry_hash FROM {AuditEntry._meta.db_table} "
+                               "ORDER BY seq DESC LIMIT 1")
+            tip = cursor.fetchone()
+            self.seq, self.prev_hash = (tip[0] + 1, tip[1]) if tip else (1, audit_chain.GENESIS)
+            record.update(seq=self.seq, prev_hash=self.prev_hash)
+            self.entry_hash = audit_chain.entry_hash(self.prev_hash, record)
+            cursor.execute(_insert_sql(connection), [
+                field.get_db_prep_save(field.pre_save(self, True), connection)
+                for field in _INSERTED])
+            self.pk = cursor.fetchone()[0]
+        self._state.adding, self._state.db = False, using
 
     def live_actor_id(self) -> int | None:
         """The actor's id while their account exists: a deleted user's id stays here."""
@@ -224,6 +236,17 @@ class AuditEntry(models.Model):
 RECORD_COLUMNS = ("seq", "created_at", "actor_name", "sign_in", "action",
                   *audit_chain.TARGET_FIELDS, "detail", "prev_hash", "entry_hash")
 CHAIN_COLUMNS = (*RECORD_COLUMNS, "chain_version", "actor_id")
+
+
+_INSERTED = [field for field in AuditEntry._meta.concrete_fields if not field.primary_key]
+
+
+def _insert_sql(connection: Any) -> str:
+    """The INSERT of one entry, returning its id (SQLite has had RETURNING since 3.35)."""
+    quote, meta = connection.ops.quote_name, AuditEntry._meta
+    return (f"INSERT INTO {quote(meta.db_table)} "
+            f"({', '.join(quote(field.column) for field in _INSERTED)}) "
+            f"VALUES ({', '.join(['%s'] * len(_INSERTED))}) RETURNING {quote(meta.pk.column)}")
 
 
 def record_of(row: tuple[Any, ...], detail_text: bool = False) -> dict[str, Any]:
