@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from forgeui.permissions.roles import remember_groups
+
 from .audit import AuditEntry
 
 
@@ -35,8 +37,14 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
         At most once a minute per token, so reads do not each cost a write. The first use,
         and the first after an hour unused, open a session of use: that one is audited.
         """
-        token = self.active().select_related("user").filter(key_hash=ApiToken.hash(secret)).first()
-        if token is not None and self._opens_session(token):
+        # The owner's groups come in the same query, one row each: every request asks them.
+        rows = list(self.active().select_related("user").filter(key_hash=ApiToken.hash(secret))
+                    .annotate(group_name=models.F("user__groups__name")))
+        if not rows:
+            return None
+        token = rows[0]
+        remember_groups(token.user, [row.group_name for row in rows if row.group_name is not None])
+        if self._opens_session(token):
             AuditEntry.objects.create(
                 actor=token.user, action="token.use", object_type="token",
                 object_id=str(token.pk),
