@@ -139,8 +139,10 @@ MIDDLEWARE = [
     "forgeui.web.middleware.BidiMarkingMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    # Last but one, as django-axes asks to be last: turns a locked-out login into the
+    # lockout page; nothing below it touches a response.
     "axes.middleware.AxesMiddleware",
+    "forgeui.web.middleware.OneThreadPerRequest",  # sync only, at the bottom: see there
 ]
 
 ROOT_URLCONF = "forgeui.urls"

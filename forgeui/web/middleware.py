@@ -1,29 +1,27 @@
-"""The Content-Security-Policy header (Django 5.2 has none built in; 6.0 will), and the
-refusal of page input PostgreSQL cannot store."""
+"""The Content-Security-Policy header (Django 5.2 has none built in; 6.0 will), the
+refusal of page input PostgreSQL cannot store, and one thread per request under ASGI.
+
+These are sync middleware: the views are sync, and ``OneThreadPerRequest`` at the bottom of
+the list makes Django run the whole chain on the request's one thread."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib import auth
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.decorators import sync_and_async_middleware
+from django.utils.decorators import sync_only_middleware
 from django.utils.functional import SimpleLazyObject
 
 from forgeui.inbox import bidi
 from forgeui.team import sign_in
 
 
-@sync_and_async_middleware
 def ContentSecurityPolicyMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
-    """Send ``settings.FORGE_CSP`` on every response that does not set its own.
-
-    Sync and async, so an ASGI request does not hop to a thread just for a header.
-    """
+    """Send ``settings.FORGE_CSP`` on every response that does not set its own."""
     policy = settings.FORGE_CSP
 
     def add(response: HttpResponse) -> HttpResponse:
@@ -31,15 +29,7 @@ def ContentSecurityPolicyMiddleware(get_response: Callable[[HttpRequest], Any]) 
             response.headers.setdefault("Content-Security-Policy", policy)
         return response
 
-    if iscoroutinefunction(get_response):
-        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            return add(await async_get(request))
-    else:
-        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
-            return add(get_response(request))
-    return middleware
+    return after_each(get_response, add)
 
 
 NUL = "\x00"
@@ -56,22 +46,14 @@ def nul_in_request(request: HttpRequest) -> str | None:
     return None
 
 
-def after_each(get_response: Callable[[HttpRequest], Any],
+def after_each(get_response: Callable[[HttpRequest], HttpResponse],
                after: Callable[[HttpResponse], HttpResponse]) -> Any:
-    """A middleware applying ``after`` to every response, sync or async like
-    ``get_response`` (no thread hop under ASGI)."""
-    if iscoroutinefunction(get_response):
-        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            return after(await async_get(request))
-    else:
-        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
-            return after(get_response(request))
+    """A middleware applying ``after`` to every response."""
+    def middleware(request: HttpRequest) -> HttpResponse:
+        return after(get_response(request))
     return middleware
 
 
-@sync_and_async_middleware
 def NulInputMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
     """Answer 400 to a page request with a NUL character anywhere in its input.
 
@@ -86,16 +68,8 @@ def NulInputMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
         where = nul_in_request(request)
         return render(request, "forgeui/bad_input.html", {"where": where}, status=400)
 
-    if iscoroutinefunction(get_response):
-        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            if refused(request):  # the page reads request.user: the database, so a thread
-                return await sync_to_async(refuse)(request)
-            return await async_get(request)
-    else:
-        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
-            return refuse(request) if refused(request) else get_response(request)
+    def middleware(request: HttpRequest) -> HttpResponse:
+        return refuse(request) if refused(request) else get_response(request)
     return middleware
 
 
@@ -108,7 +82,6 @@ def mark_bidi(response: HttpResponse) -> HttpResponse:
     return response
 
 
-@sync_and_async_middleware
 def BidiMarkingMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
     """Show bidirectional controls in every HTML page as visible markers (``bidi``)."""
     return after_each(get_response, mark_bidi)
@@ -123,23 +96,24 @@ def signed_in_user(request: HttpRequest) -> Any:
     return user
 
 
-@sync_and_async_middleware
 def SignInMethodMiddleware(get_response: Callable[[HttpRequest], Any]) -> Any:
-    """After Django's authentication: ``request.user``, still read lazily (no query, no
-    thread hop until a view asks), also says whether a password or single sign-on let
-    them in, which the services record on each decision."""
+    """After Django's authentication: ``request.user``, still read lazily (no query until
+    a view asks), also says whether a password or single sign-on let them in, which the
+    services record on each decision."""
 
-    def lazily(request: HttpRequest) -> None:
+    def middleware(request: HttpRequest) -> HttpResponse:
         request.user = SimpleLazyObject(lambda: signed_in_user(request))  # type: ignore[assignment]
-
-    if iscoroutinefunction(get_response):
-        async_get: Callable[[HttpRequest], Awaitable[HttpResponse]] = get_response
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            lazily(request)
-            return await async_get(request)
-    else:
-        def middleware(request: HttpRequest) -> HttpResponse:  # type: ignore[misc]
-            lazily(request)
-            return get_response(request)
+        return get_response(request)
     return middleware
+
+
+@sync_only_middleware
+def OneThreadPerRequest(get_response: Callable[[HttpRequest], Any]) -> Any:
+    """Last in ``MIDDLEWARE``, and sync only, so that under ASGI every middleware above it
+    runs sync, on the request's one thread, as the views do.
+
+    Below an async-capable last middleware, Django runs the chain async, and its own
+    middleware then hands each ``process_request`` and ``process_response`` to a thread
+    and back: a dozen thread switches per request where this leaves three.
+    """
+    return get_response
