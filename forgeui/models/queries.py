@@ -132,6 +132,15 @@ def thread_head(using: str, thread_id: str) -> tuple[str, str, int, int] | None:
     return None if row is None else (row[0], row[1], int(row[2]), int(row[3]))
 
 
+def run_latest(using: str, run_id: str) -> tuple[str, str] | None:
+    """The thread and latest checkpoint id of a run: read at every start and resume."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT thread_id, latest_checkpoint_id FROM {RUN} WHERE run_id = %s",
+                       [run_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0], row[1])
+
+
 def thread_records(using: str, thread_id: str, first: int, last: int) -> list[tuple[str, str]]:
     """The kept head ("" where none) and the record of each of the thread's checkpoints
     at positions ``first`` to ``last``, in order."""

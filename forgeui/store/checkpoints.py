@@ -220,8 +220,7 @@ class DjangoCheckpointStore(RecordStore):
         return Lineage([record for record, _ in found], found[0][1] or None if found else None)
 
     def run_latest(self, run_id: str) -> tuple[str, str] | None:
-        return (models.Run.objects.using(self.using).filter(pk=run_id)
-                .values_list("thread_id", "latest_checkpoint_id").first())
+        return queries.run_latest(self.using, run_id)
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget the thread and the runs mirrored from it. Records a fork builds on stay,

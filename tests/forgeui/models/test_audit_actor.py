@@ -121,11 +121,18 @@ def test_an_entry_of_a_deleted_user_still_opens_in_the_admin() -> None:
     assert str(AuditEntry.objects.get(pk=entry.pk)).endswith("alice answer.1")
 
 
-def test_work_redone_from_an_entry_names_its_actor_only_while_the_account_exists() -> None:
+@BOTH
+@pytest.mark.parametrize("alias", ALIASES)
+def test_work_redone_from_an_entry_names_its_actor_only_while_the_account_exists(
+        alias: str) -> None:
     """``recover_runs`` starts a lost run as its starter: never as an account now gone."""
-    entry = write_chain("default", 1)[0]
-    assert entry.live_actor_id() == entry.actor_id is not None
-    User.objects.get(username="alice").delete()
-    gone = AuditEntry.objects.get(pk=entry.pk)
-    assert gone.actor_id == entry.actor_id and gone.live_actor_id() is None
-    assert AuditEntry.objects.create(action="system").live_actor_id() is None
+    users, entries = User.objects.db_manager(alias), AuditEntry.objects.using(alias)
+    alice = users.create(username="alice")
+    given = {"amount": 1.0, "to": ["x", 2]}
+    entries.create(actor=alice, action="run.start", run_id="r1", detail={"input": given})
+    entries.create(action="run.start", run_id="r2", detail={"input": None})
+    assert entries.accepted_start("r1") == (given, alice.pk)
+    assert entries.accepted_start("r2") == (None, None)
+    assert entries.accepted_start("r3") is None
+    alice.delete()
+    assert entries.accepted_start("r1") == (given, None)
