@@ -95,7 +95,7 @@ async def start_run_task(graph: str, thread_id: str, request_id: str) -> dict[st
         except ResumeError as exc:  # another start won the thread meanwhile
             logger.warning("start of %s on thread %s refused: %s", graph, thread_id, exc)
             return {"thread_id": thread_id, "status": "refused", "error": str(exc)}
-    await off_loop(auto_decide)(started)
+    await decide_by_policy(started)
     return summary(started)
 
 
@@ -103,6 +103,12 @@ def auto_decide(result: RunResult) -> None:
     """Pauses an approval policy's rule approves are answered now, by the policy."""
     for answer in auto.decide([i.id for i in result.interrupts]):
         enqueue_on_commit(apply_answer_task, answer.pk)
+
+
+async def decide_by_policy(result: RunResult) -> None:
+    """``auto_decide`` on a thread, where a policy may answer (most sites have none)."""
+    if auto.may_decide([i.id for i in result.interrupts]):
+        await off_loop(auto_decide)(result)
 
 
 @task()
@@ -136,7 +142,7 @@ async def apply_answer(answer: Answer) -> dict[str, Any]:
                 answer_id, f"applied; the run failed: {exc}")
             return {"answer_id": answer_id, "outcome": "applied", "status": "failed"}
         await applied(answer, result, "applied")
-        await off_loop(auto_decide)(result)
+        await decide_by_policy(result)
         return {"answer_id": answer_id, "outcome": "applied", **summary(result)}
     raise ResumeError(f"answer {answer_id}: gave up after {MAX_APPLY_ATTEMPTS} attempts")
 
@@ -270,5 +276,5 @@ async def recover_run_task(thread_id: str) -> dict[str, Any]:
         return {"thread_id": thread_id, "status": "failed", "error": str(exc)}
     finally:  # a run found with nothing to do must not keep reading "running"
         await off_loop(run_status.settle)(latest.root_thread_id or thread_id)
-    await off_loop(auto_decide)(result)
+    await decide_by_policy(result)
     return summary(result)

@@ -21,9 +21,15 @@ from forgeui.runs.policies.config import Policy, policies
 from forgeui.runs.registry import REQUEST_GRAPH
 
 
+def may_decide(interrupt_ids: list[str]) -> bool:
+    """Whether ``decide`` could answer any of these: no database read, so a caller on an
+    event loop can ask before it hands ``decide`` to a thread."""
+    return bool(interrupt_ids) and any(p.auto_approve for p in policies().by_name.values())
+
+
 def decide(interrupt_ids: list[str]) -> list[Answer]:
     """Answer each pending interrupt whose policy's rule approves it; the answers made."""
-    if not interrupt_ids or not any(p.auto_approve for p in policies().by_name.values()):
+    if not may_decide(interrupt_ids):
         return []
     made = []
     for interrupt in Interrupt.objects.filter(pk__in=interrupt_ids).pending().select_related(
