@@ -50,14 +50,9 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
     executor = registry.get_executor(graph)  # unknown or broken: refused before any write
     require_json(input, "input")
     check_input(executor.input_schema, input)
+    if thread_id:  # the caller's thread may have runs; a thread named here is new
+        require_free(thread_id, executor.name)
     thread_id = thread_id or uuid.uuid4().hex
-    latest = DjangoCheckpointStore().load_head_sync(thread_id)
-    if latest is not None and latest.status in LIVE:
-        raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
-    if latest is not None:  # a finished thread goes on only with the graph it ran
-        owner = Run.objects.filter(pk=latest.run_id).values_list("graph", flat=True).first()
-        if owner is not None and owner != executor.name:
-            raise ThreadTaken(thread_id, owner, latest.status)
     # The run id is handed out now, so a caller can follow a run that is still queued.
     request_id = run_id = uuid.uuid4().hex
     with transaction.atomic():  # the audit entry last: it holds the chain's lock
@@ -66,6 +61,17 @@ def start_run(user: User, graph: str, input: Any, thread_id: str | None = None) 
               thread_id=thread_id, run_id=run_id, team=team,
               detail={"graph": graph, "input": input, "request_id": request_id})
     return _started(thread_id, run_id)
+
+
+def require_free(thread_id: str, graph: str) -> None:
+    """Refuse a thread with a live run, or one another graph ran."""
+    latest = DjangoCheckpointStore().load_head_sync(thread_id)
+    if latest is not None and latest.status in LIVE:
+        raise InvalidRequest(f"thread {thread_id!r} already has a {latest.status} run")
+    if latest is not None:  # a finished thread goes on only with the graph it ran
+        owner = Run.objects.filter(pk=latest.run_id).values_list("graph", flat=True).first()
+        if owner is not None and owner != graph:
+            raise ThreadTaken(thread_id, owner, latest.status)
 
 
 def _started(thread_id: str, run_id: str) -> StartedRun:
