@@ -135,14 +135,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "forgeui.web.middleware.SignInMethodMiddleware",  # how they signed in (forgeui.team.sso)
     "forgeui.web.middleware.NulInputMiddleware",  # after auth: its 400 page shows the user
     "forgeui.web.middleware.BidiMarkingMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last but one, as django-axes asks to be last: turns a locked-out login into the
-    # lockout page; nothing below it touches a response.
+    # Turns a locked-out login into the lockout page; last of those that touch a response.
     "axes.middleware.AxesMiddleware",
-    "forgeui.web.middleware.OneThreadPerRequest",  # sync only, at the bottom: see there
+    "forgeui.web.middleware.OneThreadPerRequest",  # sync only, and last: see there
 ]
 
 ROOT_URLCONF = "forgeui.urls"
@@ -375,8 +375,6 @@ if FORGE_LOG_FORMAT == "json":
 # Local accounts keep working beside it. The provider's endpoints are named one by one
 # (its discovery document lists them); FORGE_OIDC_ROLES maps each group of the groups
 # claim to a forge role or a list of them, e.g. {"payments-approvers": "reviewer"}.
-MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware")
-                  + 1, "forgeui.web.middleware.SignInMethodMiddleware")
 OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
 FORGE_SSO = bool(OIDC_RP_CLIENT_ID)
 OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
