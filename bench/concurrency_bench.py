@@ -1,7 +1,7 @@
 """Concurrency benchmark: how many waiting runs two workers hold at once.
 
     python bench/concurrency_bench.py [--async-runs 400] [--sync-runs 100] [--cluster JSON]
-                                      [--direct] [--peer VENV]
+                                      [--warmup 40] [--direct] [--peer VENV]
 
 Starts the cluster of ``tests/forgeui/deployment/test_cluster.py`` (``tests.forgeui.cluster``:
 two daphne and two ``forge_worker`` processes, PostgreSQL, Redis) unless ``--cluster``
@@ -14,6 +14,9 @@ most jobs in flight at once (per worker and in all, sampled from the queue), and
 worker's resident memory afterwards. ``--peer`` then serves the same graph written in
 LangGraph (an async node sleeping 1 s, then ``interrupt()``) with ``langgraph dev`` at 10
 and at 100 jobs per worker and starts the async runs through its API the same way.
+Before each measurement, on both sides, ``--warmup`` runs (at most N) are started and
+paused, untimed, so that the figures are those of a server that has been serving: pools
+filled, statements prepared.
 """
 
 from __future__ import annotations
@@ -75,8 +78,20 @@ def start_direct(forge: Cluster, graph: str, runs: int,
     return out[2:], float(out[0]), float(out[1])
 
 
+def warm_up(forge: Cluster, graph: str, runs: int, clients: int) -> None:
+    """Start ``runs`` runs and wait for them to pause: what a cluster that has served
+    for a while has done (its connection pools filled, its statements prepared)."""
+    with ThreadPoolExecutor(clients) as pool:
+        run_ids = list(pool.map(
+            lambda n: forge.start_run(forge.urls[n % 2], graph, {"n": n}), range(runs)))
+    wait_until(lambda: len(forge.pending(run_ids)) == runs, 600, "the warm-up runs to pause",
+               pause=0.1)
+
+
 def measure(forge: Cluster, graph: str, runs: int, clients: int,
-            direct: bool) -> dict[str, object]:
+            direct: bool, warmup: int = 0) -> dict[str, object]:
+    if warmup:
+        warm_up(forge, graph, warmup, clients)
     peak: dict[int, int] = {}
     total = [0]
     if direct:
@@ -140,7 +155,7 @@ def call(url: str, method: str, body: Any = None) -> Any:
         return json.loads(response.read() or b"null")
 
 
-def peer(venv: Path, runs: int, jobs: int, clients: int) -> dict[str, object]:
+def peer(venv: Path, runs: int, jobs: int, clients: int, warmup: int = 0) -> dict[str, object]:
     """The same graph in LangGraph, served by ``langgraph dev`` (its in-memory Agent
     Server) with ``jobs`` runs per worker: seconds until all ``runs`` are interrupted."""
     with tempfile.TemporaryDirectory(prefix="forge-peer-") as folder:
@@ -156,19 +171,25 @@ def peer(venv: Path, runs: int, jobs: int, clients: int) -> dict[str, object]:
         try:
             base = f"http://127.0.0.1:{port}"
             wait_until(lambda: up(base + "/ok"), 120, "langgraph dev")
-            begun = time.perf_counter()
 
             def start(n: int) -> None:
                 thread = call(base + "/threads", "POST", {})["thread_id"]
                 call(f"{base}/threads/{thread}/runs", "POST",
                      {"assistant_id": "agent", "input": {"n": n}})
 
+            def paused(count: int) -> bool:
+                return len(call(base + "/threads/search", "POST", {
+                    "status": "interrupted", "limit": count + 1})) >= count
+
+            with ThreadPoolExecutor(clients) as pool:  # the same warm-up as forge's
+                list(pool.map(start, range(warmup)))
+            wait_until(lambda: paused(warmup), 600, "the peer's warm-up runs", pause=0.1)
+            begun = time.perf_counter()
             with ThreadPoolExecutor(clients) as pool:
                 list(pool.map(start, range(runs)))
             posted = time.perf_counter() - begun
-            wait_until(lambda: len(call(base + "/threads/search", "POST", {
-                "status": "interrupted", "limit": runs + 1})) >= runs, 600,
-                "the peer's runs to pause", pause=0.1)
+            wait_until(lambda: paused(warmup + runs), 600, "the peer's runs to pause",
+                       pause=0.1)
             rss = int((Path("/proc") / str(server.pid) / "status").read_text()
                       .split("VmRSS:")[1].split()[0]) / 1024
             return {"graph": f"langgraph dev, {jobs} jobs per worker", "runs": runs,
@@ -192,6 +213,8 @@ def main() -> None:
     parser.add_argument("--async-runs", type=int, default=400)
     parser.add_argument("--sync-runs", type=int, default=100)
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=40,
+                        help="runs started and paused before each measurement, on each side")
     parser.add_argument("--direct", action="store_true",
                         help="queue the starts from one process instead of the API, to see "
                              "the workers alone")
@@ -203,8 +226,10 @@ def main() -> None:
                              "(tests.forgeui.cluster.describe) instead of starting one")
     args = parser.parse_args()
     with running(args.cluster, "forge-concurrency-bench-") as forge:
-        results = [measure(forge, "waiting", args.async_runs, args.clients, args.direct),
-                   measure(forge, "waiting_sync", args.sync_runs, args.clients, args.direct)]
+        results = [measure(forge, "waiting", args.async_runs, args.clients, args.direct,
+                           min(args.warmup, args.async_runs)),
+                   measure(forge, "waiting_sync", args.sync_runs, args.clients, args.direct,
+                           min(args.warmup, args.sync_runs))]
     for kind, result in zip(("async", "sync"), results, strict=True):
         print(f"{kind} nodes: {result['runs']} runs all paused in {result['all_paused_s']} s "
               f"(starts took {result['posted_s']} s); peak in flight {result['peak_in_flight']}"
@@ -212,7 +237,8 @@ def main() -> None:
               f"{result['worker_rss_mb']}")
     if args.peer:
         for jobs in (10, 100):
-            found = peer(args.peer, args.async_runs, jobs, args.clients)
+            found = peer(args.peer, args.async_runs, jobs, args.clients,
+                         min(args.warmup, args.async_runs))
             print(f"{found['graph']}: {found['runs']} async runs all paused in "
                   f"{found['all_paused_s']} s (starts took {found['posted_s']} s); server RSS "
                   f"MB {found['worker_rss_mb']}")
