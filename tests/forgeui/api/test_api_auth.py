@@ -8,12 +8,15 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from forgeui.models import ApiToken, AuditEntry, Run
+from forgeui.permissions.roles import groups_of
 from tests.forgeui.apiclient import Api
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,6 +83,41 @@ def test_bad_revoked_and_inactive_tokens_are_401(api: Api) -> None:
     api.users["reviewer"].is_active = False
     api.users["reviewer"].save()
     assert api.get("reviewer", "/api/runs").status_code == 401
+
+
+def test_a_tokens_roles_are_its_owners_groups_now_every_one_of_them(api: Api) -> None:
+    """The owner's groups are read with the token on each request: every group counts,
+    none gives a 403, and a group taken away is gone on the very next request."""
+    sam = User.objects.create_user("sam")
+    secret = ApiToken.objects.issue(sam)[1]
+    assert bearer(secret).get("/api/runs").status_code == 403  # no group at all
+    auditor, supervisor = (Group.objects.get_or_create(name=name)[0]
+                           for name in ("auditor", "supervisor"))
+    sam.groups.add(auditor, supervisor, Group.objects.create(name="not-a-role"))
+    start = {"graph": "transfer", "input": {"amount": 5, "to": "acme"}}
+    assert bearer(secret).get("/api/runs").status_code == 200
+    assert bearer(secret).post("/api/runs", start, content_type="application/json"
+                               ).status_code == 201
+    sam.groups.remove(supervisor)
+    assert bearer(secret).post("/api/runs", start, content_type="application/json"
+                               ).status_code == 403
+    assert bearer(secret).get("/api/runs").status_code == 200
+
+
+def test_a_token_is_found_with_every_group_of_its_owner_in_one_query(api: Api) -> None:
+    sam = User.objects.create_user("sam")
+    secret = ApiToken.objects.issue(sam)[1]
+    names = {"supervisor", "finance:reviewer", "g1", "g2", "g3"}
+    sam.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in names))
+    with CaptureQueriesContext(connection) as queries:
+        found = ApiToken.objects.authenticate(secret)
+        assert found is not None and groups_of(found.user) == names
+    assert sum("auth_group" in q["sql"] for q in queries.captured_queries) == 1
+    solo = ApiToken.objects.authenticate(ApiToken.objects.issue(User.objects.create_user(
+        "solo"))[1])
+    with CaptureQueriesContext(connection) as queries:
+        assert solo is not None and groups_of(solo.user) == frozenset()
+    assert queries.captured_queries == []
 
 
 def test_a_token_request_ignores_the_session_cookie(api: Api) -> None:
