@@ -78,12 +78,17 @@ def start_direct(forge: Cluster, graph: str, runs: int,
     return out[2:], float(out[0]), float(out[1])
 
 
+def start_all(forge: Cluster, graph: str, runs: int, clients: int) -> list[str]:
+    """Start ``runs`` runs through the API from ``clients`` threads over both daphnes."""
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(
+            lambda n: forge.start_run(forge.urls[n % 2], graph, {"n": n}), range(runs)))
+
+
 def warm_up(forge: Cluster, graph: str, runs: int, clients: int) -> None:
     """Start ``runs`` runs and wait for them to pause: what a cluster that has served
     for a while has done (its connection pools filled, its statements prepared)."""
-    with ThreadPoolExecutor(clients) as pool:
-        run_ids = list(pool.map(
-            lambda n: forge.start_run(forge.urls[n % 2], graph, {"n": n}), range(runs)))
+    run_ids = start_all(forge, graph, runs, clients)
     wait_until(lambda: len(forge.pending(run_ids)) == runs, 600, "the warm-up runs to pause",
                pause=0.1)
 
@@ -100,9 +105,7 @@ def measure(forge: Cluster, graph: str, runs: int, clients: int,
         posted = last - first
     else:
         begun = time.perf_counter()
-        with ThreadPoolExecutor(clients) as pool:
-            run_ids = list(pool.map(
-                lambda n: forge.start_run(forge.urls[n % 2], graph, {"n": n}), range(runs)))
+        run_ids = start_all(forge, graph, runs, clients)
         posted = time.perf_counter() - begun
 
     def paused() -> bool:

@@ -209,7 +209,7 @@ class AuditEntry(models.Model):
         written here, as the ORM's takes longer to build than to run.
         """
         connection = connections[using]
-        record = self.record()  # seq and prev_hash filled in once the tip is known
+        record = self.record()  # its seq filled in once the tip is known
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":  # the lock, then a fresh read of the tip
                 cursor.execute("SELECT seq, entry_hash FROM forgeui_audit_tip(%s)",
@@ -219,7 +219,7 @@ class AuditEntry(models.Model):
                                "ORDER BY seq DESC LIMIT 1")
             tip = cursor.fetchone()
             self.seq, self.prev_hash = (tip[0] + 1, tip[1]) if tip else (1, audit_chain.GENESIS)
-            record.update(seq=self.seq, prev_hash=self.prev_hash)
+            record["seq"] = self.seq
             self.entry_hash = audit_chain.entry_hash(self.prev_hash, record)
             cursor.execute(_insert_sql(connection), [
                 field.get_db_prep_save(field.pre_save(self, True), connection)

@@ -113,7 +113,8 @@ def OneThreadPerRequest(get_response: Callable[[HttpRequest], Any]) -> Any:
     runs sync, on the request's one thread, as the views do.
 
     Below an async-capable last middleware, Django runs the chain async, and its own
-    middleware then hands each ``process_request`` and ``process_response`` to a thread
-    and back: a dozen thread switches per request where this leaves three.
+    middleware then hand each ``process_request`` and ``process_response`` to a thread and
+    back; with this, a request goes to a thread only where Django's handler itself does
+    (``tests/forgeui/web/test_request_threads.py`` counts them).
     """
     return get_response
