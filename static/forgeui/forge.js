@@ -47,6 +47,7 @@
   document.addEventListener("htmx:wsBeforeMessage", function (evt) {
     var holder = document.createElement("template");
     holder.innerHTML = evt.detail.message;
+    var refocus = [];
     holder.content.querySelectorAll("template").forEach(function (inner) {
       inner.content.querySelectorAll("tr[id]").forEach(function (row) {
         var shown = document.getElementById(row.id);
@@ -61,8 +62,11 @@
           htmx.process(shown);
         } else if (mode === "delete" || mode === "true") {
           if (!shown) row.remove();
+        } else if (shown) {  // a replay of a row shown already: it keeps the reader's place
+          row.classList.toggle("current", shown.classList.contains("current"));
+          if (shown.contains(document.activeElement)) refocus.push(row.id);
+          shown.remove();
         } else {
-          if (shown) shown.remove();
           row.classList.add("arrived");  // a brief highlight (forge.css)
         }
       });
@@ -70,6 +74,10 @@
     evt.preventDefault();
     var before = shownRows();
     htmx.swap(evt.target, holder.innerHTML, { swapStyle: "none" });
+    refocus.forEach(function (id) {
+      var link = document.querySelector("#" + CSS.escape(id) + " .row-link");
+      if (link) link.focus();
+    });
     adjustCount(shownRows() - before);
     refreshAges(evt.target);
   });

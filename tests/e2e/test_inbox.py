@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from typing import Any
 
 from playwright.sync_api import expect
 
 from .conftest import LiveServer, Login
 
+CURRENT = re.compile(r"\bcurrent\b")  # the keyboard's row
 ARRIVAL_S = 1.0  # a row appears within a second of the interrupt being persisted
 
 
@@ -162,6 +164,32 @@ def test_a_dropped_socket_catches_up_on_reconnect(forge: LiveServer,
     # Replayed from the Event table after the cursor the page sent on reconnecting.
     expect(row(page, missed["id"])).to_be_visible(timeout=3000)
     expect(page.locator("#live-status")).to_have_attribute("data-state", "on")
+
+
+def test_rows_replayed_on_reconnect_keep_the_readers_place(forge: LiveServer,
+                                                            login: Login) -> None:
+    token = uuid.uuid4().hex[:10]
+    page = login("reviewer", f"/?q={token}")
+    cursor = page.locator("#inbox [data-event-id]")
+    before = cursor.get_attribute("data-event-id")
+    first = forge.start("transfer", {"ref": token, "amount": 1})[0]
+    second = forge.start("transfer", {"ref": token, "amount": 2})[0]
+    expect(row(page, second["id"])).to_be_visible()
+    page.keyboard.press("j")  # oldest first
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+    # Back to a cursor from before both rows: the server sends them again on reconnecting.
+    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
+    page.evaluate(f"() => {wrapper}.socket.close(4000)")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
+    page.evaluate("at => document.querySelector('#inbox [data-event-id]')"
+                  ".setAttribute('data-event-id', at)", before)
+    page.evaluate(f"() => {wrapper}.init()")
+    expect(cursor).not_to_have_attribute("data-event-id", before)  # the replay came
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+    expect(row(page, first["id"]).locator(".row-link")).to_be_focused()
+    expect(page.locator("#inbox-rows tr.row[id]")).to_have_count(2)  # no row twice
+    page.keyboard.press("j")
+    expect(row(page, second["id"])).to_have_class(CURRENT)
 
 
 def test_a_live_row_lines_up_with_the_header_on_a_laptop(forge: LiveServer,
