@@ -18,6 +18,7 @@ import logging
 from typing import Any, Literal
 
 from django.db import transaction
+from django.db.models import F, Prefetch
 from django.utils import timezone
 from django_tasks import task
 
@@ -114,7 +115,7 @@ async def decide_by_policy(result: RunResult) -> None:
 @task()
 async def apply_answer_task(answer_id: int) -> dict[str, Any]:
     """Hand a recorded answer to the runtime, retrying until the tree has taken it in."""
-    answer = await off_loop(Answer.objects.select_related("interrupt").get)(pk=answer_id)
+    answer = await answer_to_apply(answer_id)
     if answer.applied_at is not None:
         return {"answer_id": answer_id, "outcome": "already applied"}
     interrupt = answer.interrupt
@@ -123,6 +124,16 @@ async def apply_answer_task(answer_id: int) -> dict[str, Any]:
         outcome = await (apply_cancel(answer) if answer.cancels_run else apply_answer(answer))
         logger.info("answer %s: %s", answer_id, outcome["outcome"])
         return outcome
+
+
+@off_loop
+def answer_to_apply(answer_id: int) -> Answer:
+    """The answer with its interrupt, its run's graph (``graph``) and the notes that go with
+    it (``notes_in_order``): what applying it needs, in one trip off the loop."""
+    notes = Prefetch("notes", queryset=SteeringNote.objects.order_by("id"),
+                     to_attr="notes_in_order")
+    return (Answer.objects.select_related("interrupt").prefetch_related(notes)
+            .annotate(graph=F("interrupt__run__graph")).get(pk=answer_id))
 
 
 async def apply_answer(answer: Answer) -> dict[str, Any]:
@@ -182,18 +193,13 @@ def audit_applied(answer: Answer, result: RunResult) -> None:
 async def resume_with(answer: Answer) -> RunResult:
     interrupt = answer.interrupt
     # Under a policy every counted person's note goes with the answer, each its own row.
-    notes = await notes_of(answer)
+    notes = [note.text for note in answer.notes_in_order]
     command = Command(resume=answer.value, steering="\n\n".join(notes) or None,
                       child_policy=answer.child_policy,
                       metadata=answer.meta or None)
     target = ResumeTarget(run_id=interrupt.run_id, interrupt_id=interrupt.id)
-    executor = await executor_of_run(interrupt.run_id)
+    executor = registry.executor_for(answer.graph)
     return await drive(executor, "resume_targeted", target, command)
-
-
-@off_loop
-def notes_of(answer: Answer) -> list[str]:
-    return list(answer.notes.order_by("id").values_list("text", flat=True))
 
 
 async def answer_state(run_id: str, interrupt_id: str) -> AnswerState:

@@ -1,5 +1,6 @@
 """The dashboard's way of going on with runs (answers applied by tasks, notes, cancels)
-never reads a thread's whole lineage of records (to build its history)."""
+never reads a thread's whole lineage of records (to build its history), and an answer is
+applied from one trip to the database for it, its run's graph and its notes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from forgeui.models import Interrupt, Run
 from forgeui.runs import services
@@ -37,3 +40,19 @@ def test_answers_notes_and_cancels_go_on_from_the_head(
     services.cancel_run(users["supervisor"], pending["find_sources"].run_id)
     assert Run.objects.get(pk=run.run_id).status == "completed"
     assert no_history == []
+
+
+def test_an_answer_is_applied_from_one_trip_for_it_its_graph_and_its_notes(
+        users: dict[str, User]) -> None:
+    run = services.start_run(users["supervisor"], "transfer", {"amount": 5})
+    [pending] = Interrupt.objects.of_tree(run.thread_id).pending()
+    with CaptureQueriesContext(connection) as queries:  # the task runs inline here
+        services.answer_interrupt(users["reviewer"], pending.pk, True, steering="fine")
+    assert Run.objects.get(pk=run.run_id).status == "completed"
+    statements = [q["sql"] for q in queries.captured_queries]
+    task = statements[next(n for n, sql in enumerate(statements)
+                           if sql.startswith('SELECT "forgeui_answer"')):]
+    assert 'INNER JOIN "forgeui_run"' in task[0]  # the graph comes with the answer
+    assert task[1].startswith('SELECT "forgeui_steeringnote"')  # in the same trip
+    assert not any(sql.startswith('SELECT "forgeui_run"."graph"') for sql in task)
+    assert sum(sql.startswith('SELECT "forgeui_steeringnote"') for sql in task) == 1
