@@ -224,12 +224,19 @@
       });
   }
 
+  // A refused form waits for the reader's fix: a live redraw leaves it, its errors and what
+  // was typed as they are, until it is sent again.
+  function notRefused(node) {
+    return !(node.nodeType === 1 && node.tagName === "FORM" && node.querySelector(ERROR_FIELDS));
+  }
+
   function morphLive(html) {
     var fresh = new DOMParser().parseFromString(html, "text/html");
     document.querySelectorAll("[data-live][id]").forEach(function (part) {
       var next = fresh.getElementById(part.id);
       if (!next) return;
-      Idiomorph.morph(part, next.outerHTML, { morphStyle: "outerHTML" });
+      Idiomorph.morph(part, next.outerHTML,
+                      { morphStyle: "outerHTML", callbacks: { beforeNodeMorphed: notRefused } });
       htmx.process(part);
       indent(part);
       part.dispatchEvent(new CustomEvent("forge:refreshed", { bubbles: true }));

@@ -252,3 +252,35 @@ def test_a_reject_counting_down_keeps_its_undo_through_a_redraw(
     undo.click()  # the bar survived the redraw, so the reject can still be taken back
     expect(page.locator(".undo-bar")).to_have_count(0)
     assert forge.api("GET", f"/api/interrupts/{asked['id']}")["status"] == "pending"
+
+
+def test_a_refused_form_keeps_its_errors_through_a_live_refresh(
+        forge: LiveServer, login: Login) -> None:
+    """The reviewer's answer is refused (a field out of range); while they fix it, the
+    page's live parts are read again (here: its socket reconnects from an old cursor and
+    is told the interrupt changed): the refused field, its message and its typed value
+    stay until the reviewer sends again."""
+    started = forge.start("parallel_approvals", {"item": "lamps", "amount": 40})
+    finance = by_node(forge.pending(started[0]["root_thread_id"], at_least=2))["finance"]
+    page = login("reviewer", f"/interrupts/{finance['id']}/")
+    page.get_by_label("approved").select_option("true")
+    page.get_by_label("limit").fill("-1")
+    page.get_by_role("button", name="Send answer").click()
+    refused = page.locator(".field.has-error")
+    expect(refused).to_have_count(1)
+    expect(page.get_by_label("limit")).to_be_focused()
+    count_refreshes(page, "answer-live")
+    socket = 'document.querySelector("[ws-connect]")["htmx-internal-data"].webSocket'
+    page.evaluate(f"() => {socket}.socket.close(4000)")
+    page.evaluate("() => document.getElementById('interrupt-changed')"
+                  ".setAttribute('data-event-id', '0')")
+    page.evaluate(f"() => {socket}.init()")
+    refreshed(page, 1)
+    expect(refused).to_have_count(1)
+    expect(page.get_by_label("limit")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("limit")).to_have_value("-1")
+    page.get_by_label("limit").fill("5")  # fixed and sent: taken, and on to the next item
+    page.get_by_role("button", name="Send answer").click()
+    expect(page.locator("#notices")).to_contain_text("was recorded")
+    expect(refused).to_have_count(0)
+    assert [i["node"] for i in forge.pending(started[0]["root_thread_id"])] == ["legal"]
