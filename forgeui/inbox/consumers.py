@@ -37,7 +37,7 @@ from django.contrib.auth import get_user_model
 from forgeui.inbox import access, broadcast, frames
 from forgeui.inbox.audience import Audience
 from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
-from forgeui.inbox.hub import hub_of
+from forgeui.inbox.hub import SERVER_ERROR, hub_of
 from forgeui.inbox.rows import (
     MASKED,
     InboxFilters,
@@ -98,13 +98,21 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.budget = frames.FrameBudget()
         self.replayed: int | None = None  # where this socket's catch-up ended
         self.refused = False
-        # The inbox groups through this loop's hub; websocket_disconnect leaves the others.
-        self.hub = hub_of(self.channel_layer)
-        await self.hub.join(self, self.audience.groups())
         self.groups = [access.user_group(user.pk), access.session_group(session_key)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        # The inbox groups through this loop's hub, once the socket can be sent to; what
+        # is announced before then, the catch-up replays. websocket_disconnect leaves the
+        # others.
+        self.hub = hub_of(self.channel_layer)
+        try:
+            await self.hub.join(self, self.audience.groups())
+        except Exception:  # the layer is away (Redis restarting): the page comes back later
+            logger.warning("inbox socket of user %s could not join its groups", user.pk,
+                           exc_info=True)
+            await self.revoke(SERVER_ERROR)
+            return
         access.watcher().add(self)
         feed().add(self)
 

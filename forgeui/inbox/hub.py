@@ -115,7 +115,10 @@ class Hub:
             except Exception:
                 # As when a socket's own handler fails: it closes and leaves its groups.
                 logger.exception("inbox socket failed handling %s", message.get("type"))
-                await consumer.revoke(SERVER_ERROR)
+                try:
+                    await consumer.revoke(SERVER_ERROR)
+                except Exception:  # one socket that cannot even close stops no other
+                    logger.warning("inbox socket could not be closed", exc_info=True)
 
     async def keep_joined(self) -> None:
         while True:
@@ -130,7 +133,9 @@ class Hub:
                 logger.warning("inbox hub could not join group %s", group, exc_info=True)
 
 
-SERVER_ERROR = 1011  # websocket close code: the server failed handling the socket's message
+# The server failed handling the socket's message: RFC 6455's 1011 in the application
+# range, the only codes daphne sends (any other raises where the socket is closed).
+SERVER_ERROR = 4011
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, Hub]] = (
     weakref.WeakKeyDictionary()

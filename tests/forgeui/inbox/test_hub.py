@@ -153,3 +153,26 @@ async def test_a_group_the_layer_refuses_leaves_the_socket_out() -> None:
     with pytest.raises(ConnectionError, match="injected"):
         await hub.join(socket, [INBOX_GROUP])
     assert hub.members == {} and hub.task is None
+
+
+class Unclosable(Socket):
+    """A socket that fails and cannot even be closed (daphne refuses a close it cannot send)."""
+
+    async def revoke(self, code: int) -> None:
+        self.revoked.append(code)
+        raise ValueError("injected: the socket cannot be closed")
+
+
+async def test_a_socket_that_cannot_be_closed_stops_no_other() -> None:
+    layer = InMemoryChannelLayer()
+    hub, broken, fine = Hub(layer), Unclosable(fails=True), Socket()
+    await hub.join(broken, [INBOX_GROUP])
+    await hub.join(fine, [INBOX_GROUP])
+    await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 5))
+    await until(lambda: fine.heard)
+    hub.leave(broken)
+    await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 6))  # the hub still hears
+    await until(lambda: len(fine.heard) == 2)
+    assert broken.revoked == [SERVER_ERROR] and fine.heard == [[5], [6]]
+    assert 4000 <= SERVER_ERROR <= 4999  # a code daphne can send
+    hub.leave(fine)
