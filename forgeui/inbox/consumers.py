@@ -102,19 +102,22 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-        # The inbox groups through this loop's hub, once the socket can be sent to; what
-        # is announced before then, the catch-up replays. websocket_disconnect leaves the
-        # others.
+        if await self.join_hub():
+            access.watcher().add(self)
+            feed().add(self)
+
+    async def join_hub(self) -> bool:
+        """Join the inbox groups through this loop's hub, once the socket can be sent to
+        (the catch-up replays what was announced before); websocket_disconnect leaves the
+        others. False, and the socket closed, where the layer refuses."""
         self.hub = hub_of(self.channel_layer)
         try:
             await self.hub.join(self, self.audience.groups())
         except Exception:  # the layer is away (Redis restarting): the page comes back later
-            logger.warning("inbox socket of user %s could not join its groups", user.pk,
-                           exc_info=True)
+            logger.warning("inbox socket could not join its groups", exc_info=True)
             await self.revoke(SERVER_ERROR)
-            return
-        access.watcher().add(self)
-        feed().add(self)
+            return False
+        return True
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         # However the socket ends: a channel layer that fails while it listens (Redis
