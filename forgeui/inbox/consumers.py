@@ -37,7 +37,7 @@ from django.contrib.auth import get_user_model
 from forgeui.inbox import access, broadcast, frames
 from forgeui.inbox.audience import Audience
 from forgeui.inbox.feed import Snapshot, catch_up, feed, snapshots
-from forgeui.inbox.hub import SERVER_ERROR, hub_of
+from forgeui.inbox.hub import hub_of
 from forgeui.inbox.rows import (
     MASKED,
     InboxFilters,
@@ -115,7 +115,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
             await self.hub.join(self, self.audience.groups())
         except Exception:  # the layer is away (Redis restarting): the page comes back later
             logger.warning("inbox socket could not join its groups", exc_info=True)
-            await self.revoke(SERVER_ERROR)
+            await self.revoke(frames.SERVER_ERROR)
             return False
         return True
 

@@ -19,6 +19,7 @@ INVALID_PAYLOAD = 4007  # text that is not JSON (or nested too deep to read)
 POLICY_VIOLATION = 4008  # over the frame budget
 RELOAD = 4409  # too far behind to catch up: forge.js reloads the page
 TOO_MANY_SOCKETS = 4429  # the user has SocketQuota.per_user sockets open already
+SERVER_ERROR = 4011  # the server failed handling the socket (RFC 6455's 1011)
 
 
 @dataclass

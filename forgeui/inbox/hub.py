@@ -16,6 +16,7 @@ import weakref
 from typing import Any
 
 from forgeui.inbox.broadcast import INBOX_GROUP
+from forgeui.inbox.frames import SERVER_ERROR
 
 logger = logging.getLogger(__name__)
 
@@ -132,10 +133,6 @@ class Hub:
             except Exception:
                 logger.warning("inbox hub could not join group %s", group, exc_info=True)
 
-
-# The server failed handling the socket's message: RFC 6455's 1011 in the application
-# range, the only codes daphne sends (any other raises where the socket is closed).
-SERVER_ERROR = 4011
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, Hub]] = (
     weakref.WeakKeyDictionary()

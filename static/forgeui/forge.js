@@ -75,7 +75,7 @@
     var before = shownRows();
     htmx.swap(evt.target, holder.innerHTML, { swapStyle: "none" });
     refocus.forEach(function (id) {
-      var link = document.querySelector("#" + CSS.escape(id) + " .row-link");
+      var link = document.getElementById(id).querySelector(".row-link");
       if (link) link.focus();
     });
     adjustCount(shownRows() - before);

@@ -714,3 +714,27 @@ async def test_a_socket_the_channel_layer_fails_gives_its_place_back(
         with pytest.raises(ConnectionError, match="injected"):
             await socket.wait(timeout=5)
     assert users["reviewer"].pk not in frames.sockets.open
+
+
+async def test_a_socket_whose_inbox_groups_the_layer_refuses_closes_with_a_code(
+        cookies: dict[str, str], users: dict[str, User],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inbox groups are joined once the socket is accepted; a layer that refuses them
+    then closes it with an application code (daphne sends no other) and frees its place."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    group_add = layer.group_add
+
+    async def inbox_refused(group: str, channel: str) -> None:
+        if group == broadcast.INBOX_GROUP or group.startswith(broadcast.TEAM_GROUP_PREFIX):
+            raise ConnectionError("injected: the layer refuses the inbox group")
+        await group_add(group, channel)
+
+    monkeypatch.setattr(layer, "group_add", inbox_refused)
+    socket = WebsocketCommunicator(application, "/ws/inbox/",
+                                   headers=headers(cookies["reviewer"]))
+    assert (await socket.connect(timeout=5))[0]  # accepted first
+    assert (await close_code(socket))[0] == frames.SERVER_ERROR
+    assert users["reviewer"].pk not in frames.sockets.open
+    await socket.disconnect()

@@ -14,7 +14,8 @@ from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 
 from forgeui.inbox.broadcast import INBOX_GROUP, INBOX_MESSAGE_TYPE, team_group
-from forgeui.inbox.hub import SERVER_ERROR, Hub
+from forgeui.inbox.frames import SERVER_ERROR
+from forgeui.inbox.hub import Hub
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 FINANCE = team_group("finance")
@@ -35,6 +36,14 @@ class Socket:
 
     async def revoke(self, code: int) -> None:
         self.revoked.append(code)
+
+
+class Unclosable(Socket):
+    """A socket that fails and cannot even be closed (daphne refuses a close it cannot send)."""
+
+    async def revoke(self, code: int) -> None:
+        self.revoked.append(code)
+        raise ValueError("injected: the socket cannot be closed")
 
 
 async def until(check: Any, seconds: float = 10) -> None:
@@ -129,16 +138,21 @@ async def test_a_failed_receive_is_followed_by_joining_again(
     hub.leave(socket)
 
 
-async def test_a_socket_whose_handler_fails_is_closed_and_the_others_still_hear() -> None:
+@pytest.mark.parametrize("closes", [True, False], ids=["closed", "cannot close"])
+async def test_a_socket_whose_handler_fails_is_closed_and_the_others_still_hear(
+        closes: bool) -> None:
     layer = InMemoryChannelLayer()
-    hub, broken, fine = Hub(layer), Socket(fails=True), Socket()
+    hub = Hub(layer)
+    broken, fine = (Socket if closes else Unclosable)(fails=True), Socket()
     await hub.join(broken, [INBOX_GROUP])
     await hub.join(fine, [INBOX_GROUP])
     await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 5))
     await until(lambda: fine.heard)
-    assert broken.revoked == [SERVER_ERROR]
-    assert fine.heard == [[5]] and not fine.revoked
     hub.leave(broken)
+    await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 6))  # the hub still hears
+    await until(lambda: len(fine.heard) == 2)
+    assert broken.revoked == [SERVER_ERROR] and 4000 <= SERVER_ERROR <= 4999  # daphne's range
+    assert fine.heard == [[5], [6]] and not fine.revoked
     hub.leave(fine)
 
 
@@ -154,25 +168,3 @@ async def test_a_group_the_layer_refuses_leaves_the_socket_out() -> None:
         await hub.join(socket, [INBOX_GROUP])
     assert hub.members == {} and hub.task is None
 
-
-class Unclosable(Socket):
-    """A socket that fails and cannot even be closed (daphne refuses a close it cannot send)."""
-
-    async def revoke(self, code: int) -> None:
-        self.revoked.append(code)
-        raise ValueError("injected: the socket cannot be closed")
-
-
-async def test_a_socket_that_cannot_be_closed_stops_no_other() -> None:
-    layer = InMemoryChannelLayer()
-    hub, broken, fine = Hub(layer), Unclosable(fails=True), Socket()
-    await hub.join(broken, [INBOX_GROUP])
-    await hub.join(fine, [INBOX_GROUP])
-    await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 5))
-    await until(lambda: fine.heard)
-    hub.leave(broken)
-    await layer.group_send(INBOX_GROUP, announce(INBOX_GROUP, 6))  # the hub still hears
-    await until(lambda: len(fine.heard) == 2)
-    assert broken.revoked == [SERVER_ERROR] and fine.heard == [[5], [6]]
-    assert 4000 <= SERVER_ERROR <= 4999  # a code daphne can send
-    hub.leave(fine)
