@@ -7,7 +7,8 @@
  * 2. The live indicator in the top bar.
  * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
  *    their live parts into the new version, keeping focus, typed text and open details;
- *    inbox rows being typed into are morphed too, never replaced.
+ *    inbox rows being typed into, or counting down to a reject, are morphed too, never
+ *    replaced; a row redrawn or replayed keeps the keyboard's place and the focus.
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
@@ -52,22 +53,27 @@
       inner.content.querySelectorAll("tr[id]").forEach(function (row) {
         var shown = document.getElementById(row.id);
         var mode = row.getAttribute("hx-swap-oob");  // delete, true (replace) or none (insert)
-        if (shown && mode === "delete" && holdsInput(shown)) {  // being typed into: it stays
-          row.remove();
-          keep(shown);
-        } else if (shown && mode !== "delete" && touched(shown)) {  // morphed, not replaced
-          row.remove();
-          row.removeAttribute("hx-swap-oob");
-          Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
-          htmx.process(shown);
-        } else if (mode === "delete" || mode === "true") {
-          if (!shown) row.remove();
-        } else if (shown) {  // a replay of a row shown already: it keeps the reader's place
+        if (mode === "delete") {
+          if (!shown) {
+            row.remove();
+          } else if (holdsInput(shown)) {  // being typed into: it stays
+            row.remove();
+            keep(shown);
+          }
+        } else if (!shown) {
+          if (mode === "true") row.remove();
+          else row.classList.add("arrived");  // a brief highlight (forge.css)
+        } else {  // a new copy of a row shown: the reader's place in it stays
           row.classList.toggle("current", shown.classList.contains("current"));
-          if (shown.contains(document.activeElement)) refocus.push(row.id);
-          shown.remove();
-        } else {
-          row.classList.add("arrived");  // a brief highlight (forge.css)
+          if (touched(shown) || counting(shown)) {  // morphed, not replaced
+            row.remove();
+            row.removeAttribute("hx-swap-oob");
+            Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
+            htmx.process(shown);
+          } else {  // replaced: in place (true: its run moved on), or inserted again (replays)
+            if (shown.contains(document.activeElement)) refocus.push(row.id);
+            if (mode !== "true") shown.remove();
+          }
         }
       });
     });

@@ -192,6 +192,64 @@ def test_rows_replayed_on_reconnect_keep_the_readers_place(forge: LiveServer,
     expect(row(page, second["id"])).to_have_class(CURRENT)
 
 
+def test_a_row_redrawn_in_place_keeps_the_readers_place(forge: LiveServer,
+                                                        login: Login) -> None:
+    """Someone else answers one sign-off of a run: the run moves to a new checkpoint and
+    its other pending row is redrawn where it stands, live. The reviewer on that row
+    stays on it, focused, and the keys go on from there."""
+    token = uuid.uuid4().hex[:10]
+    started = forge.start("parallel_approvals", {"item": token, "amount": 40})
+    asks = {i["node"]: i for i in forge.pending(started[0]["root_thread_id"], at_least=2)}
+    page = login("reviewer", f"/?q={token}")
+    finance, legal = row(page, asks["finance"]["id"]), row(page, asks["legal"]["id"])
+    expect(page.locator("#inbox-rows tr.row[id]")).to_have_count(2)
+    page.keyboard.press("j")
+    expect(page.locator("#inbox-rows tr.row.current")).to_have_count(1)
+    if "current" not in (finance.get_attribute("class") or ""):
+        page.keyboard.press("j")
+    expect(finance).to_have_class(CURRENT)
+    checkpoint = finance.locator("code.id").last  # its title: the row's checkpoint id
+    before = checkpoint.get_attribute("title")
+    forge.api("POST", f"/api/interrupts/{asks['legal']['id']}/resume",
+              {"value": {"type": "accept", "args": None}}, who="supervisor")
+    expect(legal).to_have_count(0)
+    expect(checkpoint).not_to_have_attribute("title", before)  # redrawn, live
+    expect(finance).to_have_class(CURRENT)
+    expect(finance.locator(".row-link")).to_be_focused()
+    page.keyboard.press("k")  # the only row: the place stays where it is
+    expect(finance).to_have_class(CURRENT)
+
+
+def test_a_reject_counting_down_survives_a_replay_of_its_row(forge: LiveServer,
+                                                              login: Login) -> None:
+    """The reviewer rejects and the Undo bar counts down; the socket reconnects and the
+    server sends the row again: the bar, its focus and the chance to undo stay."""
+    token = uuid.uuid4().hex[:10]
+    page = login("reviewer", f"/?q={token}")
+    before = page.locator("#inbox [data-event-id]").get_attribute("data-event-id")
+    [asked] = forge.start("transfer", {"ref": token, "amount": 3})
+    expect(row(page, asked["id"])).to_be_visible()
+    page.clock.install()  # the countdown waits for the test's clock
+    page.keyboard.press("j")
+    page.keyboard.press("r")
+    undo = page.get_by_role("button", name="Undo")
+    expect(undo).to_be_focused()
+    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
+    page.evaluate(f"() => {wrapper}.socket.close(4000)")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
+    page.evaluate("at => document.querySelector('#inbox [data-event-id]')"
+                  ".setAttribute('data-event-id', at)", before)
+    page.evaluate(f"() => {wrapper}.init()")
+    expect(page.locator("#inbox [data-event-id]")).not_to_have_attribute(
+        "data-event-id", before)  # the replay came
+    expect(undo).to_be_focused()
+    expect(row(page, asked["id"])).to_have_class(CURRENT)
+    undo.press("Enter")
+    expect(page.locator(".undo-bar")).to_have_count(0)
+    page.clock.run_for(6000)  # past the countdown: nothing is sent
+    assert [i["id"] for i in forge.pending(asked["root_thread_id"])] == [asked["id"]]
+
+
 def test_a_live_row_lines_up_with_the_header_on_a_laptop(forge: LiveServer,
                                                          login: Login) -> None:
     page = login("reviewer")  # 1440x900
