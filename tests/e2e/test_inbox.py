@@ -220,6 +220,29 @@ def test_a_row_redrawn_in_place_keeps_the_readers_place(forge: LiveServer,
     expect(finance).to_have_class(CURRENT)
 
 
+def test_the_readers_place_passes_on_when_their_row_is_answered_elsewhere(
+        forge: LiveServer, login: Login) -> None:
+    """Someone else answers the row the reviewer is on: it leaves live, and the place and
+    the focus pass to the next row, so the keys go on (not from the top, nor from <body>)."""
+    token = uuid.uuid4().hex[:10]
+    first, second, third = (forge.start("transfer", {"ref": token, "amount": n})[0]
+                            for n in (1, 2, 3))
+    page = login("reviewer", f"/?q={token}")
+    expect(page.locator("#inbox-rows tr.row[id]")).to_have_count(3)
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # oldest first: the second run's row
+    expect(row(page, second["id"])).to_have_class(CURRENT)
+    forge.api("POST", f"/api/interrupts/{second['id']}/resume", {"value": True})
+    expect(row(page, second["id"])).to_have_count(0)
+    expect(row(page, third["id"])).to_have_class(CURRENT)
+    expect(row(page, third["id"]).locator(".row-link")).to_be_focused()
+    forge.api("POST", f"/api/interrupts/{third['id']}/resume", {"value": True})
+    expect(row(page, first["id"])).to_have_class(CURRENT)  # the last row: back one
+    expect(row(page, first["id"]).locator(".row-link")).to_be_focused()
+    page.keyboard.press("j")  # the only row left: the place stays
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+
+
 def test_a_reject_counting_down_survives_a_replay_of_its_row(forge: LiveServer,
                                                               login: Login) -> None:
     """The reviewer rejects and the Undo bar counts down; the socket reconnects and the
