@@ -8,8 +8,8 @@
  * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
  *    their live parts into the new version, keeping focus, typed text and open details;
  *    inbox rows being typed into, or counting down to a reject, are morphed too, never
- *    replaced; a row redrawn or replayed keeps the keyboard's place and the focus, and
- *    the place of a row taken away passes to its neighbour.
+ *    replaced; a row redrawn or replayed keeps the keyboard's place and the focus (and
+ *    keys.js passes the place of a row taken away to its neighbour).
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
@@ -80,41 +80,16 @@
     });
     evt.preventDefault();
     var before = shownRows();
-    var place = placeNow();
+    document.dispatchEvent(new CustomEvent("forge:rowsSwapping"));  // keys.js notes its place
     htmx.swap(evt.target, holder.innerHTML, { swapStyle: "none" });
     refocus.forEach(function (id) {
       var link = document.getElementById(id).querySelector(".row-link");
       if (link) link.focus();
     });
-    passPlace(place);
+    document.dispatchEvent(new CustomEvent("forge:rowsSwapped"));
     adjustCount(shownRows() - before);
     refreshAges(evt.target);
   });
-
-  // The keyboard's row (keys.js), before a swap that may take it away: the rows' ids in
-  // order, which one it is, and whether it holds the focus.
-  function placeNow() {
-    var rows = Array.prototype.slice.call(document.querySelectorAll("#inbox-rows tr.row[id]"));
-    rows = rows.filter(function (tr) { return !tr.classList.contains("outcome"); });
-    var at = rows.findIndex(function (tr) {
-      return tr.classList.contains("current") || tr.contains(document.activeElement);
-    });
-    if (at < 0) return null;
-    return { ids: rows.map(function (tr) { return tr.id; }), at: at,
-             focused: rows[at].contains(document.activeElement) };
-  }
-
-  // Its row gone (answered or claimed elsewhere), the place passes to the next row still
-  // shown, else the one before, so the reader goes on from there and focus is not lost.
-  function passPlace(place) {
-    if (!place || document.getElementById(place.ids[place.at])) return;
-    var order = place.ids.slice(place.at + 1).concat(place.ids.slice(0, place.at).reverse());
-    var next = order.map(function (id) { return document.getElementById(id); }).find(Boolean);
-    if (!next) return;
-    next.classList.add("current");
-    var link = next.querySelector(".row-link");
-    if (link && place.focused) link.focus();
-  }
 
   // The "N pending" figure follows the rows that arrive and leave.
   function shownRows() {

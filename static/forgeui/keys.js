@@ -3,6 +3,7 @@
  * 1. j/k move through the inbox, a approves (or accepts, or continues), r rejects (or
  *    ignores), ? shows the keys; never while typing in a field. A key with nothing to do
  *    on the chosen row says why, in the row and in a live region.
+ *    The place of a row a live update takes away passes to its neighbour.
  * 2. Reject (and ignore) waits five seconds with an Undo before it is sent; buttons with
  *    data-confirm ask first.
  */
@@ -84,16 +85,34 @@
     return holder || document.querySelector("#inbox-rows tr.row.current");
   }
 
-  function makeCurrent(tr) {
+  function makeCurrent(tr, focus) {
     if (!tr) return;
     document.querySelectorAll("#inbox-rows tr.row.current").forEach(function (other) {
       other.classList.remove("current");
     });
     tr.classList.add("current");
     var link = tr.querySelector(".row-link");
-    if (link) link.focus();
+    if (link && focus !== false) link.focus();
     if (tr.scrollIntoView) tr.scrollIntoView({ block: "nearest" });
   }
+
+  // A live update (forge.js) may take the current row away, answered or claimed elsewhere:
+  // its place passes to the next row still shown, else the one before, with the focus if
+  // it held it, so the reader goes on from there rather than from the top or <body>.
+  var leaving = null;
+  document.addEventListener("forge:rowsSwapping", function () {
+    var rows = inboxRows(), tr = currentRow(), at = rows.indexOf(tr);
+    leaving = at < 0 ? null : { ids: rows.map(function (r) { return r.id; }), at: at,
+                                focused: tr.contains(document.activeElement) };
+  });
+  document.addEventListener("forge:rowsSwapped", function () {
+    var place = leaving;
+    leaving = null;
+    if (!place || document.getElementById(place.ids[place.at])) return;
+    var order = place.ids.slice(place.at + 1).concat(place.ids.slice(0, place.at).reverse());
+    makeCurrent(order.map(function (id) { return document.getElementById(id); }).find(Boolean),
+                place.focused);
+  });
 
   function move(step) {
     var rows = inboxRows();

@@ -23,6 +23,18 @@ def row(page: Any, interrupt_id: str) -> Any:
     return page.locator(f"#int-{interrupt_id}")
 
 
+def replay_after(page: Any, cursor: str | None) -> None:
+    """Reconnect the inbox's socket as if the page had seen only up to event ``cursor``;
+    return once the server's replay has come."""
+    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
+    page.evaluate(f"() => {wrapper}.socket.close(4000)")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
+    mark = page.locator("#inbox [data-event-id]")
+    mark.evaluate("(el, at) => el.setAttribute('data-event-id', at)", cursor)
+    page.evaluate(f"() => {wrapper}.init()")
+    expect(mark).not_to_have_attribute("data-event-id", cursor or "")
+
+
 def test_a_new_interrupt_arrives_live_and_leaves_the_other_inbox_when_answered(
         forge: LiveServer, login: Login) -> None:
     mine, theirs = login("reviewer"), login("supervisor")
@@ -170,21 +182,13 @@ def test_rows_replayed_on_reconnect_keep_the_readers_place(forge: LiveServer,
                                                             login: Login) -> None:
     token = uuid.uuid4().hex[:10]
     page = login("reviewer", f"/?q={token}")
-    cursor = page.locator("#inbox [data-event-id]")
-    before = cursor.get_attribute("data-event-id")
+    before = page.locator("#inbox [data-event-id]").get_attribute("data-event-id")
     first = forge.start("transfer", {"ref": token, "amount": 1})[0]
     second = forge.start("transfer", {"ref": token, "amount": 2})[0]
     expect(row(page, second["id"])).to_be_visible()
     page.keyboard.press("j")  # oldest first
     expect(row(page, first["id"])).to_have_class(CURRENT)
-    # Back to a cursor from before both rows: the server sends them again on reconnecting.
-    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
-    page.evaluate(f"() => {wrapper}.socket.close(4000)")
-    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
-    page.evaluate("at => document.querySelector('#inbox [data-event-id]')"
-                  ".setAttribute('data-event-id', at)", before)
-    page.evaluate(f"() => {wrapper}.init()")
-    expect(cursor).not_to_have_attribute("data-event-id", before)  # the replay came
+    replay_after(page, before)  # from before both rows: the server sends them again
     expect(row(page, first["id"])).to_have_class(CURRENT)
     expect(row(page, first["id"]).locator(".row-link")).to_be_focused()
     expect(page.locator("#inbox-rows tr.row[id]")).to_have_count(2)  # no row twice
@@ -257,14 +261,7 @@ def test_a_reject_counting_down_survives_a_replay_of_its_row(forge: LiveServer,
     page.keyboard.press("r")
     undo = page.get_by_role("button", name="Undo")
     expect(undo).to_be_focused()
-    wrapper = 'htmx.find("#inbox")["htmx-internal-data"].webSocket'
-    page.evaluate(f"() => {wrapper}.socket.close(4000)")
-    expect(page.locator("#live-status")).to_have_attribute("data-state", "retry")
-    page.evaluate("at => document.querySelector('#inbox [data-event-id]')"
-                  ".setAttribute('data-event-id', at)", before)
-    page.evaluate(f"() => {wrapper}.init()")
-    expect(page.locator("#inbox [data-event-id]")).not_to_have_attribute(
-        "data-event-id", before)  # the replay came
+    replay_after(page, before)  # the row is sent again
     expect(undo).to_be_focused()
     expect(row(page, asked["id"])).to_have_class(CURRENT)
     undo.press("Enter")
