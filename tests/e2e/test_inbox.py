@@ -7,7 +7,6 @@ interrupts it watches are new to every open page and arrive over the websocket.
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from typing import Any
 
@@ -16,7 +15,8 @@ from playwright.sync_api import expect
 from .conftest import LiveServer, Login
 
 CURRENT = re.compile(r"\bcurrent\b")  # the keyboard's row
-ARRIVAL_S = 1.0  # a row appears within a second of the interrupt being persisted
+# How fast a row arrives is measured by bench/inbox_bench.py; here only that it does, live.
+ARRIVAL_MS = 10_000
 
 
 def row(page: Any, interrupt_id: str) -> Any:
@@ -40,10 +40,8 @@ def test_a_new_interrupt_arrives_live_and_leaves_the_other_inbox_when_answered(
     mine, theirs = login("reviewer"), login("supervisor")
     counted = int(theirs.locator("#pending-count").inner_text())
     [pending] = forge.start("transfer", {"amount": 42})
-    seen = time.monotonic()
     for page in (mine, theirs):
-        expect(row(page, pending["id"])).to_be_visible(timeout=ARRIVAL_S * 1000)
-    assert time.monotonic() - seen < ARRIVAL_S + 0.5
+        expect(row(page, pending["id"])).to_be_visible(timeout=ARRIVAL_MS)
     expect(theirs.locator("#pending-count")).to_have_text(str(counted + 1))
     expect(row(mine, pending["id"])).to_contain_text("Approve this transfer?")
     expect(row(mine, pending["id"])).to_contain_text("transfer")
