@@ -8,8 +8,8 @@
  * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
  *    their live parts into the new version, keeping focus, typed text and open details;
  *    inbox rows being typed into, or counting down to a reject, are morphed too, never
- *    replaced; a row redrawn or replayed keeps the keyboard's place and the focus (and
- *    keys.js passes the place of a row taken away to its neighbour).
+ *    replaced; a row redrawn or replayed keeps its position, the keyboard's place and the
+ *    focus (and keys.js passes the place of a row taken away to its neighbour).
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
@@ -66,14 +66,15 @@
           else row.classList.add("arrived");  // a brief highlight (forge.css)
         } else {  // a new copy of a row shown: the reader's place in it stays
           row.classList.toggle("current", shown.classList.contains("current"));
-          if (touched(shown) || counting(shown)) {  // morphed, not replaced
+          // A replay morphs the row where it is: inserted again, it would move to an end of
+          // the list under a reader stepping through it with j and k.
+          if (mode !== "true" || touched(shown) || counting(shown)) {  // morphed in place
             row.remove();
             row.removeAttribute("hx-swap-oob");
             Idiomorph.morph(shown, row.outerHTML, { morphStyle: "outerHTML" });
             htmx.process(shown);
-          } else {  // replaced: in place (true: its run moved on), or inserted again (replays)
+          } else {  // replaced in place: its run moved on
             if (shown.contains(document.activeElement)) refocus.push(row.id);
-            if (mode !== "true") shown.remove();
           }
         }
       });

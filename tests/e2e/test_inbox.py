@@ -194,6 +194,28 @@ def test_rows_replayed_on_reconnect_keep_the_readers_place(forge: LiveServer,
     expect(row(page, second["id"])).to_have_class(CURRENT)
 
 
+def test_a_row_changed_live_stays_where_it_stands(forge: LiveServer, login: Login) -> None:
+    """Someone claims the first row: it is sent again, live, and is redrawn where it
+    stands, not moved to the end, so j and k go on through the list as it was."""
+    token = uuid.uuid4().hex[:10]
+    first, second = (forge.start("transfer", {"ref": token, "amount": n})[0] for n in (1, 2))
+    page = login("reviewer", f"/?q={token}")
+    rows = page.locator("#inbox-rows tr.row[id]")
+    expect(rows).to_have_count(2)
+    order = [f"int-{first['id']}", f"int-{second['id']}"]
+    assert [rows.nth(n).get_attribute("id") for n in (0, 1)] == order
+    page.keyboard.press("j")
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+    forge.api("POST", f"/api/interrupts/{first['id']}/claim", who="supervisor")
+    expect(row(page, first["id"])).to_contain_text("supervisor")  # redrawn, live
+    assert [rows.nth(n).get_attribute("id") for n in (0, 1)] == order
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+    page.keyboard.press("j")
+    expect(row(page, second["id"])).to_have_class(CURRENT)
+    page.keyboard.press("k")
+    expect(row(page, first["id"])).to_have_class(CURRENT)
+
+
 def test_a_row_redrawn_in_place_keeps_the_readers_place(forge: LiveServer,
                                                         login: Login) -> None:
     """Someone else answers one sign-off of a run: the run moves to a new checkpoint and
