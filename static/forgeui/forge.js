@@ -7,9 +7,10 @@
  * 2. The live indicator in the top bar.
  * 3. Live pages (run tree, timeline, interrupt): "this changed" from the socket morphs
  *    their live parts into the new version, keeping focus, typed text and open details;
- *    inbox rows being typed into, or counting down to a reject, are morphed too, never
- *    replaced; a row redrawn or replayed keeps its position, the keyboard's place and the
- *    focus (and keys.js passes the place of a row taken away to its neighbour).
+ *    inbox rows sent again, being typed into or counting down to a reject are morphed
+ *    too, where they stand; only a row whose run moved on is replaced, in place. Either
+ *    way it keeps its position, the keyboard's place and the focus (and keys.js passes
+ *    the place of a row taken away to its neighbour).
  * 4. Ages ("3 minutes") and time left before a deadline stay current without reloading.
  * 5. Run-tree nodes nested deeper than forge.css spells out get their indent here
  *    (through the CSSOM, which the Content-Security-Policy allows; inline styles it does not).
